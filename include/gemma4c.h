@@ -1,0 +1,145 @@
+/* gemma4c.h — the public C API of gemma4c: the only header the CLI and the server include.
+ * Owns: opaque handles, error codes, and the functions over model, session slots, tokenizer,
+ * chat template and sampler. Does not expose kernels, ranks or file formats. */
+#ifndef GEMMA4C_H
+#define GEMMA4C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* Every function that can fail returns a g4_status and leaves a one-line message (naming the
+ * file / field / value at fault) retrievable with g4_last_error() on the same thread.
+ * The CLI maps G4_ERR_INPUT to exit code 2 and everything else to 1. */
+typedef enum {
+    G4_OK = 0,
+    G4_ERR_INPUT = 2,    /* bad usage or bad input: files, fields, shapes, prompts */
+    G4_ERR_IO = 3,       /* a file could not be opened / read / mapped */
+    G4_ERR_NOMEM = 4,    /* an allocation failed */
+    G4_ERR_RUNTIME = 5,  /* anything else */
+    G4_ERR_CONTEXT = 6   /* a sequence outgrew its slot's context (--ctx) */
+} g4_status;
+
+const char *g4_last_error(void);
+/* Sets the thread's error message (printf-style) and returns `st`, for `return g4_fail(...)`. */
+g4_status g4_fail(g4_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct g4_model g4_model;
+
+typedef struct {
+    int threads;        /* worker threads for the forward pass; <= 0 means all online CPUs */
+    int ctx;            /* context length per session slot (full-layer KV positions); default 4096 */
+    int n_slots;        /* session slots (independent sequences) with their own KV; default 1 */
+    int prefill_chunk;  /* positions per prefill step; default 64 */
+} g4_model_opts;
+
+void g4_model_opts_default(g4_model_opts *o);
+
+/* Loads a HuggingFace checkpoint directory (config.json + safetensors, single or sharded) with
+ * every tensor memory-mapped, never copied; checks every tensor's presence, dtype and shape
+ * against the config before returning. Allocates the KV cache of opts->n_slots slots. */
+g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **out);
+void g4_model_free(g4_model *m);
+
+typedef struct {
+    int vocab_size;
+    int hidden_size;
+    int n_layers;
+    int ctx;            /* per-slot context length in use */
+    int n_slots;
+    int bos_id, eos_id, pad_id;   /* from config.json; -1 where absent */
+    float final_logit_softcap;    /* 0 when absent */
+    const char *architecture;     /* e.g. "Gemma4UnifiedForConditionalGeneration" */
+    size_t weight_bytes;          /* bytes of mapped weights */
+    size_t kv_bytes;              /* bytes of KV cache over all slots */
+} g4_model_info;
+
+const g4_model_info *g4_model_get_info(const g4_model *m);
+
+/* ---------------------------------------------------------------- session slots */
+
+/* A slot holds one sequence's KV cache. Positions count from 0 at the first token.
+ * Resetting a slot is O(1). */
+void g4_slot_reset(g4_model *m, int slot);
+int g4_slot_pos(const g4_model *m, int slot);
+
+/* Appends `n` tokens to `slot` (prefill, processed in chunks of opts.prefill_chunk) and, when
+ * `logits` is not NULL, writes the last position's logits [vocab] WITHOUT the softcap.
+ * G4_ERR_CONTEXT if the slot would exceed its context. */
+g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits);
+
+/* One decode step for `n` slots at once (continuous batching): appends ids[i] to slots[i] and
+ * writes logits[i * vocab ...] WITHOUT the softcap. Each slot's result is identical to what a
+ * single-slot call would give. Slots must be distinct. */
+g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, float *logits);
+
+/* Applies the final-logit softcap cap*tanh(x/cap) in place (no-op if the model has none). */
+void g4_softcap(const g4_model *m, float *logits, int n);
+
+/* Index of the largest value (first on ties); greedy decoding uses it on raw logits. */
+int g4_argmax(const float *logits, int n);
+
+/* ---------------------------------------------------------------- tokenizer */
+
+typedef struct g4_tokenizer g4_tokenizer;
+
+/* Loads tokenizer.json (+ tokenizer_config.json when present) from a directory, or a
+ * tokenizer.json path. A component type we do not implement is refused naming the type. */
+g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out);
+void g4_tokenizer_free(g4_tokenizer *t);
+
+/* Encodes UTF-8 text (invalid UTF-8 is G4_ERR_INPUT). add_special != 0 applies the
+ * post-processor (e.g. prepends <bos>). *ids is malloc'ed; the caller frees it. */
+g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int add_special,
+                      int32_t **ids, size_t *n_ids);
+/* Decodes ids to UTF-8 text. skip_special != 0 drops special added tokens. *text is malloc'ed
+ * and NUL-terminated. */
+g4_status g4_detokenize(const g4_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
+                        char **text, size_t *len);
+int g4_tokenizer_vocab_size(const g4_tokenizer *t);
+/* Id of an exact token string (vocab or added token), or -1. */
+int32_t g4_token_to_id(const g4_tokenizer *t, const char *piece);
+/* The token's string as stored in the vocabulary, or NULL. */
+const char *g4_id_to_token(const g4_tokenizer *t, int32_t id);
+int g4_token_is_special(const g4_tokenizer *t, int32_t id);
+
+/* Streaming detokenizer: text emitted as tokens arrive, never splitting a UTF-8 sequence; the
+ * concatenation of all pieces (push + finish) equals g4_detokenize(all ids). */
+typedef struct g4_detok_stream g4_detok_stream;
+g4_detok_stream *g4_detok_stream_new(const g4_tokenizer *t, int skip_special);
+/* Appends the text that became final to *buf (malloc'ed/realloc'ed, NUL-terminated; *len
+ * is its new length, 0 when nothing is final yet). */
+g4_status g4_detok_stream_push(g4_detok_stream *s, int32_t id, char **buf, size_t *len);
+g4_status g4_detok_stream_finish(g4_detok_stream *s, char **buf, size_t *len);
+void g4_detok_stream_free(g4_detok_stream *s);
+
+/* ---------------------------------------------------------------- chat template */
+
+typedef struct g4_template g4_template;
+
+/* Loads the chat template from a model/tokenizer directory (chat_template.jinja, else
+ * tokenizer_config.json "chat_template"), or from a .jinja file path. Special-token strings
+ * (bos_token, eos_token, ...) come from tokenizer_config.json where present. */
+g4_status g4_template_load(const char *path, g4_template **out);
+/* Same, with the template source given directly (template_path names it in errors). */
+g4_status g4_template_load_source(const char *src, size_t len, const char *template_path,
+                                  const char *tokenizer_dir, g4_template **out);
+void g4_template_free(g4_template *t);
+/* Renders with the variables of `json_vars`, a JSON object ({"messages": [...], "tools": [...],
+ * "add_generation_prompt": true, ...}). Output byte-identical to jinja2 as transformers'
+ * apply_chat_template configures it. raise_exception() surfaces as G4_ERR_INPUT with its
+ * message. *out is malloc'ed and NUL-terminated. */
+g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t json_len,
+                             char **out, size_t *out_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

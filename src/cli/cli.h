@@ -1,0 +1,27 @@
+/* cli.h — what the subcommand files of the gemma4c CLI share: the entry points the dispatcher
+ * in main.c calls and small helpers for option parsing and error exits. */
+#ifndef G4_CLI_H
+#define G4_CLI_H
+
+#include "gemma4c.h"
+
+/* Each subcommand gets argv starting at its own name; returns the process exit code
+ * (0 ok, 1 runtime failure, 2 bad usage or bad input). */
+int cli_run(int argc, char **argv);
+int cli_logits(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
+int cli_detokenize(int argc, char **argv);
+int cli_template(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Prints "gemma4c: <g4_last_error()>" to stderr and returns the exit code for `st`. */
+int cli_report(g4_status st);
+/* Prints "gemma4c <cmd>: <message>" to stderr and returns 2 (bad usage). */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses a decimal int option value in [lo, hi]; on failure reports and returns 0. */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+/* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
+char *cli_read_stdin(size_t *len);
+
+#endif

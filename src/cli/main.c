@@ -1,0 +1,39 @@
+/* main.c — the gemma4c command-line entry point: dispatches to one subcommand per file
+ * (cli_run.c, cli_tokenize.c, ...). Owns nothing but the dispatch table and the top-level help. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"run", cli_run, "generate text or token ids from a prompt"},
+    {"logits", cli_logits, "write the last position's logits (float32) for a prompt"},
+    {"tokenize", cli_tokenize, "UTF-8 text on stdin -> JSON array of token ids"},
+    {"detokenize", cli_detokenize, "JSON array of token ids on stdin -> text"},
+    {"template", cli_template, "render the chat template for a JSON conversation on stdin"},
+    {"serve", cli_serve, "OpenAI-compatible HTTP server"},
+    {"bench", cli_bench, "measure the machine's roofline and the model's prefill/decode speed"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gemma4c COMMAND [options]   (gemma4c COMMAND --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "gemma4c: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

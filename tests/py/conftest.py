@@ -1,0 +1,27 @@
+"""Shared pytest fixtures: where the gemma4c binary, the repo and the shared test data live."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running; skipped in the sanitizer run")
+
+
+@pytest.fixture(scope="session")
+def g4_bin():
+    b = os.environ.get("G4_BIN", str(ROOT / "build" / "gemma4c"))
+    assert os.path.exists(b), f"gemma4c binary not built: {b}"
+    return b
+
+
+def run_g4(g4_bin, *args, input=None, timeout=600):
+    """Runs gemma4c and returns the CompletedProcess (bytes stdout/stderr)."""
+    return subprocess.run([g4_bin, *map(str, args)], input=input, capture_output=True,
+                          timeout=timeout)

@@ -1,0 +1,123 @@
+/* threadpool.c — worker threads for the forward pass (see threadpool.h for the contract).
+ * Tasks are handed out with an atomic counter, so uneven tasks balance themselves. */
+#include "base/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct g4_pool {
+    int n_threads;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    atomic_uint generation;   /* bumped once per parallel loop */
+    atomic_int next_task;
+    atomic_int workers_done;
+    int n_tasks;
+    g4_task_fn fn;
+    void *ctx;
+    int stop;
+};
+
+typedef struct { g4_pool *p; int id; } worker_arg;
+
+static void drain(g4_pool *p, int thread) {
+    for (;;) {
+        int t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
+        if (t >= p->n_tasks) break;
+        p->fn(p->ctx, t, thread);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker_arg wa = *(worker_arg *)arg;
+    free(arg);
+    g4_pool *p = wa.p;
+    unsigned seen = 0;
+    for (;;) {
+        /* Spin for a while (cheap wake-up between back-to-back loops), then sleep. */
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+               spins < 20000) {
+            spins++;
+            __builtin_ia32_pause();
+        }
+        if (gen == seen) {
+            pthread_mutex_lock(&p->mu);
+            while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+                   !p->stop)
+                pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (p->stop) return NULL;
+        seen = gen;
+        drain(p, wa.id);
+        atomic_fetch_add_explicit(&p->workers_done, 1, memory_order_release);
+    }
+}
+
+g4_pool *g4_pool_new(int n_threads) {
+    if (n_threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = n > 0 ? (int)n : 1;
+    }
+    g4_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
+    if (!p->threads) { free(p); return NULL; }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) { p->n_threads = i; g4_pool_free(p); return NULL; }
+        wa->p = p;
+        wa->id = i;
+        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
+            p->n_threads = i;
+            g4_pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void g4_pool_free(g4_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->wake);
+    free(p->threads);
+    free(p);
+}
+
+int g4_pool_size(const g4_pool *p) { return p->n_threads; }
+
+void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx) {
+    if (n_tasks <= 0) return;
+    if (p->n_threads == 1 || n_tasks == 1) {
+        for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->workers_done, 0, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    drain(p, 0);
+    while (atomic_load_explicit(&p->workers_done, memory_order_acquire) < p->n_threads - 1)
+        __builtin_ia32_pause();
+}

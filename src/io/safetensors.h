@@ -1,0 +1,52 @@
+/* safetensors.h — memory-mapped safetensors files (single or sharded via
+ * model.safetensors.index.json) exposed as a flat table of named tensors pointing into the maps.
+ * Owns the mappings; does not know what any tensor means. */
+#ifndef G4_SAFETENSORS_H
+#define G4_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemma4c.h"
+
+typedef enum { G4_DT_F32 = 0, G4_DT_F16 = 1, G4_DT_BF16 = 2 } g4_dtype;
+
+size_t g4_dtype_size(g4_dtype dt);
+const char *g4_dtype_name(g4_dtype dt);
+
+#define G4_MAX_DIMS 4
+
+typedef struct {
+    char *name;
+    g4_dtype dtype;
+    int n_dims;
+    int64_t shape[G4_MAX_DIMS];
+    const void *data;      /* into the file mapping; 2-byte aligned at least */
+    size_t nbytes;
+    const char *file;      /* the file it lives in, for error messages */
+    int used;              /* set by the binder; unused tensors are reported as unexpected */
+} g4_tensor;
+
+typedef struct {
+    void *addr;
+    size_t size;
+    char *path;
+} g4_mapping;
+
+typedef struct {
+    g4_tensor *tensors;
+    int n_tensors;
+    g4_mapping *maps;
+    int n_maps;
+} g4_tensor_set;
+
+/* Opens `dir`/model.safetensors, or every shard named by `dir`/model.safetensors.index.json. */
+g4_status g4_st_open_dir(const char *dir, g4_tensor_set *out);
+/* Maps one file and appends its tensors to `set` (used by open_dir and by the fuzz target). */
+g4_status g4_st_add_file(g4_tensor_set *set, const char *path);
+/* Parses a safetensors file image held in memory (header + data); tensors point into `buf`. */
+g4_status g4_st_parse(g4_tensor_set *set, const void *buf, size_t size, const char *path);
+g4_tensor *g4_st_find(const g4_tensor_set *set, const char *name);
+void g4_st_close(g4_tensor_set *set);
+
+#endif

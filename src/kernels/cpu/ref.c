@@ -1,0 +1,92 @@
+/* ref.c — the scalar reference implementation of every kernel in kernels.h: plain C loops in
+ * float32, the ground truth the vectorized paths are tested against. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+float g4_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
+    if (exp == 0) {
+        if (man == 0) u = sign;
+        else {  /* subnormal: renormalize */
+            int e = -1;
+            do { e++; man <<= 1; } while (!(man & 0x400));
+            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) u = sign | 0x7f800000u | (man << 13);
+    else u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    union { uint32_t u; float f; } v = {u};
+    return v.f;
+}
+
+uint16_t g4_f32_to_bf16(float f) {
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40);  /* NaN */
+    v.u += 0x7fffu + ((v.u >> 16) & 1);
+    return (uint16_t)(v.u >> 16);
+}
+
+void g4_to_f32(g4_dtype dt, const void *src, size_t n, float *dst) {
+    const uint16_t *h = src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = dt == G4_DT_F32 ? ((const float *)src)[i]
+               : dt == G4_DT_BF16 ? g4_bf16_to_f32(h[i]) : g4_f16_to_f32(h[i]);
+}
+
+#define REF_MATMUL(NAME, TYPE, WIDEN)                                                         \
+    static void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y,  \
+                     int ldy) {                                                               \
+        const TYPE *W = w;                                                                    \
+        for (int t = 0; t < T; t++)                                                           \
+            for (int n = n0; n < n1; n++) {                                                   \
+                const TYPE *wr = W + (size_t)n * K;                                           \
+                const float *xr = x + (size_t)t * K;                                          \
+                float acc = 0.0f;                                                             \
+                for (int k = 0; k < K; k++) acc += xr[k] * WIDEN(wr[k]);                      \
+                y[(size_t)t * ldy + n] = acc;                                                 \
+            }                                                                                 \
+    }
+#define WIDEN_F32(v) (v)
+REF_MATMUL(matmul_f32, float, WIDEN_F32)
+REF_MATMUL(matmul_f16, uint16_t, g4_f16_to_f32)
+REF_MATMUL(matmul_bf16, uint16_t, g4_bf16_to_f32)
+
+static float dot(const float *a, const float *b, int n) {
+    float acc = 0.0f;
+    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+static void axpy(float a, const float *x, float *y, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* Mirrors Gemma4UnifiedRMSNorm: x * pow(mean(x^2) + eps, -0.5) * w, in float32. The sum of
+ * squares is accumulated in double so long rows stay close to torch's pairwise reduction. */
+static void rmsnorm(const float *x, const float *w, float eps, int n, float *y) {
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float r = powf((float)(ss / n) + eps, -0.5f);
+    for (int i = 0; i < n; i++) y[i] = w ? x[i] * r * w[i] : x[i] * r;
+}
+
+/* gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static void gelu_mul(const float *g, const float *u, int n, float *y) {
+    const float c = 0.7978845608028654f;
+    for (int i = 0; i < n; i++) {
+        float x = g[i];
+        y[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+static const g4_kernels scalar_table = {
+    .name = "scalar",
+    .matmul = {matmul_f32, matmul_f16, matmul_bf16},
+    .dot = dot,
+    .axpy = axpy,
+    .rmsnorm = rmsnorm,
+    .gelu_mul = gelu_mul,
+};
+
+const g4_kernels *g4_kernels_scalar(void) { return &scalar_table; }

@@ -1,0 +1,46 @@
+/* kernels.h — the table of compute kernels the forward pass calls, filled once at start-up
+ * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2). Every path is tested
+ * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller. */
+#ifndef G4_KERNELS_H
+#define G4_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/safetensors.h"
+
+/* Y[t][n] = sum_k X[t][k] * W[n][k] for t in [0, T), n in [n0, n1).
+ * X: [T][K] float32 rows of stride K; W: [N][K] in `wdt` (row stride K elements);
+ * Y: [T][ldy], only columns [n0, n1) written. Accumulation in float32. */
+typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0, int n1,
+                             float *y, int ldy);
+
+typedef struct {
+    const char *name;                 /* "scalar", "avx2" */
+    g4_matmul_fn matmul[3];           /* indexed by g4_dtype */
+    float (*dot)(const float *a, const float *b, int n);
+    void (*axpy)(float a, const float *x, float *y, int n);        /* y += a x */
+    /* y = x * (mean(x^2) + eps)^-1/2 * (w ? w : 1); x and y may alias.  [n] */
+    void (*rmsnorm)(const float *x, const float *w, float eps, int n, float *y);
+    /* y[i] = gelu_tanh(g[i]) * u[i]  [n] */
+    void (*gelu_mul)(const float *g, const float *u, int n, float *y);
+} g4_kernels;
+
+/* The table for this CPU (or the path forced by G4_CPU_ISA); NULL with an error set if the
+ * forced path is unknown or unsupported here. */
+const g4_kernels *g4_kernels_get(void);
+const g4_kernels *g4_kernels_scalar(void);
+const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
+
+/* Exact widening of 16-bit floats. */
+static inline float g4_bf16_to_f32(uint16_t h) {
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+float g4_f16_to_f32(uint16_t h);
+/* Round-to-nearest-even float -> bf16 (tests and packing). */
+uint16_t g4_f32_to_bf16(float f);
+/* Widens `n` elements of `dt` at `src` to float32. */
+void g4_to_f32(g4_dtype dt, const void *src, size_t n, float *dst);
+
+#endif

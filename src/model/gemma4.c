@@ -1,0 +1,208 @@
+/* gemma4.c — one forward pass of the Gemma 4 unified text stack over R rows (a prefill chunk of
+ * one slot, or one decode token from each of several slots), mirroring
+ * transformers' Gemma4UnifiedTextModel in float32: embed*sqrt(H) → per layer [rmsnorm → q/k/v →
+ * q_norm/k_norm/v_norm(no scale) → RoPE → attention (scale 1.0, sliding or full causal mask) →
+ * o_proj → post-attn norm + residual → pre-ffw norm → gated GELU-tanh MLP → post-ffw norm +
+ * residual → × layer_scalar] → final norm → logits. Does not apply the softcap (see g4_softcap). */
+#include <math.h>
+#include <string.h>
+
+#include "model/model.h"
+
+/* ---------------------------------------------------------------- parallel matmul */
+
+typedef struct {
+    const g4_mat *w;
+    const float *x;
+    float *y;
+    int ldy;
+} mm_op;
+
+typedef struct {
+    const g4_kernels *k;
+    int T;
+    mm_op ops[3];
+    int n_ops;
+    int rows_per_task;
+    int task_end[3];   /* cumulative task counts per op */
+} mm_job;
+
+static void mm_task(void *ctx, int task, int thread) {
+    (void)thread;
+    mm_job *j = ctx;
+    int o = 0;
+    while (task >= j->task_end[o]) o++;
+    int local = task - (o ? j->task_end[o - 1] : 0);
+    const mm_op *op = &j->ops[o];
+    int n0 = local * j->rows_per_task, n1 = n0 + j->rows_per_task;
+    if (n1 > op->w->rows) n1 = op->w->rows;
+    j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, n0, n1, op->y, op->ldy);
+}
+
+/* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up). */
+static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
+    mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
+    int total_rows = 0;
+    for (int i = 0; i < n_ops; i++) { j.ops[i] = ops[i]; total_rows += ops[i].w->rows; }
+    /* ~8 tasks per thread balances load; keep rows a multiple of 4 for the kernels' blocking */
+    int want = g4_pool_size(m->pool) * 8;
+    int rpt = (total_rows + want - 1) / want;
+    rpt = (rpt + 3) & ~3;
+    if (rpt < 16) rpt = 16;
+    j.rows_per_task = rpt;
+    int acc = 0;
+    for (int i = 0; i < n_ops; i++) {
+        acc += (ops[i].w->rows + rpt - 1) / rpt;
+        j.task_end[i] = acc;
+    }
+    g4_pool_run(m->pool, acc, mm_task, &j);
+}
+
+static void matmul1(g4_model *m, int T, const g4_mat *w, const float *x, float *y) {
+    mm_op op = {w, x, y, w->rows};
+    matmul_multi(m, T, 1, &op);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+    g4_model *m;
+    const g4_layer *L;
+    int R;
+    const int *slots, *pos;
+} att_job;
+
+static inline float *slot_k(g4_model *m, int slot, const g4_layer *L) {
+    return m->kv + (size_t)slot * m->slot_floats + L->kv_offset;
+}
+
+static void att_task(void *ctx, int task, int thread) {
+    att_job *j = ctx;
+    g4_model *m = j->m;
+    const g4_layer *L = j->L;
+    const int Hq = m->cfg.n_heads, D = L->head_dim, cap = L->kv_cap;
+    const int r = task / Hq, h = task % Hq, g = h / (Hq / L->n_kv);
+    const int p = j->pos[r];
+    const int lo = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
+    const float *q = m->q + ((size_t)r * Hq + h) * D;
+    const float *K = slot_k(m, j->slots[r], L) + (size_t)g * cap * D;
+    const float *V = K + (size_t)L->n_kv * cap * D;
+    float *sc = m->scores + (size_t)thread * m->info.ctx;
+    float mx = -INFINITY;
+    for (int t = lo; t <= p; t++) {
+        float s = m->k->dot(q, K + (size_t)(t % cap) * D, D);   /* scaling is 1.0 in Gemma 4 */
+        sc[t - lo] = s;
+        if (s > mx) mx = s;
+    }
+    float sum = 0.0f;
+    for (int t = 0; t <= p - lo; t++) { sc[t] = expf(sc[t] - mx); sum += sc[t]; }
+    float *out = m->att + ((size_t)r * Hq + h) * D;
+    memset(out, 0, (size_t)D * sizeof(float));
+    for (int t = lo; t <= p; t++) m->k->axpy(sc[t - lo] / sum, V + (size_t)(t % cap) * D, out, D);
+}
+
+/* ---------------------------------------------------------------- RoPE */
+
+/* Rotate-half RoPE on one head: pairs (i, i + D/2) rotate by angle pos * inv_freq[i]; pairs with
+ * inv_freq 0 (the unrotated tail of proportional RoPE) have cos 1, sin 0. */
+static void rope_apply(float *x, const float *cs, int D) {
+    const int half = D / 2;
+    const float *c = cs, *s = cs + half;
+    for (int i = 0; i < half; i++) {
+        float x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c[i] - x2 * s[i];
+        x[i + half] = x2 * c[i] + x1 * s[i];
+    }
+}
+
+static void rope_table(const float *inv_freq, int D, int pos, float *cs) {
+    const int half = D / 2;
+    for (int i = 0; i < half; i++) {
+        float a = (float)pos * inv_freq[i];   /* float32 product, as torch computes freqs */
+        cs[i] = cosf(a);
+        cs[half + i] = sinf(a);
+    }
+}
+
+/* ---------------------------------------------------------------- the layer loop */
+
+static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos) {
+    const g4_config *c = &m->cfg;
+    const int H = c->hidden_size, Hq = c->n_heads, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
+    const float eps = c->rms_norm_eps;
+    for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_in, eps, H, m->h + (size_t)r * H);
+
+    mm_op ops[3] = {{&L->q, m->h, m->q, Hq * D}, {&L->k, m->h, m->kk, Hkv * D}, {&L->v, m->h, m->vv, Hkv * D}};
+    matmul_multi(m, R, L->has_v ? 3 : 2, ops);
+    if (!L->has_v) memcpy(m->vv, m->kk, (size_t)R * Hkv * D * sizeof(float));   /* k_eq_v: v_raw = k_raw */
+
+    for (int r = 0; r < R; r++) {
+        float *cs = m->rope_cs + (size_t)r * D;
+        rope_table(L->inv_freq, D, pos[r], cs);
+        for (int h = 0; h < Hq; h++) {
+            float *qh = m->q + ((size_t)r * Hq + h) * D;
+            m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
+            rope_apply(qh, cs, D);
+        }
+        float *K = slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
+        const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
+        for (int g = 0; g < Hkv; g++) {
+            float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
+            float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
+            m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
+            rope_apply(kd, cs, D);
+            m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
+        }
+    }
+    att_job aj = {m, L, R, slots, pos};
+    g4_pool_run(m->pool, R * Hq, att_task, &aj);
+    matmul1(m, R, &L->o, m->att, m->tmp);
+    for (int r = 0; r < R; r++) {
+        float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
+        m->k->rmsnorm(t, L->w_post_attn, eps, H, t);
+        for (int i = 0; i < H; i++) x[i] += t[i];
+    }
+}
+
+static void mlp_block(g4_model *m, const g4_layer *L, int R) {
+    const g4_config *c = &m->cfg;
+    const int H = c->hidden_size, I = c->intermediate_size;
+    const float eps = c->rms_norm_eps;
+    for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_pre_ffw, eps, H, m->h + (size_t)r * H);
+    mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
+    matmul_multi(m, R, 2, ops);
+    for (int r = 0; r < R; r++)
+        m->k->gelu_mul(m->gate + (size_t)r * I, m->up + (size_t)r * I, I, m->gate + (size_t)r * I);
+    matmul1(m, R, &L->down, m->gate, m->tmp);
+    for (int r = 0; r < R; r++) {
+        float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
+        m->k->rmsnorm(t, L->w_post_ffw, eps, H, t);
+        for (int i = 0; i < H; i++) x[i] = (x[i] + t[i]) * L->layer_scalar;
+    }
+}
+
+g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
+                     int logit_row0, float *logits) {
+    const g4_config *c = &m->cfg;
+    const int H = c->hidden_size, V = c->vocab_size;
+    if (R <= 0 || R > m->max_rows) return g4_fail(G4_ERR_RUNTIME, "forward: %d rows (max %d)", R, m->max_rows);
+    for (int r = 0; r < R; r++) {
+        if (ids[r] < 0 || ids[r] >= V)
+            return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[r], V);
+        float *x = m->x + (size_t)r * H;
+        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)ids[r] * H * g4_dtype_size(m->embed.dt), (size_t)H, x);
+        for (int i = 0; i < H; i++) x[i] *= m->embed_scale;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        attention_block(m, &m->layers[l], R, slots, pos);
+        mlp_block(m, &m->layers[l], R);
+    }
+    if (logits && logit_row0 < R) {
+        int n = R - logit_row0;
+        for (int r = 0; r < n; r++)
+            m->k->rmsnorm(m->x + (size_t)(logit_row0 + r) * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
+        mm_op op = {&m->lm_head, m->h, logits, V};
+        matmul_multi(m, n, 1, &op);
+    }
+    return G4_OK;
+}

@@ -1,0 +1,61 @@
+"""Golden tests: gemma4c against transformers (float32 on the same bf16 weights), on every
+fixture in tests/fixtures that has a goldens.json (written by tools/reference/record_goldens.py).
+Logits within 1e-4 relative (max |Δ| / max |logit|), greedy continuations identical token for
+token, for prefill chunk sizes 1, 7 and 64."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, run_g4
+
+REL_TOL = 1e-4
+CHUNKS = [1, 7, 64]
+
+
+def _cases():
+    out = []
+    for d in sorted(FIXTURES.iterdir()):
+        g = d / "goldens.json"
+        if g.exists():
+            for c in json.loads(g.read_text())["cases"]:
+                out.append((d, c))
+    return out
+
+
+CASES = _cases()
+IDS = [f"{d.name}:{c['name']}" for d, c in CASES]
+
+
+def test_fixtures_present():
+    names = {d.name for d, _ in CASES}
+    assert len(names) >= 2, f"expected at least two golden fixtures, found {names}"
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize("fixture,case", CASES, ids=IDS)
+def test_logits(g4_bin, tmp_path, fixture, case, chunk):
+    out = tmp_path / "logits.f32"
+    ids = ",".join(map(str, case["prompt_ids"]))
+    r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out,
+               "--prefill-chunk", chunk, "--ctx", 512)
+    assert r.returncode == 0, r.stderr.decode()
+    got = np.fromfile(out, dtype="<f4")
+    want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
+    assert got.shape == want.shape
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+    assert int(np.argmax(got)) == int(np.argmax(want))
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize("fixture,case", CASES, ids=IDS)
+def test_greedy(g4_bin, fixture, case, chunk):
+    ids = ",".join(map(str, case["prompt_ids"]))
+    n = len(case["greedy"])
+    r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", n, "--ids",
+               "--ignore-eos", "--prefill-chunk", chunk, "--ctx", 512)
+    assert r.returncode == 0, r.stderr.decode()
+    got = json.loads(r.stdout)
+    assert got == case["greedy"]

@@ -139,6 +139,42 @@ void g4_template_free(g4_template *t);
 g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t json_len,
                              char **out, size_t *out_len);
 
+/* ---------------------------------------------------------------- sampler */
+
+/* Per-request sampling. The chain runs softcap -> frequency/presence penalties -> temperature ->
+ * top-k -> top-p -> min-p -> a draw from the request's own seeded PRNG (xoshiro256**), so the
+ * same seed and the same request give the same tokens. temperature == 0 is greedy: the argmax
+ * of the raw logits without the softcap (monotonic), or of the penalized softcapped logits
+ * when a penalty is set. Logits of -inf (suppressed tokens) stay -inf through the softcap. */
+typedef struct {
+    float temperature;        /* 0 = greedy; default 1 */
+    int top_k;                /* 0 = off */
+    float top_p;              /* 1 = off */
+    float min_p;              /* 0 = off; keeps tokens with p >= min_p * p_max */
+    float frequency_penalty;  /* OpenAI: logit -= count * frequency_penalty (generated tokens) */
+    float presence_penalty;   /* OpenAI: logit -= presence_penalty if count > 0 */
+    uint64_t seed;
+} g4_sampler_params;
+
+typedef struct g4_sampler g4_sampler;
+
+void g4_sampler_params_default(g4_sampler_params *p);
+/* Validates the parameters (G4_ERR_INPUT naming the field) and allocates the sampler's scratch
+ * for a vocabulary of `vocab`; `softcap` is g4_model_info.final_logit_softcap (0 = none). */
+g4_status g4_sampler_new(const g4_sampler_params *p, int vocab, float softcap, g4_sampler **out);
+void g4_sampler_free(g4_sampler *s);
+/* Picks the next token from raw logits [vocab] (not modified) and records it for the penalties. */
+int32_t g4_sampler_sample(g4_sampler *s, const float *logits);
+/* Records a token as generated without sampling it (e.g. a forced token). */
+void g4_sampler_accept(g4_sampler *s, int32_t id);
+
+/* Log-probabilities under the model's distribution (log-softmax of the softcapped raw logits
+ * [vocab], before penalties and temperature, as OpenAI reports them): *lp_tok of `tok`, and
+ * the n_top most likely tokens in descending order into top_ids / top_lps (either may be NULL
+ * when n_top is 0). Returns the number of top entries written. */
+int g4_logprobs(const float *logits, int vocab, float softcap, int32_t tok, int n_top,
+                float *lp_tok, int32_t *top_ids, float *top_lps);
+
 #ifdef __cplusplus
 }
 #endif

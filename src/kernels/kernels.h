@@ -24,7 +24,17 @@ typedef struct {
     void (*rmsnorm)(const float *x, const float *w, float eps, int n, float *y);
     /* y[i] = gelu_tanh(g[i]) * u[i]  [n] */
     void (*gelu_mul)(const float *g, const float *u, int n, float *y);
+    /* One query head over cached positions t in [lo, hi] (ring index t % cap):
+     * out = softmax_t(q·K[t] * scale) · V[t].  q,out:[D]  K,V:[cap][D]  scores: [hi-lo+1] scratch */
+    void (*attend)(const float *q, const float *K, const float *V, int cap, int lo, int hi, int D,
+                   float scale, float *scores, float *out);
 } g4_kernels;
+
+/* The scalar attend, shared by the vector paths (which plug their own dot/axpy into it). */
+void g4_attend_generic(const float *q, const float *K, const float *V, int cap, int lo, int hi,
+                       int D, float scale, float *scores, float *out,
+                       float (*dot)(const float *, const float *, int),
+                       void (*axpy)(float, const float *, float *, int));
 
 /* The table for this CPU (or the path forced by G4_CPU_ISA); NULL with an error set if the
  * forced path is unknown or unsupported here. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/rope.h"
 
 /* ---------------------------------------------------------------- parallel matmul */
 
@@ -87,41 +88,9 @@ static void att_task(void *ctx, int task, int thread) {
     const float *q = m->q + ((size_t)r * Hq + h) * D;
     const float *K = slot_k(m, j->slots[r], L) + (size_t)g * cap * D;
     const float *V = K + (size_t)L->n_kv * cap * D;
-    float *sc = m->scores + (size_t)thread * m->info.ctx;
-    float mx = -INFINITY;
-    for (int t = lo; t <= p; t++) {
-        float s = m->k->dot(q, K + (size_t)(t % cap) * D, D);   /* scaling is 1.0 in Gemma 4 */
-        sc[t - lo] = s;
-        if (s > mx) mx = s;
-    }
-    float sum = 0.0f;
-    for (int t = 0; t <= p - lo; t++) { sc[t] = expf(sc[t] - mx); sum += sc[t]; }
     float *out = m->att + ((size_t)r * Hq + h) * D;
-    memset(out, 0, (size_t)D * sizeof(float));
-    for (int t = lo; t <= p; t++) m->k->axpy(sc[t - lo] / sum, V + (size_t)(t % cap) * D, out, D);
-}
-
-/* ---------------------------------------------------------------- RoPE */
-
-/* Rotate-half RoPE on one head: pairs (i, i + D/2) rotate by angle pos * inv_freq[i]; pairs with
- * inv_freq 0 (the unrotated tail of proportional RoPE) have cos 1, sin 0. */
-static void rope_apply(float *x, const float *cs, int D) {
-    const int half = D / 2;
-    const float *c = cs, *s = cs + half;
-    for (int i = 0; i < half; i++) {
-        float x1 = x[i], x2 = x[i + half];
-        x[i] = x1 * c[i] - x2 * s[i];
-        x[i + half] = x2 * c[i] + x1 * s[i];
-    }
-}
-
-static void rope_table(const float *inv_freq, int D, int pos, float *cs) {
-    const int half = D / 2;
-    for (int i = 0; i < half; i++) {
-        float a = (float)pos * inv_freq[i];   /* float32 product, as torch computes freqs */
-        cs[i] = cosf(a);
-        cs[half + i] = sinf(a);
-    }
+    /* Gemma 4 attention scaling is 1.0: the q/k norms replace 1/sqrt(D) */
+    m->k->attend(q, K, V, cap, lo, p, D, 1.0f, m->scores + (size_t)thread * m->info.ctx, out);
 }
 
 /* ---------------------------------------------------------------- the layer loop */
@@ -138,11 +107,11 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
 
     for (int r = 0; r < R; r++) {
         float *cs = m->rope_cs + (size_t)r * D;
-        rope_table(L->inv_freq, D, pos[r], cs);
+        g4_rope_table(L->inv_freq, D, pos[r], cs);
         for (int h = 0; h < Hq; h++) {
             float *qh = m->q + ((size_t)r * Hq + h) * D;
             m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
-            rope_apply(qh, cs, D);
+            g4_rope_apply(qh, cs, D);
         }
         float *K = slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
         const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
@@ -150,7 +119,7 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
             float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
             float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
             m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
-            rope_apply(kd, cs, D);
+            g4_rope_apply(kd, cs, D);
             m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
         }
     }

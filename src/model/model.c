@@ -6,28 +6,13 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/rope.h"
 
 void g4_model_opts_default(g4_model_opts *o) {
     o->threads = 0;
     o->ctx = 4096;
     o->n_slots = 1;
     o->prefill_chunk = 64;
-}
-
-/* inv_freq in float32 exactly as transformers builds it: 1 / base^(2i/D) (default) and, for
- * "proportional", only the first floor(partial * D / 2) pairs rotated, the rest 0, / factor. */
-static float *make_inv_freq(const g4_rope_params *rp, int D) {
-    const int half = D / 2;
-    float *f = calloc((size_t)half, sizeof(float));
-    if (!f) return NULL;
-    int n_rot = rp->type == G4_ROPE_PROPORTIONAL ? (int)floor(rp->partial_rotary_factor * D / 2.0) : half;
-    if (n_rot > half) n_rot = half;
-    for (int i = 0; i < n_rot; i++) {
-        float e = (float)(2 * i) / (float)D;
-        f[i] = 1.0f / powf((float)rp->theta, e);
-        if (rp->type == G4_ROPE_PROPORTIONAL) f[i] /= (float)rp->factor;
-    }
-    return f;
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -89,8 +74,8 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     const g4_config *c = &m->cfg;
     int Dsl = 0, Dfull = 0;
     for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];
-    m->inv_freq_sliding = make_inv_freq(&c->rope_sliding, Dsl ? Dsl : 2);
-    m->inv_freq_full = make_inv_freq(&c->rope_full, Dfull ? Dfull : 2);
+    m->inv_freq_sliding = g4_rope_inv_freq(&c->rope_sliding, Dsl ? Dsl : 2);
+    m->inv_freq_full = g4_rope_inv_freq(&c->rope_full, Dfull ? Dfull : 2);
     m->embed_scale = (float)sqrt((double)c->hidden_size);   /* float32 in the float32 reference */
     if (!(m->pool = g4_pool_new(o.threads))) { st = g4_fail(G4_ERR_RUNTIME, "cannot start worker threads"); goto fail; }
     if (!m->inv_freq_sliding || !m->inv_freq_full) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); goto fail; }

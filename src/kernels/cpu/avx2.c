@@ -129,6 +129,11 @@ static void gelu_mul(const float *g, const float *u, int n, float *y) {
     }
 }
 
+static void attend(const float *q, const float *K, const float *V, int cap, int lo, int hi, int D,
+                   float scale, float *scores, float *out) {
+    g4_attend_generic(q, K, V, cap, lo, hi, D, scale, scores, out, dot, axpy);
+}
+
 static const g4_kernels avx2_table = {
     .name = "avx2",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16},
@@ -136,6 +141,7 @@ static const g4_kernels avx2_table = {
     .axpy = axpy,
     .rmsnorm = rmsnorm,
     .gelu_mul = gelu_mul,
+    .attend = attend,
 };
 
 const g4_kernels *g4_kernels_avx2(void) {

@@ -80,6 +80,29 @@ static void gelu_mul(const float *g, const float *u, int n, float *y) {
     }
 }
 
+/* Softmax in float32 after subtracting the max, as torch's softmax does; masked positions
+ * (outside [lo, hi]) are simply not visited, which equals adding -inf before the softmax. */
+void g4_attend_generic(const float *q, const float *K, const float *V, int cap, int lo, int hi,
+                       int D, float scale, float *scores, float *out,
+                       float (*dotf)(const float *, const float *, int),
+                       void (*axpyf)(float, const float *, float *, int)) {
+    float mx = -INFINITY;
+    for (int t = lo; t <= hi; t++) {
+        float s = dotf(q, K + (size_t)(t % cap) * D, D) * scale;
+        scores[t - lo] = s;
+        if (s > mx) mx = s;
+    }
+    float sum = 0.0f;
+    for (int t = 0; t <= hi - lo; t++) { scores[t] = expf(scores[t] - mx); sum += scores[t]; }
+    memset(out, 0, (size_t)D * sizeof(float));
+    for (int t = lo; t <= hi; t++) axpyf(scores[t - lo] / sum, V + (size_t)(t % cap) * D, out, D);
+}
+
+static void attend(const float *q, const float *K, const float *V, int cap, int lo, int hi, int D,
+                   float scale, float *scores, float *out) {
+    g4_attend_generic(q, K, V, cap, lo, hi, D, scale, scores, out, dot, axpy);
+}
+
 static const g4_kernels scalar_table = {
     .name = "scalar",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16},
@@ -87,6 +110,7 @@ static const g4_kernels scalar_table = {
     .axpy = axpy,
     .rmsnorm = rmsnorm,
     .gelu_mul = gelu_mul,
+    .attend = attend,
 };
 
 const g4_kernels *g4_kernels_scalar(void) { return &scalar_table; }

@@ -1,0 +1,125 @@
+/* test_kernels.c — every kernel of every available path against the scalar reference in
+ * cpu/ref.c, and the reference itself against hand-computed values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+static const g4_kernels *paths[4];
+static int n_paths;
+
+static int setup(void **state) {
+    (void)state;
+    n_paths = 0;
+    paths[n_paths++] = g4_kernels_scalar();
+    if (g4_kernels_avx2()) paths[n_paths++] = g4_kernels_avx2();
+    return 0;
+}
+
+static void test_conversions(void **state) {
+    (void)state;
+    assert_true(g4_bf16_to_f32(0x3f80) == 1.0f);
+    assert_true(g4_bf16_to_f32(0xc000) == -2.0f);
+    assert_true(g4_f16_to_f32(0x3c00) == 1.0f);
+    assert_true(g4_f16_to_f32(0x0001) == ldexpf(1.0f, -24));   /* smallest subnormal */
+    assert_true(isinf(g4_f16_to_f32(0x7c00)));
+    assert_int_equal(g4_f32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(g4_f32_to_bf16(1.00390625f), 0x3f80);     /* tie rounds to even */
+    assert_int_equal(g4_f32_to_bf16(1.01171875f), 0x3f82);     /* tie rounds to even (up) */
+}
+
+static void test_reference_matmul_by_hand(void **state) {
+    (void)state;
+    /* X [2][3], W [2][3] f32 → Y[t][n] = X[t]·W[n] */
+    float x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 0, -1, 0.5f, 0.5f, 0.5f}, y[4];
+    g4_kernels_scalar()->matmul[G4_DT_F32](x, 2, 3, w, 0, 2, y, 2);
+    assert_true(y[0] == -2.0f && y[1] == 3.0f && y[2] == -2.0f && y[3] == 7.5f);
+}
+
+/* All shapes that exercise the 4x3 blocking remainders and the K tail. */
+static void test_matmul_paths(void **state) {
+    (void)state;
+    const int Ts[] = {1, 2, 3, 4, 7}, Ns[] = {1, 4, 5, 13}, Ks[] = {8, 19, 64};
+    unsigned s = 1;
+    for (int dt = 0; dt < 3; dt++)
+        for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+            for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
+                for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++) {
+                    int T = Ts[a], N = Ns[b], K = Ks[c];
+                    float *x = malloc(sizeof(float) * T * K), *y0 = calloc((size_t)T * N, 4), *y1 = calloc((size_t)T * N, 4);
+                    void *w = malloc(4 * (size_t)N * K);
+                    for (int i = 0; i < T * K; i++) x[i] = frand(&s);
+                    for (int i = 0; i < N * K; i++) {
+                        float v = frand(&s);
+                        if (dt == G4_DT_F32) ((float *)w)[i] = v;
+                        else if (dt == G4_DT_BF16) ((uint16_t *)w)[i] = g4_f32_to_bf16(v);
+                        else ((uint16_t *)w)[i] = (uint16_t)(0x3800 + (s >> 20) % 0x800);  /* f16 in [0.5, 1) */
+                    }
+                    g4_kernels_scalar()->matmul[dt](x, T, K, w, 0, N, y0, N);
+                    for (int p = 1; p < n_paths; p++) {
+                        /* split the rows in two calls, as the thread pool does */
+                        int mid = N / 2;
+                        paths[p]->matmul[dt](x, T, K, w, 0, mid, y1, N);
+                        paths[p]->matmul[dt](x, T, K, w, mid, N, y1, N);
+                        for (int i = 0; i < T * N; i++) assert_true(fabsf(y0[i] - y1[i]) <= 1e-5f * (1 + fabsf(y0[i])));
+                    }
+                    free(x); free(y0); free(y1); free(w);
+                }
+}
+
+static void test_vector_ops(void **state) {
+    (void)state;
+    unsigned s = 7;
+    for (int n = 1; n <= 70; n += 3) {
+        float a[70], b[70], w[70], y0[70], y1[70], u[70];
+        for (int i = 0; i < n; i++) a[i] = frand(&s) * 3, b[i] = frand(&s), w[i] = 1 + frand(&s) * 0.3f, u[i] = frand(&s);
+        const g4_kernels *r = paths[0];
+        for (int p = 1; p < n_paths; p++) {
+            const g4_kernels *k = paths[p];
+            assert_true(fabsf(r->dot(a, b, n) - k->dot(a, b, n)) < 1e-5f * n);
+            memcpy(y0, b, sizeof b); memcpy(y1, b, sizeof b);
+            r->axpy(0.37f, a, y0, n); k->axpy(0.37f, a, y1, n);
+            for (int i = 0; i < n; i++) assert_true(fabsf(y0[i] - y1[i]) < 1e-6f);
+            r->rmsnorm(a, w, 1e-6f, n, y0); k->rmsnorm(a, w, 1e-6f, n, y1);
+            for (int i = 0; i < n; i++) assert_true(fabsf(y0[i] - y1[i]) < 1e-6f * (1 + fabsf(y0[i])));
+            r->rmsnorm(a, NULL, 1e-6f, n, y0); k->rmsnorm(a, NULL, 1e-6f, n, y1);
+            for (int i = 0; i < n; i++) assert_true(fabsf(y0[i] - y1[i]) < 1e-6f * (1 + fabsf(y0[i])));
+            r->gelu_mul(a, u, n, y0); k->gelu_mul(a, u, n, y1);
+            for (int i = 0; i < n; i++) assert_true(fabsf(y0[i] - y1[i]) < 1e-6f);
+        }
+    }
+}
+
+static void test_reference_ops_by_hand(void **state) {
+    (void)state;
+    const g4_kernels *r = g4_kernels_scalar();
+    float x[2] = {3, 4}, w[2] = {2, 1}, y[2];
+    r->rmsnorm(x, w, 0.0f, 2, y);   /* rms = sqrt(12.5) */
+    assert_true(fabsf(y[0] - 6 / sqrtf(12.5f)) < 1e-6f && fabsf(y[1] - 4 / sqrtf(12.5f)) < 1e-6f);
+    float g[3] = {0, 1, -1}, u[3] = {1, 2, 1}, o[3];
+    r->gelu_mul(g, u, 3, o);
+    assert_true(o[0] == 0.0f);
+    assert_true(fabsf(o[1] - 2 * 0.8411920f) < 1e-6f);   /* gelu_tanh(1) = 0.841192 */
+    assert_true(fabsf(o[2] + 0.1588080f) < 1e-6f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conversions),
+        cmocka_unit_test(test_reference_matmul_by_hand),
+        cmocka_unit_test(test_reference_ops_by_hand),
+        cmocka_unit_test(test_matmul_paths),
+        cmocka_unit_test(test_vector_ops),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -64,7 +64,7 @@ FIXTURES = {
         layer_types=[S, S, S, S, F, S, F], num_attention_heads=4, num_key_value_heads=2,
         head_dim=24, global_head_dim=48, num_global_key_value_heads=1, sliding_window=20,
         max_shard_size=None, spelling="global_head_dim", mm=True,
-        initializer_range=0.1, embed_std=0.08, final_norm_scale=5.0,
+        initializer_range=0.1, embed_std=0.06, final_norm_scale=6.0,
     ),
 }
 

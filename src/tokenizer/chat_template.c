@@ -1,0 +1,327 @@
+/* chat_template.c — the public chat-template API (g4_template_*): finds the template in a model
+ * directory, reads the special-token strings from tokenizer_config.json, and renders a JSON
+ * conversation the way transformers' apply_chat_template does (message normalisation, default
+ * variables). The Jinja language itself is in jinja_*.c. */
+#include "gemma4c.h"
+#include "tokenizer/jinja.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct g4_template {
+    jx_arena arena;   /* tokens + AST, alive as long as the template */
+    jnode *root;
+    char *name;       /* template name in error messages */
+    json_t *specials; /* {"bos_token": "<bos>", ...} in tokenizer_config.json order */
+};
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf || err) { free(buf); return NULL; }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *join_path(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* transformers' SPECIAL_TOKENS_ATTRIBUTES, then any named extra_special_tokens; values are
+ * strings or AddedToken dicts ({"content": ...}). */
+static json_t *read_specials(const json_t *cfg) {
+    static const char *const names[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                        "pad_token", "cls_token", "mask_token", NULL};
+    json_t *out = json_object();
+    if (!out || !cfg) return out;
+    for (size_t i = 0; names[i]; i++) {
+        json_t *v = json_object_get(cfg, names[i]);
+        if (json_is_object(v)) v = json_object_get(v, "content");
+        if (json_is_string(v)) json_object_set(out, names[i], v);
+    }
+    json_t *extra = json_object_get(cfg, "extra_special_tokens");
+    if (json_is_object(extra)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(extra, k, v) {
+            if (json_is_object(v)) v = json_object_get(v, "content");
+            if (json_is_string(v) && !json_object_get(out, k)) json_object_set(out, k, v);
+        }
+    }
+    return out;
+}
+
+/* The "chat_template" field: a string, or a list of {name, template} (take "default"). */
+static g4_status template_from_config(const json_t *cfg, const char *cfg_path, const char **src) {
+    json_t *t = json_object_get(cfg, "chat_template");
+    if (json_is_string(t)) { *src = json_string_value(t); return G4_OK; }
+    if (json_is_array(t)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(t, i, e) {
+            json_t *nm = json_object_get(e, "name"), *tp = json_object_get(e, "template");
+            if (json_is_string(nm) && !strcmp(json_string_value(nm), "default") && json_is_string(tp)) {
+                *src = json_string_value(tp);
+                return G4_OK;
+            }
+        }
+        return g4_fail(G4_ERR_INPUT, "%s: field 'chat_template' is a list without a 'default' entry", cfg_path);
+    }
+    return g4_fail(G4_ERR_INPUT, "%s: no chat template (field 'chat_template' missing)", cfg_path);
+}
+
+static json_t *load_json_file(const char *path, g4_status *st) {
+    json_error_t jerr;
+    json_t *j = json_load_file(path, JSON_ALLOW_NUL, &jerr);
+    if (!j) *st = g4_fail(G4_ERR_INPUT, "%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    else if (!json_is_object(j)) {
+        json_decref(j);
+        j = NULL;
+        *st = g4_fail(G4_ERR_INPUT, "%s: expected a JSON object", path);
+    } else *st = G4_OK;
+    return j;
+}
+
+g4_status g4_template_load_source(const char *src, size_t len, const char *template_path,
+                                  const char *tokenizer_dir, g4_template **out) {
+    *out = NULL;
+    const char *name = template_path ? template_path : "chat_template.jinja";
+    if (!jx_utf8_valid(src, len)) return g4_fail(G4_ERR_INPUT, "%s: template is not valid UTF-8", name);
+    g4_template *t = calloc(1, sizeof *t);
+    if (!t) return g4_fail(G4_ERR_NOMEM, "out of memory loading %s", name);
+    t->name = strdup(name);
+    jx_limits lim;
+    jx_limits_default(&lim);
+    jx_arena_init(&t->arena, (size_t)1 << 30);
+    if (tokenizer_dir) {
+        char *cp = join_path(tokenizer_dir, "tokenizer_config.json");
+        if (cp && is_file(cp)) {
+            g4_status st;
+            json_t *cfg = load_json_file(cp, &st);
+            if (!cfg) { free(cp); g4_template_free(t); return st; }
+            t->specials = read_specials(cfg);
+            json_decref(cfg);
+        }
+        free(cp);
+    }
+    if (!t->specials) t->specials = json_object();
+    jx_err err;
+    memset(&err, 0, sizeof err);
+    err.path = t->name;
+    if (setjmp(err.jb)) {
+        g4_status st = g4_fail(G4_ERR_INPUT, "%s", err.msg);
+        g4_template_free(t);
+        return st;
+    }
+    jx_toks toks;
+    jx_lex(&t->arena, &err, src, len, &toks);
+    t->root = jx_parse(&t->arena, &err, &toks, lim.max_depth);
+    *out = t;
+    return G4_OK;
+}
+
+g4_status g4_template_load(const char *path, g4_template **out) {
+    *out = NULL;
+    if (!path) return g4_fail(G4_ERR_INPUT, "template: no path given");
+    g4_status st = G4_OK;
+    if (is_dir(path)) {
+        char *jp = join_path(path, "chat_template.jinja");
+        char *jsp = join_path(path, "chat_template.json");
+        char *cp = join_path(path, "tokenizer_config.json");
+        if (!jp || !jsp || !cp) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+        else if (is_file(jp)) {
+            size_t len;
+            char *src = read_file(jp, &len);
+            st = src ? g4_template_load_source(src, len, jp, path, out)
+                     : g4_fail(G4_ERR_IO, "%s: cannot read", jp);
+            free(src);
+        } else if (is_file(jsp) || is_file(cp)) {
+            const char *from = is_file(jsp) ? jsp : cp;
+            json_t *cfg = load_json_file(from, &st);
+            if (cfg) {
+                const char *src = NULL;
+                st = template_from_config(cfg, from, &src);
+                if (st == G4_OK) {
+                    char name[4096];
+                    snprintf(name, sizeof name, "%s:chat_template", from);
+                    st = g4_template_load_source(src, strlen(src), name, path, out);
+                }
+                json_decref(cfg);
+            }
+        } else
+            st = g4_fail(G4_ERR_INPUT, "%s: no chat_template.jinja or tokenizer_config.json", path);
+        free(jp);
+        free(jsp);
+        free(cp);
+        return st;
+    }
+    if (!is_file(path)) return g4_fail(G4_ERR_IO, "%s: no such file or directory", path);
+    /* a file: tokenizer_config.json-like JSON, or a template whose directory may hold one */
+    char *dir = strdup(path);
+    if (!dir) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    size_t plen = strlen(path);
+    if (plen > 5 && !strcmp(path + plen - 5, ".json")) {
+        json_t *cfg = load_json_file(path, &st);
+        if (cfg) {
+            const char *src = NULL;
+            st = template_from_config(cfg, path, &src);
+            if (st == G4_OK) {
+                char name[4096];
+                snprintf(name, sizeof name, "%s:chat_template", path);
+                st = g4_template_load_source(src, strlen(src), name, dir, out);
+            }
+            json_decref(cfg);
+        }
+    } else {
+        size_t len;
+        char *src = read_file(path, &len);
+        st = src ? g4_template_load_source(src, len, path, dir, out)
+                 : g4_fail(G4_ERR_IO, "%s: cannot read", path);
+        free(src);
+    }
+    free(dir);
+    return st;
+}
+
+void g4_template_free(g4_template *t) {
+    if (!t) return;
+    jx_arena_free(&t->arena);
+    json_decref(t->specials);
+    free(t->name);
+    free(t);
+}
+
+/* transformers' _normalize_chat_messages (drop None-valued keys) and _alias_reasoning_fields
+ * ({"thinking": r, **message, "reasoning_content": r} when any of reasoning_content / thinking /
+ * reasoning is set, first in that order). */
+static json_t *normalize_message(const json_t *m) {
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_t *reasoning = NULL;
+    static const char *const fields[] = {"reasoning_content", "thinking", "reasoning", NULL};
+    for (size_t i = 0; fields[i] && !reasoning; i++) {
+        json_t *r = json_object_get(m, fields[i]);
+        if (r && !json_is_null(r)) reasoning = r;
+    }
+    if (reasoning) json_object_set(out, "thinking", reasoning);
+    json_object_foreach((json_t *)m, k, v) {
+        if (json_is_null(v)) continue;
+        json_object_set(out, k, v);
+    }
+    if (reasoning) {
+        json_object_set(out, "thinking", json_object_get(m, "thinking") && !json_is_null(json_object_get(m, "thinking"))
+                                             ? json_object_get(m, "thinking") : reasoning);
+        json_object_set(out, "reasoning_content", reasoning);
+    }
+    return out;
+}
+
+g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t json_len,
+                             char **out, size_t *out_len) {
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    json_error_t jerr;
+    json_t *in = json_loadb(json_vars, json_len, JSON_ALLOW_NUL, &jerr);
+    if (!in) return g4_fail(G4_ERR_INPUT, "template variables: invalid JSON at line %d column %d: %s",
+                            jerr.line, jerr.column, jerr.text);
+    if (!json_is_object(in)) {
+        json_decref(in);
+        return g4_fail(G4_ERR_INPUT, "template variables: expected a JSON object");
+    }
+    json_t *msgs = json_object_get(in, "messages");
+    if (!json_is_array(msgs)) {
+        json_decref(in);
+        return g4_fail(G4_ERR_INPUT, "template variables: field 'messages' must be a list of message objects");
+    }
+    if (json_array_size(msgs) == 0) {
+        json_decref(in);
+        return g4_fail(G4_ERR_INPUT, "template variables: cannot apply the chat template to an empty conversation");
+    }
+    json_t *nmsgs = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        if (!json_is_object(m)) {
+            json_decref(nmsgs);
+            json_decref(in);
+            return g4_fail(G4_ERR_INPUT, "template variables: messages[%zu] is not an object", i);
+        }
+        json_array_append_new(nmsgs, normalize_message(m));
+    }
+    /* {**special_tokens_map, **kwargs}, then messages / tools / documents /
+     * add_generation_prompt exactly as render_jinja_template passes them */
+    json_t *vars = json_deep_copy(t->specials);
+    const char *k;
+    json_t *v;
+    json_object_foreach(in, k, v) {
+        if (!strcmp(k, "messages") || !strcmp(k, "tools") || !strcmp(k, "documents") ||
+            !strcmp(k, "add_generation_prompt"))
+            continue;
+        json_object_set(vars, k, v);
+    }
+    json_object_set_new(vars, "messages", nmsgs);
+    json_t *tools = json_object_get(in, "tools"), *docs = json_object_get(in, "documents");
+    json_t *agp = json_object_get(in, "add_generation_prompt");
+    json_object_set(vars, "tools", tools ? tools : json_null());
+    json_object_set(vars, "documents", docs ? docs : json_null());
+    json_object_set(vars, "add_generation_prompt", agp ? agp : json_false());
+    json_decref(in);
+
+    jx_limits lim;
+    jx_limits_default(&lim);
+    jx_arena a;
+    jx_arena_init(&a, lim.max_memory);
+    jx_err err;
+    memset(&err, 0, sizeof err);
+    err.path = t->name;
+    g4_status st = G4_OK;
+    if (setjmp(err.jb)) {
+        st = g4_fail(G4_ERR_INPUT, "%s", err.msg);
+    } else {
+        jv *jvars = jv_from_json(&a, &err, vars);
+        size_t n = 0;
+        if (jx_render(t->root, jvars, &a, &err, &lim, out, &n))
+            st = g4_fail(G4_ERR_INPUT, "%s", err.msg);
+        else if (out_len)
+            *out_len = n;
+    }
+    json_decref(vars);
+    jx_arena_free(&a);
+    return st;
+}

@@ -59,9 +59,10 @@ static g4_status bind_vec(binder *b, const char *suffix, int n, float **out) {
 
 /* Tensors of the checkpoint that the text engine knows and deliberately does not use. */
 static int ignorable(const g4_model *m, const char *name) {
-    if (m->cfg.conditional &&
-        (!strncmp(name, "model.embed_vision.", 19) || !strncmp(name, "model.embed_audio.", 18)))
-        return 1;
+    /* the encoder-free multimodal front end (patch/frame embedders); text needs none of it */
+    static const char *const mm_prefixes[] = {"model.embed_vision.", "model.embed_audio.", "model.vision_embedder."};
+    for (size_t i = 0; m->cfg.conditional && i < sizeof mm_prefixes / sizeof *mm_prefixes; i++)
+        if (!strncmp(name, mm_prefixes[i], strlen(mm_prefixes[i]))) return 1;
     return m->cfg.tie_word_embeddings && !strcmp(name, "lm_head.weight");
 }
 

@@ -325,3 +325,39 @@ g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t
     jx_arena_free(&a);
     return st;
 }
+
+int jx_render_source(const char *src, size_t n, const char *vars, size_t vars_len,
+                     const jx_limits *lim, char **out, size_t *out_len, char *err, size_t errcap) {
+    *out = NULL;
+    *out_len = 0;
+    if (!jx_utf8_valid(src, n)) {
+        snprintf(err, errcap, "template is not valid UTF-8");
+        return 1;
+    }
+    json_error_t jerr;
+    json_t *j = json_loadb(vars, vars_len, JSON_ALLOW_NUL, &jerr);
+    if (!j || !json_is_object(j)) {
+        snprintf(err, errcap, "variables: not a JSON object");
+        json_decref(j);
+        return 1;
+    }
+    jx_arena a;
+    jx_arena_init(&a, lim->max_memory);
+    jx_err e;
+    memset(&e, 0, sizeof e);
+    e.path = "template";
+    int rc = 0;
+    if (setjmp(e.jb)) {
+        rc = e.is_raise ? 2 : 1;
+    } else {
+        jx_toks toks;
+        jx_lex(&a, &e, src, n, &toks);
+        jnode *root = jx_parse(&a, &e, &toks, lim->max_depth);
+        jv *jvars = jv_from_json(&a, &e, j);
+        if (jx_render(root, jvars, &a, &e, lim, out, out_len)) rc = e.is_raise ? 2 : 1;
+    }
+    if (rc) snprintf(err, errcap, "%s", e.msg);
+    json_decref(j);
+    jx_arena_free(&a);
+    return rc;
+}

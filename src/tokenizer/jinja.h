@@ -205,6 +205,13 @@ void jx_limits_default(jx_limits *l);
 int jx_render(const jnode *root, jv *vars, jx_arena *a, jx_err *e, const jx_limits *lim,
               char **out, size_t *out_len);
 
+/* Lex + parse + render in one call with explicit limits and variables taken as-is from the JSON
+ * object `vars` (no transformers message normalisation): for the fuzz target and unit tests.
+ * Returns 0 on success (*out malloc'ed), 1 on a syntax/runtime error, 2 on raise_exception;
+ * the message goes to err. */
+int jx_render_source(const char *src, size_t n, const char *vars, size_t vars_len,
+                     const jx_limits *lim, char **out, size_t *out_len, char *err, size_t errcap);
+
 /* Internal to the evaluator modules (jinja_eval.c, jinja_builtins.c). */
 typedef struct jx_ctx jx_ctx;
 typedef struct {

@@ -13,6 +13,7 @@
 typedef struct scope scope;
 struct scope {
     scope *parent;
+    int captured;   /* a macro closes over it, so a loop may not recycle it */
     const char **names;
     jv **vals;
     size_t n, cap;
@@ -734,8 +735,9 @@ static void exec_for(jx_ctx *c, const jnode *n, scope *s) {
         /* the loop filter sees the target bound, not `loop` */
         jv *kept = jv_list(c->a, c->e, items->u.list.n, 0);
         size_t k = 0;
+        scope *fs = scope_new(c, s);
         for (size_t i = 0; i < items->u.list.n; i++) {
-            scope *fs = scope_new(c, s);
+            fs->n = 0;
             assign(c, n->a, items->u.list.v[i], fs);
             if (jv_truthy(eval(c, n->c, fs))) kept->u.list.v[k++] = items->u.list.v[i];
         }
@@ -746,10 +748,14 @@ static void exec_for(jx_ctx *c, const jnode *n, scope *s) {
     lp->items = items;
     jv *loopv = jv_new(c->a, c->e, JV_LOOP);
     loopv->u.loop = lp;
+    scope *is = NULL;
     for (size_t i = 0; i < items->u.list.n; i++) {
         jx_step(c, n);
         lp->i = i;
-        scope *is = scope_new(c, s);   /* jinja2: assignments in the body do not survive the iteration */
+        /* jinja2: assignments in the body do not survive the iteration. The scope is recycled
+         * (arena memory is only freed after the render) unless a macro captured it. */
+        if (!is || is->captured) is = scope_new(c, s);
+        else is->n = 0;
         assign(c, n->a, items->u.list.v[i], is);
         scope_set(c, is, "loop", loopv);
         exec_body(c, n->kids, n->nkids, is);
@@ -780,6 +786,7 @@ static void exec_stmt(jx_ctx *c, const jnode *n, scope *s) {
         jv *m = jv_new(c->a, c->e, JV_MACRO);
         m->u.macro.def = n;
         m->u.macro.scope = s;
+        s->captured = 1;
         scope_set(c, s, n->s, m);
         return;
     }

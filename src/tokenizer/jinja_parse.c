@@ -294,6 +294,8 @@ static jnode *parse_subscript(P *p, jnode *node) {
 
 static jnode *parse_call(P *p, jnode *node) {
     jnode *c = mk(p, N_CALL, cur(p));
+    c->line = node->line;   /* errors point at the callee, not at '(' */
+    c->col = node->col;
     parse_call_args(p, c);
     c->a = node;
     return c;

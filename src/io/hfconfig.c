@@ -257,6 +257,14 @@ g4_status g4_config_parse(const char *json, size_t len, const char *path, g4_con
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     if (!tie) tie = json_object_get(c.tc, "tie_word_embeddings");
     cfg->tie_word_embeddings = tie ? json_is_true(tie) : 1;
+    /* image / video / audio placeholder ids, with Gemma4UnifiedConfig's defaults */
+    static const char *const mm_keys[3] = {"image_token_id", "video_token_id", "audio_token_id"};
+    static const int mm_defaults[3] = {258880, 258884, 258881};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(root, mm_keys[i]);
+        cfg->mm_placeholder_ids[i] = !cfg->conditional ? -1 : json_is_integer(v) ? (int)json_integer_value(v)
+                                     : v && json_is_null(v) ? -1 : mm_defaults[i];
+    }
 done:
     json_decref(root);
     return st;

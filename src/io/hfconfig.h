@@ -28,6 +28,9 @@ typedef struct {
     int attention_k_eq_v;
     int bos_id, pad_id;
     int eos_ids[8], n_eos;
+    /* ForConditionalGeneration embeds these multimodal placeholder ids as pad_id when no
+     * image/video/audio features are given (Gemma4UnifiedModel.forward); -1 = none */
+    int mm_placeholder_ids[3];
     /* per layer: */
     unsigned char is_full[G4_MAX_LAYERS];    /* full_attention (1) or sliding_attention (0) */
     int head_dim[G4_MAX_LAYERS];

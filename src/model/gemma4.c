@@ -159,7 +159,10 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         if (ids[r] < 0 || ids[r] >= V)
             return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[r], V);
         float *x = m->x + (size_t)r * H;
-        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)ids[r] * H * g4_dtype_size(m->embed.dt), (size_t)H, x);
+        int id = ids[r];
+        for (int k = 0; k < 3; k++)   /* text-only: placeholders embed as <pad>, as HF does */
+            if (id == c->mm_placeholder_ids[k] && c->pad_id >= 0) id = c->pad_id;
+        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)id * H * g4_dtype_size(m->embed.dt), (size_t)H, x);
         for (int i = 0; i < H; i++) x[i] *= m->embed_scale;
     }
     for (int l = 0; l < c->n_layers; l++) {

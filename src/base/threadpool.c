@@ -3,6 +3,7 @@
 #include "base/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -118,6 +119,10 @@ void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     drain(p, 0);
-    while (atomic_load_explicit(&p->workers_done, memory_order_acquire) < p->n_threads - 1)
-        __builtin_ia32_pause();
+    /* spin briefly, then yield: on an oversubscribed machine a pure spin starves the very
+     * worker we wait for */
+    for (int spins = 0; atomic_load_explicit(&p->workers_done, memory_order_acquire) < p->n_threads - 1; spins++) {
+        if (spins < 2000) __builtin_ia32_pause();
+        else sched_yield();
+    }
 }

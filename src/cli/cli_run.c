@@ -11,10 +11,22 @@
 typedef struct {
     const char *model;
     const char *prompt_ids;
+    const char *prompt;        /* -p TEXT */
+    const char *system;        /* --system TEXT (with --chat) */
     const char *out;
     long n_predict, threads, ctx, chunk, tp;
-    int ids_out, ignore_eos, verbose;
+    int ids_out, ignore_eos, verbose, chat;
+    g4_sampler_params sp;
 } run_opts;
+
+static int parse_float(const char *cmd, const char *opt, const char *v, float lo, float hi, float *out) {
+    char *end;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || !(d >= lo && d <= hi))
+        return cli_usage_error(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, v ? v : ""), 0;
+    *out = (float)d;
+    return 1;
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -55,12 +67,22 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     o->ctx = 4096;
     o->chunk = 64;
     o->tp = 1;
+    g4_sampler_params_default(&o->sp);
+    o->sp.temperature = 0.0f;   /* the CLI is greedy unless --temp is given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) { cli_usage_error(cmd, "%s needs a value", a); return 0; } i++; } while (0)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--prompt-ids")) { NEEDV(); o->prompt_ids = v; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { NEEDV(); o->prompt = v; }
+        else if (!strcmp(a, "--system")) { NEEDV(); o->system = v; }
+        else if (!strcmp(a, "--chat")) o->chat = 1;
+        else if (!strcmp(a, "--temp")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 100, &o->sp.temperature)) return 0; }
+        else if (!strcmp(a, "--top-p")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 1, &o->sp.top_p)) return 0; }
+        else if (!strcmp(a, "--min-p")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 1, &o->sp.min_p)) return 0; }
+        else if (!strcmp(a, "--top-k")) { long k; NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &k)) return 0; o->sp.top_k = (int)k; }
+        else if (!strcmp(a, "--seed")) { long sd; NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 0x7fffffffL, &sd)) return 0; o->sp.seed = (uint64_t)sd; }
         else if (!strcmp(a, "-o")) { NEEDV(); o->out = v; }
         else if (!strcmp(a, "-n")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &o->n_predict)) return 0; }
         else if (!strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 4096, &o->threads)) return 0; }
@@ -74,7 +96,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
 #undef NEEDV
     }
     if (!o->model) { cli_usage_error(cmd, "-m MODEL is required"); return 0; }
-    if (!o->prompt_ids) { cli_usage_error(cmd, "--prompt-ids is required"); return 0; }
+    if (!o->prompt_ids == !o->prompt) { cli_usage_error(cmd, "give exactly one of -p TEXT and --prompt-ids IDS"); return 0; }
+    if (o->chat && !o->prompt) { cli_usage_error(cmd, "--chat needs -p TEXT"); return 0; }
     if (o->tp != 1) { cli_usage_error(cmd, "--tp %ld: tensor parallelism is not available yet", o->tp); return 0; }
     return 1;
 }
@@ -92,6 +115,7 @@ int cli_logits(int argc, char **argv) {
     run_opts o;
     if (!parse_opts("logits", argc, argv, &o)) return 2;
     if (!o.out) return cli_usage_error("logits", "-o FILE is required");
+    if (!o.prompt_ids) return cli_usage_error("logits", "--prompt-ids is required");
     int32_t *ids;
     int n;
     if (!parse_ids("logits", o.prompt_ids, &ids, &n)) return 2;
@@ -115,35 +139,91 @@ int cli_logits(int argc, char **argv) {
     return rc;
 }
 
+/* Turns -p TEXT (optionally through the chat template) into token ids. A plain prompt gets the
+ * tokenizer's special tokens (e.g. <bos>); a chat prompt doesn't, because the Gemma templates
+ * write <bos> themselves and a second one would change the model's input. */
+static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t **ids, int *n) {
+    char *text = NULL;
+    size_t len = 0;
+    g4_status st = G4_OK;
+    if (o->chat) {
+        g4_template *tpl;
+        if ((st = g4_template_load(o->model, &tpl))) return st;
+        /* build {"messages": [...], "add_generation_prompt": true} with JSON-escaped strings */
+        size_t cap = 256 + 6 * (strlen(o->prompt) + (o->system ? strlen(o->system) : 0));
+        char *js = malloc(cap), *w = js;
+        if (!js) { g4_template_free(tpl); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
+        const char *roles[2] = {"system", "user"}, *texts[2] = {o->system, o->prompt};
+        w += sprintf(w, "{\"add_generation_prompt\": true, \"messages\": [");
+        for (int i = 0, k = 0; i < 2; i++) {
+            if (!texts[i]) continue;
+            w += sprintf(w, "%s{\"role\": \"%s\", \"content\": \"", k++ ? ", " : "", roles[i]);
+            for (const unsigned char *c = (const unsigned char *)texts[i]; *c; c++) {
+                if (*c == '"' || *c == '\\') { *w++ = '\\'; *w++ = (char)*c; }
+                else if (*c < 0x20) w += sprintf(w, "\\u%04x", *c);
+                else *w++ = (char)*c;
+            }
+            w += sprintf(w, "\"}");
+        }
+        w += sprintf(w, "]}");
+        st = g4_template_render(tpl, js, (size_t)(w - js), &text, &len);
+        free(js);
+        g4_template_free(tpl);
+        if (st) return st;
+    }
+    size_t nid = 0;
+    st = o->chat ? g4_tokenize(tok, text, len, 0, ids, &nid)
+                 : g4_tokenize(tok, o->prompt, strlen(o->prompt), 1, ids, &nid);
+    free(text);
+    if (!st && nid == 0) { free(*ids); return g4_fail(G4_ERR_INPUT, "the prompt encodes to no tokens"); }
+    *n = (int)nid;
+    return st;
+}
+
 int cli_run(int argc, char **argv) {
     run_opts o;
     if (!parse_opts("run", argc, argv, &o)) return 2;
-    int32_t *ids;
-    int n;
-    if (!parse_ids("run", o.prompt_ids, &ids, &n)) return 2;
+    int32_t *ids = NULL;
+    int n = 0;
+    g4_tokenizer *tok = NULL;
+    g4_status st = G4_OK;
+    if (o.prompt_ids) {
+        if (!parse_ids("run", o.prompt_ids, &ids, &n)) return 2;
+    }
+    if (!o.ids_out || o.prompt) {   /* text in or text out needs the tokenizer */
+        if ((st = g4_tokenizer_load(o.model, &tok))) return cli_report(st);
+        if (o.prompt && (st = text_to_ids(&o, tok, &ids, &n))) { g4_tokenizer_free(tok); return cli_report(st); }
+    }
     g4_model *m;
     double t0 = now_s();
     int rc = load(&o, &m);
-    if (rc) { free(ids); return rc; }
+    if (rc) { free(ids); g4_tokenizer_free(tok); return rc; }
     const g4_model_info *info = g4_model_get_info(m);
     const int V = info->vocab_size;
+    g4_sampler *smp = NULL;
+    g4_detok_stream *ds = tok && !o.ids_out ? g4_detok_stream_new(tok, 1) : NULL;
+    char *piece = NULL;
+    size_t plen = 0;
     double t1 = now_s();
     float *logits = malloc((size_t)V * sizeof(float));
-    g4_status st = logits ? g4_prefill(m, 0, ids, n, logits) : g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!logits) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!st) st = g4_sampler_new(&o.sp, V, info->final_logit_softcap, &smp);
+    if (!st) st = g4_prefill(m, 0, ids, n, logits);
     double t2 = now_s();
     int n_gen = 0;
     if (o.ids_out) printf("[");
     while (!st && n_gen < o.n_predict) {
-        int32_t tok = g4_argmax(logits, V);
-        if (o.ids_out) printf("%s%d", n_gen ? "," : "", tok);
-        else printf("%d ", tok);
-        fflush(stdout);
+        int32_t t = g4_sampler_sample(smp, logits);
         n_gen++;
-        if (!o.ignore_eos && tok == info->eos_id) break;
-        if (n_gen == o.n_predict) break;
+        int stop = !o.ignore_eos && t == info->eos_id;
+        if (o.ids_out) printf("%s%d", n_gen > 1 ? "," : "", t);
+        else if (!stop && ds && !(st = g4_detok_stream_push(ds, t, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
+        fflush(stdout);
+        if (stop || n_gen == o.n_predict || st) break;
         int slot = 0;
-        st = g4_decode(m, 1, &slot, &tok, logits);
+        st = g4_decode(m, 1, &slot, &t, logits);
     }
+    if (ds && !st && !(st = g4_detok_stream_finish(ds, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
     printf(o.ids_out ? "]\n" : "\n");
     double t3 = now_s();
     if (o.verbose)
@@ -151,8 +231,12 @@ int cli_run(int argc, char **argv) {
                 t1 - t0, n, t2 - t1, n / (t2 - t1), n_gen > 1 ? n_gen - 1 : 0, t3 - t2,
                 n_gen > 1 ? (n_gen - 1) / (t3 - t2) : 0.0);
     rc = cli_report(st);
+    free(piece);
+    g4_detok_stream_free(ds);
+    g4_sampler_free(smp);
     free(logits);
     free(ids);
+    g4_tokenizer_free(tok);
     g4_model_free(m);
     return rc;
 }

@@ -104,7 +104,7 @@ static g4_status template_from_config(const json_t *cfg, const char *cfg_path, c
 
 static json_t *load_json_file(const char *path, g4_status *st) {
     json_error_t jerr;
-    json_t *j = json_load_file(path, JSON_ALLOW_NUL, &jerr);
+    json_t *j = json_load_file(path, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr);
     if (!j) *st = g4_fail(G4_ERR_INPUT, "%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
     else if (!json_is_object(j)) {
         json_decref(j);

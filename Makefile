@@ -54,3 +54,18 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+
+# Tokenizer: a bounded libFuzzer run of the tokenizer.json loader (FUZZ_SECS, default 60; needs
+# clang) and the side-by-side benchmark against HF `tokenizers` (BENCH_PY: a Python that has it).
+FUZZ_SECS ?= 60
+BENCH_PY  ?= $(if $(wildcard /opt/refenv/bin/python),/opt/refenv/bin/python,python3)
+.PHONY: fuzz-tokenizer bench-tokenizer
+fuzz-tokenizer:
+	fuzz/run_tokenizer_json.sh $(FUZZ_SECS)
+
+$(BUILD)/bench/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libgemma4c.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
+
+bench-tokenizer: $(BUILD)/bench/tokenizer_bench
+	$(BENCH_PY) bench/tokenizer_bench.py --bin $(BUILD)/bench/tokenizer_bench

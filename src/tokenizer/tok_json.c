@@ -20,8 +20,8 @@ static int fail(tj_doc *d, size_t at, const char *fmt, ...) {
     return -1;
 }
 
-static int new_node(tj_doc *d, uint32_t type, uint32_t off, uint32_t *idx) {
-    if (d->n_nodes == d->cap) {
+static inline int new_node(tj_doc *d, uint32_t type, uint32_t off, uint32_t *idx) {
+    if (__builtin_expect(d->n_nodes == d->cap, 0)) {
         size_t nc = d->cap ? d->cap * 2 : 1024;
         if (nc > UINT32_MAX) return fail(d, d->pos, "too many JSON values");
         tj_node *nn = realloc(d->nodes, nc * sizeof *nn);
@@ -38,11 +38,49 @@ static int new_node(tj_doc *d, uint32_t type, uint32_t off, uint32_t *idx) {
     return 0;
 }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* tokenizer.json is pretty-printed (a merge is 4 lines of 6-8 spaces of indentation), so runs of
+ * whitespace are skipped 16 bytes at a time. */
 static void skip_ws(tj_doc *d) {
     const char *b = d->buf;
     size_t p = d->pos, len = d->len;
+#ifdef __SSE2__
+    if (p < len && (b[p] == ' ' || b[p] == '\n' || b[p] == '\r' || b[p] == '\t')) {
+        const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                      tb = _mm_set1_epi8('\t');
+        while (p + 16 <= len) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(b + p));
+            __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                      _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tb)));
+            unsigned m = (unsigned)_mm_movemask_epi8(ws) ^ 0xFFFFu;
+            if (m) { d->pos = p + (size_t)__builtin_ctz(m); return; }
+            p += 16;
+        }
+    }
+#endif
     while (p < len && (b[p] == ' ' || b[p] == '\n' || b[p] == '\r' || b[p] == '\t')) p++;
     d->pos = p;
+}
+
+/* First index >= r in b[0..len) holding '"', '\\', a control byte or a non-ASCII byte. */
+static inline size_t scan_plain(const unsigned char *b, size_t r, size_t len) {
+#ifdef __SSE2__
+    const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), x20 = _mm_set1_epi8(0x20);
+    while (r + 16 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(b + r));
+        /* bytes >= 0x80 are negative as signed, so 0x20 > v catches them with the controls */
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
+                                       _mm_cmpgt_epi8(x20, v));
+        unsigned m = (unsigned)_mm_movemask_epi8(special);
+        if (m) return r + (size_t)__builtin_ctz(m);
+        r += 16;
+    }
+#endif
+    while (r < len && b[r] >= 0x20 && b[r] < 0x80 && b[r] != '"' && b[r] != '\\') r++;
+    return r;
 }
 
 static int hexval(int c) {
@@ -115,11 +153,11 @@ static int parse_string(tj_doc *d) {
     size_t open = d->pos, r = open + 1;
     const unsigned char *b = (const unsigned char *)d->buf;
     size_t len = d->len;
-    uint32_t idx;
+    uint32_t idx = 0;
     if (new_node(d, TJ_STR, (uint32_t)r, &idx)) return -1;
     /* pass 1: validate up to the closing quote or the first escape */
     for (;;) {
-        while (r < len && b[r] >= 0x20 && b[r] < 0x80 && b[r] != '"' && b[r] != '\\') r++;
+        r = scan_plain(b, r, len);
         if (r >= len) return fail(d, open, "unterminated string");
         unsigned c = b[r];
         if (c == '"') {
@@ -213,7 +251,7 @@ static int parse_number(tj_doc *d) {
         if (p >= len || b[p] < '0' || b[p] > '9') return fail(d, p, "invalid number: digit expected in exponent");
         while (p < len && b[p] >= '0' && b[p] <= '9') p++;
     }
-    uint32_t idx;
+    uint32_t idx = 0;
     if (new_node(d, TJ_NUM, (uint32_t)start, &idx)) return -1;
     d->nodes[idx].n = (uint32_t)(p - start);
     d->pos = p;
@@ -223,7 +261,7 @@ static int parse_number(tj_doc *d) {
 static int parse_value(tj_doc *d, int depth);
 
 static int parse_container(tj_doc *d, int depth, int is_obj) {
-    uint32_t idx;
+    uint32_t idx = 0;
     if (depth >= TJ_MAX_DEPTH) return fail(d, d->pos, "nesting deeper than %d", TJ_MAX_DEPTH);
     if (new_node(d, is_obj ? TJ_OBJ : TJ_ARR, (uint32_t)d->pos, &idx)) return -1;
     char close = is_obj ? '}' : ']';
@@ -265,7 +303,7 @@ static int parse_lit(tj_doc *d, const char *lit, uint32_t type) {
     size_t n = strlen(lit);
     if (d->len - d->pos < n || memcmp(d->buf + d->pos, lit, n))
         return fail(d, d->pos, "invalid literal (expected %s)", lit);
-    uint32_t idx;
+    uint32_t idx = 0;
     if (new_node(d, type, (uint32_t)d->pos, &idx)) return -1;
     d->pos += n;
     return 0;

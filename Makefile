@@ -20,6 +20,9 @@ TESTS    := $(TEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 .PHONY: all test test-c test-py asan clean fuzz
 all: $(BUILD)/gemma4c $(TESTS)
 
+# The hot kernels need full unrolling of their register blocks (2-3x faster than -O2).
+$(BUILD)/src/kernels/%.o: CFLAGS += -O3
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@

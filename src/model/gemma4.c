@@ -48,7 +48,7 @@ static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
     /* ~8 tasks per thread balances load; keep rows a multiple of 4 for the kernels' blocking */
     int want = g4_pool_size(m->pool) * 8;
     int rpt = (total_rows + want - 1) / want;
-    rpt = (rpt + 3) & ~3;
+    rpt = (rpt + 15) & ~15;   /* the GEMM works on panels of 16 weight rows */
     if (rpt < 16) rpt = 16;
     j.rows_per_task = rpt;
     int acc = 0;

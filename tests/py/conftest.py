@@ -21,7 +21,11 @@ def g4_bin():
     return b
 
 
-def run_g4(g4_bin, *args, input=None, timeout=600):
-    """Runs gemma4c and returns the CompletedProcess (bytes stdout/stderr)."""
+def run_g4(g4_bin, *args, input=None, timeout=600, env=None):
+    """Runs gemma4c and returns the CompletedProcess (bytes stdout/stderr); `env` adds variables."""
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update(env)
     return subprocess.run([g4_bin, *map(str, args)], input=input, capture_output=True,
-                          timeout=timeout)
+                          timeout=timeout, env=full_env)

@@ -59,3 +59,26 @@ def test_greedy(g4_bin, fixture, case, chunk):
     assert r.returncode == 0, r.stderr.decode()
     got = json.loads(r.stdout)
     assert got == case["greedy"]
+
+
+def _isas():
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    return ["scalar"] + (["avx2"] if " avx2" in flags and " fma" in flags else [])
+
+
+@pytest.mark.parametrize("isa", _isas())
+@pytest.mark.parametrize("fixture,case", [(d, c) for d, c in CASES if c["name"] in ("chunk_cross", "long")],
+                         ids=[f"{d.name}:{c['name']}" for d, c in CASES if c["name"] in ("chunk_cross", "long")])
+def test_forced_kernel_path(g4_bin, tmp_path, fixture, case, isa):
+    """Every kernel path (G4_CPU_ISA) reproduces the goldens: logits and greedy tokens."""
+    ids = ",".join(map(str, case["prompt_ids"]))
+    env = {"G4_CPU_ISA": isa}
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(fixture / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL
+    r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
+               "--ignore-eos", "--ctx", 512, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["greedy"]

@@ -1,3 +1,358 @@
-/* cli_bench.c — `gemma4c bench` (placeholder until the kernels issue lands). */
+/* cli_bench.c — `gemma4c bench`: measures the machine's roofline (memory read bandwidth, fp32
+ * FMA peak, bf16 peak where the CPU has one), then the model's prefill (ppN) and decode (tgN)
+ * tokens/s from a fresh slot, each as a fraction of its roofline; human-readable lines on
+ * stdout, then one JSON line with the same figures. The measurement loops and the cost model
+ * live in src/bench/roofline.c; this file parses options, times the public API and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/roofline.h"
 #include "cli/cli.h"
-int cli_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_usage_error("bench", "not implemented yet"); }
+
+#define MAX_TESTS 16
+
+typedef struct {
+    const char *model;
+    long p[MAX_TESTS], n[MAX_TESTS];
+    int np, nn;
+    long threads, reps, ctx, chunk, tp, bw_mib, seed;
+    int no_peaks, kernels;
+} bench_opts;
+
+typedef struct {
+    char name[24];
+    int is_decode, n_tokens;
+    double tok_s, reps_tok_s[64];
+    int reps;
+    /* cost model */
+    double flops_per_token, bytes_per_token, kv_bytes_per_token;
+    double roofline_tok_s, fraction;
+    double achieved;   /* GFLOP/s (prefill) or GB/s of weights (decode) */
+} bench_test;
+
+static const char *USAGE =
+    "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
+    "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
+    "                     [--kernels]\n"
+    "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
+    "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
+    "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
+    "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
+    "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n";
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
+static int parse_list(const char *opt, const char *s, long *out, int *n) {
+    char buf[256];
+    if (!s || strlen(s) >= sizeof buf) return cli_usage_error("bench", "%s expects a comma-separated list", opt), 0;
+    strcpy(buf, s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (!cli_parse_int("bench", opt, tok, 0, 1 << 20, &v)) return 0;
+        if (v == 0) continue;
+        if (*n == MAX_TESTS) return cli_usage_error("bench", "%s: at most %d values", opt, MAX_TESTS), 0;
+        out[(*n)++] = v;
+    }
+    return 1;
+}
+
+static int parse_opts(int argc, char **argv, bench_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->p[0] = 64; o->np = 1;
+    o->n[0] = 128; o->nn = 1;
+    o->reps = 3;
+    o->chunk = 64;
+    o->tp = 1;
+    o->bw_mib = 1024;
+    o->seed = 1234;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) { cli_usage_error("bench", "%s needs a value", a); return 0; } i++; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); exit(0); }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
+        else if (!strcmp(a, "-p")) { NEEDV(); if (!parse_list(a, v, o->p, &o->np)) return 0; }
+        else if (!strcmp(a, "-n")) { NEEDV(); if (!parse_list(a, v, o->n, &o->nn)) return 0; }
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 4096, &o->threads)) return 0; }
+        else if (!strcmp(a, "--reps") || !strcmp(a, "-r")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->reps)) return 0; }
+        else if (!strcmp(a, "--ctx")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 24, &o->ctx)) return 0; }
+        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 16, &o->chunk)) return 0; }
+        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1024, &o->tp)) return 0; }
+        else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
+        else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
+        else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
+        else if (!strcmp(a, "--kernels")) o->kernels = 1;
+        else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
+#undef NEEDV
+    }
+    if (!o->model) { cli_usage_error("bench", "-m MODEL is required"); return 0; }
+    if (o->tp != 1) { cli_usage_error("bench", "--tp %ld: tensor parallelism is not available yet", o->tp); return 0; }
+    if (o->np + o->nn == 0 && !o->kernels) { cli_usage_error("bench", "nothing to measure: -p and -n are both 0"); return 0; }
+    return 1;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON number, or null for "not measured" (negative) and non-finite values */
+static void json_num(FILE *f, double v) {
+    if (v < 0 || v != v || v > 1e300) fputs("null", f);
+    else fprintf(f, "%.6g", v);
+}
+
+static long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+static uint32_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(*s >> 33);
+}
+
+int cli_bench(int argc, char **argv) {
+    bench_opts o;
+    if (!parse_opts(argc, argv, &o)) return 2;
+    if (o.threads <= 0) {   /* the library's rule for threads <= 0: all online CPUs */
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = nc > 0 ? nc : 1;
+    }
+    long max_p = 0, max_n = 0;
+    for (int i = 0; i < o.np; i++) if (o.p[i] > max_p) max_p = o.p[i];
+    for (int i = 0; i < o.nn; i++) if (o.n[i] > max_n) max_n = o.n[i];
+
+    /* ---- machine roofline, before the model is mapped (the bandwidth buffer is freed after) */
+    g4_bw_result bw = {0};
+    double fma = -1, bf16 = -1;
+    const char *fma_isa = "not measured", *bf16_note = "not measured";
+    if (!o.no_peaks) {
+        g4_status st = g4_bench_read_bw((int)o.threads, (size_t)o.bw_mib << 20, 10, &bw);
+        if (st) return cli_report(st);
+        fma = g4_bench_fma_peak((int)o.threads, 5, &fma_isa);
+        bf16 = g4_bench_bf16_peak((int)o.threads, 5, &bf16_note);
+    }
+
+    /* ---- model */
+    g4_model_opts mo;
+    g4_model_opts_default(&mo);
+    mo.threads = (int)o.threads;
+    mo.ctx = o.ctx ? (int)o.ctx : (int)((max_p > max_n ? max_p : max_n) + 1);   /* +1: the warm-up step */
+    mo.prefill_chunk = (int)o.chunk;
+    if (mo.ctx < max_p || mo.ctx < max_n)
+        return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
+    g4_model *m;
+    double t_load = now_s();
+    int rc = cli_report(g4_model_load(o.model, &mo, &m));
+    if (rc) return rc;
+    t_load = now_s() - t_load;
+    const g4_model_info *info = g4_model_get_info(m);
+    const int V = info->vocab_size;
+    g4_model_cost cost;
+    g4_bench_model_cost(m, &cost);
+    const double decode_bytes = cost.layer_matrix_bytes + cost.lm_head_bytes;
+    const char *kpath = g4_bench_kernel_path();
+
+    long n_ids = max_p > max_n ? max_p : max_n;
+    if (n_ids < 1) n_ids = 1;
+    int32_t *ids = malloc((size_t)n_ids * sizeof *ids);
+    float *logits = malloc((size_t)V * sizeof(float));
+    bench_test tests[2 * MAX_TESTS];
+    int nt = 0;
+    g4_status st = ids && logits ? G4_OK : g4_fail(G4_ERR_NOMEM, "out of memory");
+    uint64_t rng = (uint64_t)o.seed;
+    for (long i = 0; ids && i < n_ids; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)V);
+
+    /* warm-up: one decode step maps every weight page (file cache -> page tables) */
+    double t_warm = now_s();
+    if (!st) {
+        int slot = 0;
+        g4_slot_reset(m, 0);
+        st = g4_decode(m, 1, &slot, ids, logits);
+    }
+    t_warm = now_s() - t_warm;
+
+    for (int i = 0; !st && i < o.np + o.nn; i++) {
+        bench_test *t = &tests[nt];
+        memset(t, 0, sizeof *t);
+        t->is_decode = i >= o.np;
+        t->n_tokens = (int)(t->is_decode ? o.n[i - o.np] : o.p[i]);
+        snprintf(t->name, sizeof t->name, "%s%d", t->is_decode ? "tg" : "pp", t->n_tokens);
+        t->reps = (int)o.reps;
+        for (int r = 0; !st && r < t->reps; r++) {
+            g4_slot_reset(m, 0);
+            double t0 = now_s();
+            if (!t->is_decode) {
+                st = g4_prefill(m, 0, ids, t->n_tokens, logits);
+            } else {
+                int slot = 0;
+                for (int k = 0; !st && k < t->n_tokens; k++) st = g4_decode(m, 1, &slot, ids + k, logits);
+            }
+            t->reps_tok_s[r] = t->n_tokens / (now_s() - t0);
+        }
+        if (st) break;
+        double sorted[64];
+        memcpy(sorted, t->reps_tok_s, (size_t)t->reps * sizeof(double));
+        qsort(sorted, (size_t)t->reps, sizeof(double), cmp_double);
+        t->tok_s = t->reps % 2 ? sorted[t->reps / 2] : 0.5 * (sorted[t->reps / 2 - 1] + sorted[t->reps / 2]);
+        const int n = t->n_tokens;
+        if (!t->is_decode) {
+            /* every token goes through every layer matrix; the LM head runs for the last one */
+            double flops = 2.0 * cost.layer_params * n + 2.0 * cost.lm_head_params + g4_bench_attn_flops(m, 0, n);
+            t->flops_per_token = flops / n;
+            t->bytes_per_token = (cost.layer_matrix_bytes + cost.lm_head_bytes / n);
+            t->achieved = t->tok_s * t->flops_per_token / 1e9;
+            t->roofline_tok_s = fma > 0 ? fma * 1e9 / t->flops_per_token : -1;
+        } else {
+            t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, 0, n) / n;
+            t->bytes_per_token = decode_bytes;
+            t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, 0, n) / n;
+            t->achieved = t->tok_s * decode_bytes / 1e9;
+            t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / decode_bytes : -1;
+        }
+        t->fraction = t->roofline_tok_s > 0 ? t->tok_s / t->roofline_tok_s : -1;
+        nt++;
+    }
+    if (st) {
+        rc = cli_report(st);
+        free(ids); free(logits);
+        g4_model_free(m);
+        return rc;
+    }
+
+    /* ---- human-readable report */
+    printf("gemma4c bench: %s\n", o.model);
+    printf("machine: %d threads, kernels %s\n", (int)o.threads, kpath);
+    if (!o.no_peaks) {
+        printf("  memory read bandwidth : %7.2f GB/s  (best of %d streaming reads of %zu MiB; median %.2f)\n",
+               bw.gbps, bw.reps, bw.bytes >> 20, bw.median_gbps);
+        printf("  fp32 FMA peak         : %7.1f GFLOP/s  (%s, register-only)\n", fma, fma_isa);
+        if (bf16 > 0) printf("  bf16 peak             : %7.1f GFLOP/s  (%s)\n", bf16, bf16_note);
+        else printf("  bf16 peak             :     n/a  (%s)\n", bf16_note);
+    }
+    printf("model: %s, %d layers, hidden %d, vocab %d; %.3f GB mapped, load %.2f s, warm-up step %.2f s\n",
+           info->architecture, info->n_layers, info->hidden_size, V, info->weight_bytes / 1e9, t_load, t_warm);
+    printf("  weights read per decode token: %.3f GB (layer matrices %.3f GB + LM head %.3f GB); "
+           "%.1f M params + %.1f M LM head\n", decode_bytes / 1e9, cost.layer_matrix_bytes / 1e9,
+           cost.lm_head_bytes / 1e9, cost.layer_params / 1e6, cost.lm_head_params / 1e6);
+    for (int i = 0; i < nt; i++) {
+        const bench_test *t = &tests[i];
+        printf("  %-6s %9.2f tok/s", t->name, t->tok_s);
+        if (t->is_decode) {
+            printf("  = %6.2f GB/s of weights", t->achieved);
+            if (t->fraction >= 0)
+                printf("; roofline %.2f tok/s (%.2f GB/s / %.3f GB) -> %5.1f%% of bandwidth", t->roofline_tok_s,
+                       bw.gbps, t->bytes_per_token / 1e9, 100 * t->fraction);
+            printf("  [+KV reads %.1f MB/token]", t->kv_bytes_per_token / 1e6);
+        } else {
+            printf("  = %6.1f GFLOP/s", t->achieved);
+            if (t->fraction >= 0)
+                printf("; roofline %.1f tok/s (%.1f GFLOP/s / %.3f GFLOP/token) -> %5.1f%% of fp32 FMA peak",
+                       t->roofline_tok_s, fma, t->flops_per_token / 1e9, 100 * t->fraction);
+        }
+        printf("  reps:");
+        for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_tok_s[r]);
+        printf("\n");
+    }
+
+    /* ---- kernel-only timings (matmul on the model's own matrices, thread pool split) */
+    static const char *groups[] = {"qkv", "o", "gateup", "down", "lm_head"};
+    g4_kernel_timing kt[2][5];
+    const int kT[2] = {1, (int)o.chunk};
+    if (o.kernels) {
+        printf("kernels alone (layer 0 matrices, best of %ld):\n", o.reps);
+        for (int a = 0; a < 2; a++)
+            for (int g = 0; g < 5; g++) {
+                st = g4_bench_kernel(m, groups[g], kT[a], (int)o.reps, &kt[a][g]);
+                if (st) { rc = cli_report(st); free(ids); free(logits); g4_model_free(m); return rc; }
+                const g4_kernel_timing *k = &kt[a][g];
+                printf("  T=%-3d %-8s [%6d x %5d] %8.3f ms  %7.2f GB/s  %7.1f GFLOP/s", k->T, groups[g], k->rows,
+                       k->cols, 1e3 * k->seconds, k->bytes / k->seconds / 1e9, k->flops / k->seconds / 1e9);
+                if (a == 0 && bw.gbps > 0) printf("  (%5.1f%% of bandwidth)", 100 * k->bytes / k->seconds / 1e9 / bw.gbps);
+                if (a == 1 && fma > 0) printf("  (%5.1f%% of fp32 peak)", 100 * k->flops / k->seconds / 1e9 / fma);
+                printf("\n");
+            }
+    }
+
+    /* ---- one JSON line with the same figures */
+    FILE *f = stdout;
+    fputs("{\"bench\":\"gemma4c\",\"model\":", f);
+    json_str(f, o.model);
+    fprintf(f, ",\"threads\":%d,\"kernels\":", (int)o.threads);
+    json_str(f, kpath);
+    fputs(",\"machine\":{\"read_bw_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.gbps);
+    fputs(",\"read_bw_median_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.median_gbps);
+    fprintf(f, ",\"read_bw_buffer_bytes\":%zu,\"fp32_fma_gflops\":", bw.bytes); json_num(f, fma);
+    fputs(",\"fp32_fma_isa\":", f); json_str(f, fma_isa);
+    fputs(",\"bf16_gflops\":", f); json_num(f, bf16 > 0 ? bf16 : -1);
+    fputs(",\"bf16_note\":", f); json_str(f, bf16_note);
+    fputs("},\"model_info\":{\"architecture\":", f); json_str(f, info->architecture);
+    fprintf(f, ",\"n_layers\":%d,\"hidden\":%d,\"vocab\":%d,\"weight_bytes_mapped\":%zu,"
+               "\"decode_weight_bytes_per_token\":%.0f,\"layer_matrix_bytes\":%.0f,\"lm_head_bytes\":%.0f,"
+               "\"layer_params\":%.0f,\"lm_head_params\":%.0f,\"prefill_chunk\":%ld,\"ctx\":%d,\"rss_bytes\":%ld,"
+               "\"load_s\":%.3f}",
+            info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
+            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load);
+    fputs(",\"tests\":[", f);
+    for (int i = 0; i < nt; i++) {
+        const bench_test *t = &tests[i];
+        fprintf(f, "%s{\"test\":\"%s\",\"kind\":\"%s\",\"n_tokens\":%d,\"tok_s\":", i ? "," : "", t->name,
+                t->is_decode ? "decode" : "prefill", t->n_tokens);
+        json_num(f, t->tok_s);
+        fputs(",\"tok_s_reps\":[", f);
+        for (int r = 0; r < t->reps; r++) { if (r) fputc(',', f); json_num(f, t->reps_tok_s[r]); }
+        fprintf(f, "],\"flops_per_token\":%.6g,\"weight_bytes_per_token\":%.6g", t->flops_per_token, t->bytes_per_token);
+        if (t->is_decode) {
+            fprintf(f, ",\"kv_bytes_per_token\":%.6g,\"achieved_gbs\":", t->kv_bytes_per_token);
+            json_num(f, t->achieved);
+        } else {
+            fputs(",\"achieved_gflops\":", f);
+            json_num(f, t->achieved);
+        }
+        fputs(",\"roofline_tok_s\":", f); json_num(f, t->roofline_tok_s);
+        fputs(",\"roofline_fraction\":", f); json_num(f, t->fraction);
+        fputc('}', f);
+    }
+    fputc(']', f);
+    if (o.kernels) {
+        fputs(",\"kernels_only\":[", f);
+        for (int a = 0; a < 2; a++)
+            for (int g = 0; g < 5; g++)
+                fprintf(f, "%s{\"group\":\"%s\",\"T\":%d,\"rows\":%d,\"cols\":%d,\"seconds\":%.6g,\"gbs\":%.6g,\"gflops\":%.6g}",
+                        a + g ? "," : "", groups[g], kt[a][g].T, kt[a][g].rows, kt[a][g].cols, kt[a][g].seconds,
+                        kt[a][g].bytes / kt[a][g].seconds / 1e9, kt[a][g].flops / kt[a][g].seconds / 1e9);
+        fputc(']', f);
+    }
+    fputs("}\n", f);
+
+    free(ids);
+    free(logits);
+    g4_model_free(m);
+    return 0;
+}

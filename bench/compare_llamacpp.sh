@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# compare_llamacpp.sh — side-by-side CPU benchmark of gemma4c against llama.cpp (issue 6) on the
+# same random-weight Gemma 4 unified checkpoint at equal threads. Builds llama.cpp (llama-bench
+# only) from a checkout OUTSIDE this repository, converts the checkpoint with llama.cpp's own
+# convert_hf_to_gguf.py to a bf16 GGUF, then alternates `llama-bench` and `gemma4c bench`
+# (pp64, pp512, tg128) for ROUNDS rounds and writes bench/RESULTS.md (median over rounds) via
+# bench/compare_report.py. Nothing from llama.cpp is ever copied into the repository.
+#
+# Usage:  bench/compare_llamacpp.sh            (every step is skipped when its output exists)
+# Knobs (environment): THREADS=2 ROUNDS=3 REPS=3 PROMPTS=64,512 NGEN=128
+#   MODEL=/tmp/g4-bench GGUF=/tmp/g4-bench-bf16.gguf LLAMA_DIR=/tmp/llama.cpp
+#   LLAMA_GIT=<clone url or local mirror> G4_BIN=build/gemma4c G4_ARGS="--prefill-chunk 64"
+#   REF_PY=/opt/refenv/bin/python (transformers with gemma4_unified, makes MODEL)
+#   CONVERT_VENV=/tmp/llama-venv (llama.cpp's converter requirements) OUT=/tmp/g4-compare-DATE
+#   RESULTS=bench/RESULTS.md
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+REPS=${REPS:-3}
+PROMPTS=${PROMPTS:-64,512}
+NGEN=${NGEN:-128}
+MODEL=${MODEL:-/tmp/g4-bench}
+GGUF=${GGUF:-/tmp/g4-bench-bf16.gguf}
+LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
+LLAMA_GIT=${LLAMA_GIT:-https://github.com/ggml-org/llama.cpp}
+G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
+G4_ARGS=${G4_ARGS:-}
+REF_PY=${REF_PY:-/opt/refenv/bin/python}
+CONVERT_VENV=${CONVERT_VENV:-/tmp/llama-venv}
+OUT=${OUT:-/tmp/g4-compare-$(date -u +%Y%m%d-%H%M%S)}
+RESULTS=${RESULTS:-$REPO/bench/RESULTS.md}
+
+log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "compare_llamacpp.sh: $*" >&2; exit 1; }
+
+case "$(realpath -m "$LLAMA_DIR")/" in "$REPO"/*) die "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it";; esac
+for p in "$MODEL" "$GGUF"; do
+  case "$(realpath -m "$p")/" in "$REPO"/*) die "$p is inside the repository; large files stay outside it";; esac
+done
+[ -x "$G4_BIN" ] || die "no gemma4c binary at $G4_BIN (run make, or set G4_BIN)"
+mkdir -p "$OUT"
+
+# 1. llama.cpp checkout + llama-bench (CPU only, native ISA, no CURL)
+if [ ! -x "$LLAMA_DIR/build/bin/llama-bench" ]; then
+  if [ ! -f "$LLAMA_DIR/CMakeLists.txt" ]; then
+    log "cloning $LLAMA_GIT into $LLAMA_DIR"
+    git clone --depth 1 "$LLAMA_GIT" "$LLAMA_DIR"
+  fi
+  log "building llama-bench in $LLAMA_DIR/build"
+  cmake -S "$LLAMA_DIR" -B "$LLAMA_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF > "$OUT/llama-cmake.log"
+  cmake --build "$LLAMA_DIR/build" --target llama-bench -j"$(nproc)" > "$OUT/llama-build.log"
+fi
+LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
+
+# 2. the random-weight checkpoint (transformers save_pretrained)
+if [ ! -f "$MODEL/config.json" ]; then
+  log "writing the benchmark checkpoint to $MODEL"
+  "$REF_PY" "$REPO/tools/reference/make_bench_model.py" "$MODEL"
+fi
+
+# 3. bf16 GGUF with llama.cpp's own converter, in a venv with its pinned requirements
+#    (transformers 4.57.6 does not know gemma4_unified, so the converter reads config.json as
+#    written; a transformers 5.x AutoConfig re-serializes it without global_head_dim and the
+#    converter stops with KeyError: 'global_head_dim').
+if [ ! -f "$GGUF" ]; then
+  if [ ! -x "$CONVERT_VENV/bin/python" ]; then
+    log "creating $CONVERT_VENV with llama.cpp's converter requirements"
+    python3 -m venv "$CONVERT_VENV"
+    # Its pinned requirements minus torch (whose CPU wheel index, download.pytorch.org, may be
+    # unreachable); torch then comes from REF_PY's environment through a .pth file, which Python
+    # appends AFTER the venv's own site-packages, so the venv's transformers/numpy pins win.
+    REQ="$LLAMA_DIR/requirements"
+    grep -hv -E '^[[:space:]]*(#|-r|--|torch)' "$REQ/requirements-convert_hf_to_gguf.txt" \
+      "$REQ/requirements-convert_legacy_llama.txt" | grep -v '^[[:space:]]*$' > "$OUT/convert-reqs.txt"
+    "$CONVERT_VENV/bin/pip" install -q -r "$OUT/convert-reqs.txt"
+    if ! "$CONVERT_VENV/bin/python" -c 'import torch' 2>/dev/null; then
+      TORCH_SITE=$("$REF_PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+      SITE=$("$CONVERT_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+      echo "$TORCH_SITE" > "$SITE/zz-torch-from-refenv.pth"
+    fi
+  fi
+  log "converting $MODEL -> $GGUF (bf16)"
+  "$CONVERT_VENV/bin/python" "$LLAMA_DIR/convert_hf_to_gguf.py" "$MODEL" --outtype bf16 --outfile "$GGUF" \
+    > "$OUT/convert.log" 2>&1 || { tail -20 "$OUT/convert.log" >&2; die "conversion failed (log: $OUT/convert.log)"; }
+fi
+
+# 4. alternate the two engines, ROUNDS times, equal threads
+lscpu > "$OUT/lscpu.txt"
+git -C "$LLAMA_DIR" rev-parse HEAD > "$OUT/llama-commit.txt" 2>/dev/null || echo unknown > "$OUT/llama-commit.txt"
+git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
+git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+LLAMA_CMD=("$LLAMA_BENCH" -m "$GGUF" -p "$PROMPTS" -n "$NGEN" -t "$THREADS" -r "$REPS" -o json)
+# shellcheck disable=SC2206
+G4_CMD=("$G4_BIN" bench -m "$MODEL" -p "$PROMPTS" -n "$NGEN" --threads "$THREADS" --reps "$REPS" $G4_ARGS)
+printf '%q ' "${LLAMA_CMD[@]}" > "$OUT/llama-cmd.txt"
+printf '%q ' "${G4_CMD[@]}" > "$OUT/gemma4c-cmd.txt"
+date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
+run_llama() {
+  log "round $1/$ROUNDS: llama-bench"
+  "${LLAMA_CMD[@]}" > "$OUT/llama-r$1.json" 2> "$OUT/llama-r$1.log" ||
+    { tail -20 "$OUT/llama-r$1.log" >&2; die "llama-bench failed (log: $OUT/llama-r$1.log)"; }
+}
+run_g4() {
+  log "round $1/$ROUNDS: gemma4c bench"
+  "${G4_CMD[@]}" > "$OUT/gemma4c-r$1.txt" 2> "$OUT/gemma4c-r$1.log" ||
+    { tail -20 "$OUT/gemma4c-r$1.log" >&2; die "gemma4c bench failed (log: $OUT/gemma4c-r$1.log)"; }
+  grep -v '^{' "$OUT/gemma4c-r$1.txt" | grep -E '^  (pp|tg)' >&2 || true
+}
+# ABBA order (llama.cpp first in odd rounds, gemma4c first in even ones) so slow drift in the
+# machine's state (other tenants, page cache, clocks) does not favour one engine.
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; else run_g4 "$r"; run_llama "$r"; fi
+done
+uptime > "$OUT/uptime.txt"
+
+# 5. the table
+python3 "$REPO/bench/compare_report.py" "$OUT" > "$RESULTS"
+log "wrote $RESULTS (raw outputs in $OUT)"
+cat "$RESULTS"

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Turn the raw outputs of bench/compare_llamacpp.sh (one directory) into bench/RESULTS.md on
+stdout: per test (ppN, tgN) the median over rounds of gemma4c's tok/s (each round: median of its
+reps) and llama.cpp's (each round: llama-bench's mean of its reps), their ratio, the spread, the
+roofline fractions gemma4c bench measured, the machine, the commands and the date.
+Standard library only.
+
+Usage: python3 bench/compare_report.py OUT_DIR > bench/RESULTS.md"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def read(path: str, default: str = "") -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def round_no(path: str) -> int:
+    return int(re.search(r"-r(\d+)\.", path).group(1))
+
+
+def load_llama(out: str) -> tuple[dict, dict]:
+    """{test: [tok/s per round]}, and the first round's settings."""
+    res: dict[str, list[float]] = {}
+    meta: dict = {}
+    for p in sorted(glob.glob(os.path.join(out, "llama-r*.json")), key=round_no):
+        for rec in json.loads(read(p, "[]") or "[]"):
+            npr, ngen = rec.get("n_prompt", 0), rec.get("n_gen", 0)
+            name = f"pp{npr}" if npr and not ngen else f"tg{ngen}" if ngen and not npr else f"pp{npr}+tg{ngen}"
+            res.setdefault(name, []).append(float(rec["avg_ts"]))
+            if not meta:
+                meta = {k: rec.get(k) for k in ("build_commit", "build_number", "cpu_info", "backends",
+                                                "model_type", "model_size", "model_n_params", "n_batch",
+                                                "n_ubatch", "n_threads", "type_k", "type_v", "flash_attn",
+                                                "use_mmap", "poll")}
+    return res, meta
+
+
+def load_g4(out: str) -> tuple[dict, list[dict]]:
+    res: dict[str, list[float]] = {}
+    runs = []
+    for p in sorted(glob.glob(os.path.join(out, "gemma4c-r*.txt")), key=round_no):
+        lines = [ln for ln in read(p).splitlines() if ln.startswith("{")]
+        if not lines:
+            continue
+        j = json.loads(lines[-1])
+        runs.append(j)
+        for t in j["tests"]:
+            res.setdefault(t["test"], []).append(float(t["tok_s"]))
+    return res, runs
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, nd=2):
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def lscpu_summary(text: str) -> str:
+    keep = ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket", "Socket(s)",
+            "Hypervisor vendor", "L1d cache", "L2 cache", "L3 cache", "NUMA node(s)")
+    lines = []
+    for ln in text.splitlines():
+        k = ln.split(":", 1)[0].strip()
+        if k in keep:
+            lines.append(re.sub(r"\s{2,}", " ", ln.strip()))
+    flags = re.search(r"Flags:\s*(.*)", text)
+    if flags:
+        f = set(flags.group(1).split())
+        simd = [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in f]
+        lines.append("SIMD: " + " ".join(simd))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    out = sys.argv[1]
+    llama, lmeta = load_llama(out)
+    g4, runs = load_g4(out)
+    tests = [t["test"] for t in runs[0]["tests"]] if runs else sorted(llama)
+    n_rounds = len(runs)
+
+    w = sys.stdout.write
+    w("# gemma4c vs llama.cpp — CPU side-by-side (issue 6)\n\n")
+    w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_llamacpp.sh` "
+      f"(raw outputs were in `{out}`).\n\n")
+    w(f"Median over {n_rounds} alternating rounds (ABBA order); within a round gemma4c reports the median of "
+      "its reps, llama-bench the mean of its reps. Ratio = gemma4c / llama.cpp (> 1: gemma4c faster).\n\n")
+    w("| test | gemma4c tok/s | llama.cpp tok/s | ratio | gemma4c per round | llama.cpp per round |\n")
+    w("|---|---:|---:|---:|---|---|\n")
+    for t in tests:
+        a, b = med(g4.get(t, [])), med(llama.get(t, []))
+        ratio = a / b if a and b else None
+        w(f"| {t} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {', '.join(fmt(x) for x in g4.get(t, []))} | "
+          f"{', '.join(fmt(x) for x in llama.get(t, []))} |\n")
+
+    if runs:
+        mach = [r["machine"] for r in runs]
+        bw = med([m["read_bw_gbs"] for m in mach if m.get("read_bw_gbs")])
+        fma = med([m["fp32_fma_gflops"] for m in mach if m.get("fp32_fma_gflops")])
+        mi = runs[0]["model_info"]
+        w("\n## gemma4c against the machine's roofline\n\n")
+        w(f"Measured by `gemma4c bench` in each round (median over rounds): memory read bandwidth "
+          f"**{fmt(bw)} GB/s** (multi-threaded streaming read of {mach[0]['read_bw_buffer_bytes'] >> 20} MiB, "
+          f"best of 10), fp32 FMA peak **{fmt(fma, 1)} GFLOP/s** ({mach[0]['fp32_fma_isa']}), bf16 peak: "
+          f"{mach[0]['bf16_note'] if not mach[0].get('bf16_gflops') else fmt(mach[0]['bf16_gflops'], 1) + ' GFLOP/s'}. "
+          f"Kernel path: `{runs[0]['kernels']}`, {runs[0]['threads']} threads.\n\n")
+        w(f"Decode roofline: {mi['decode_weight_bytes_per_token'] / 1e9:.3f} GB of bf16 weights per token "
+          f"(layer matrices {mi['layer_matrix_bytes'] / 1e9:.3f} GB + tied LM head {mi['lm_head_bytes'] / 1e9:.3f} GB) "
+          "/ bandwidth. Prefill roofline: FLOPs per token (2 x layer parameters, + the LM head once per "
+          "prompt, + attention) / fp32 FMA peak.\n\n")
+        w("| test | gemma4c tok/s | roofline tok/s | fraction of roofline | achieved |\n|---|---:|---:|---:|---|\n")
+        for t in tests:
+            recs = [x for r in runs for x in r["tests"] if x["test"] == t]
+            fr = med([x["roofline_fraction"] for x in recs if x.get("roofline_fraction") is not None])
+            rt = med([x["roofline_tok_s"] for x in recs if x.get("roofline_tok_s") is not None])
+            if recs and recs[0]["kind"] == "decode":
+                ach = f"{fmt(med([x['achieved_gbs'] for x in recs]))} GB/s of weights"
+            else:
+                ach = f"{fmt(med([x['achieved_gflops'] for x in recs]), 1)} GFLOP/s"
+            w(f"| {t} | {fmt(med(g4.get(t, [])))} | {fmt(rt)} | {fmt(None if fr is None else 100 * fr, 1)}% | {ach} |\n")
+        lt = {t: med(v) for t, v in llama.items()}
+        tg = [t for t in tests if t.startswith("tg")]
+        if tg and lt.get(tg[0]) and bw:
+            f = lt[tg[0]] * mi["decode_weight_bytes_per_token"] / 1e9 / bw
+            w(f"\nFor reference, llama.cpp's {tg[0]} streams the same bf16 weights at "
+              f"{lt[tg[0]] * mi['decode_weight_bytes_per_token'] / 1e9:.2f} GB/s = {100 * f:.1f}% of the measured bandwidth.\n")
+
+        w("\n## Model\n\n")
+        w(f"`{runs[0]['model']}` — random-weight Gemma 4 unified checkpoint from "
+          "`tools/reference/make_bench_model.py` (transformers `save_pretrained`, bf16): "
+          f"{mi['architecture']}, {mi['n_layers']} layers (5 sliding : 1 full), hidden {mi['hidden']}, "
+          f"vocab {mi['vocab']} (real Gemma tokenizer vocabulary), {mi['weight_bytes_mapped'] / 1e9:.3f} GB of weights, "
+          f"{(mi['layer_params'] + mi['lm_head_params']) / 1e6:.1f} M parameters. "
+          "GGUF: the same checkpoint through llama.cpp's `convert_hf_to_gguf.py --outtype bf16`.\n")
+        if lmeta:
+            w(f"\nllama.cpp as llama-bench reports it: model_type `{lmeta.get('model_type')}`, "
+              f"{(lmeta.get('model_size') or 0) / 1e9:.3f} GB, {(lmeta.get('model_n_params') or 0) / 1e6:.1f} M params, "
+              f"backend {lmeta.get('backends')}, n_batch {lmeta.get('n_batch')}, n_ubatch {lmeta.get('n_ubatch')}, "
+              f"KV {lmeta.get('type_k')}/{lmeta.get('type_v')}, flash_attn {lmeta.get('flash_attn')}, "
+              f"mmap {lmeta.get('use_mmap')}, build {lmeta.get('build_commit')} ({lmeta.get('build_number')}).\n")
+        w(f"\ngemma4c: commit {read(os.path.join(out, 'gemma4c-commit.txt'))}, prefill chunk "
+          f"{mi['prefill_chunk']}, KV cache float32 (exact mode).\n")
+        dirty = read(os.path.join(out, "gemma4c-dirty.txt"))
+        if dirty:
+            w("Working tree had uncommitted changes under src/include at run time:\n\n```\n" + dirty + "\n```\n")
+
+    w("\n## Machine\n\n```\n" + lscpu_summary(read(os.path.join(out, "lscpu.txt"))) + "\n```\n")
+    up = read(os.path.join(out, "uptime.txt"))
+    if up:
+        w(f"\nLoad after the run (`uptime`): `{up}` — the machine is shared; other tenants' load shows up "
+          "as round-to-round spread.\n")
+    w("\n## Commands\n\n```sh\nbench/compare_llamacpp.sh   # builds, converts, then per round:\n")
+    w(read(os.path.join(out, "llama-cmd.txt")) + "\n" + read(os.path.join(out, "gemma4c-cmd.txt")) + "\n```\n")
+
+
+if __name__ == "__main__":
+    main()

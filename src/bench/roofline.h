@@ -1,0 +1,66 @@
+/* roofline.h — what `gemma4c bench` measures below the public API: the machine's limits
+ * (streaming memory read bandwidth, fp32 FMA peak, bf16 dot-product peak where the CPU has one)
+ * and the model's cost per token (weight bytes streamed per decode step, FLOPs per prefill token).
+ * Library-internal (src/bench), used only by src/cli/cli_bench.c; owns no model state. */
+#ifndef G4_BENCH_ROOFLINE_H
+#define G4_BENCH_ROOFLINE_H
+
+#include <stddef.h>
+
+#include "gemma4c.h"
+
+typedef struct {
+    double gbps;        /* best rep, 1e9 bytes/s */
+    double median_gbps;
+    size_t bytes;       /* buffer size read per rep */
+    int threads, reps;
+} g4_bw_result;
+
+/* Multi-threaded streaming read (AVX2 loads where available) over a freshly allocated and touched
+ * buffer of `bytes` (>> L3), `reps` times; the buffer is freed before returning. */
+g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *out);
+
+/* fp32 FMA peak in GFLOP/s (1 FMA = 2 FLOP): register-only FMA chains on every thread, best of
+ * `reps`. AVX2+FMA when the CPU has it, scalar otherwise (named in *isa). */
+double g4_bench_fma_peak(int threads, int reps, const char **isa);
+
+/* bf16 dot-product peak in GFLOP/s (AVX512-BF16 vdpbf16ps: 2 FLOP per bf16 pair), or 0 when the
+ * CPU has no bf16 arithmetic; *note says which unit was measured or why none was. AMX-BF16 is
+ * detected and reported in *note but not measured here. */
+double g4_bench_bf16_peak(int threads, int reps, const char **note);
+
+/* Name of the kernel path the model uses ("avx2", "scalar", ...; honours G4_CPU_ISA). */
+const char *g4_bench_kernel_path(void);
+
+/* The model's cost model, from its bound weight matrices (exact dtypes and shapes). */
+typedef struct {
+    double layer_matrix_bytes;   /* q,k,v,o,gate,up,down over all layers, as stored */
+    double lm_head_bytes;        /* the (tied) embedding read as the LM head */
+    double layer_params;         /* parameters of those layer matrices */
+    double lm_head_params;
+    int n_layers, hidden, vocab, n_heads;
+} g4_model_cost;
+
+void g4_bench_model_cost(const g4_model *m, g4_model_cost *c);
+
+/* FLOPs of attention (q·k and p·v, 4·D per key per query head, every layer) for the tokens at
+ * positions [p0, p0 + n) of one sequence: keys seen = p + 1, capped by the window on sliding layers. */
+double g4_bench_attn_flops(const g4_model *m, int p0, int n);
+
+/* Bytes of KV cache (K and V, as the cache stores them) read by the tokens at positions
+ * [p0, p0 + n). */
+double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
+
+/* Kernel-only throughput of the model's matmul path on its own bound matrices, split over the
+ * model's thread pool the way the forward pass splits them (row blocks of whole weight rows):
+ * `which` = "qkv" (layer 0 q,k,v as one loop), "o", "gateup", "down" (layer 0), "lm_head".
+ * T activation rows of random data. Best of `reps`: seconds per call, weight bytes and FLOPs.
+ * Returns G4_ERR_INPUT for an unknown `which`. */
+typedef struct {
+    double seconds, bytes, flops;
+    int rows, cols, T;
+} g4_kernel_timing;
+
+g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out);
+
+#endif

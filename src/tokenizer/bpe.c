@@ -72,7 +72,7 @@ g4_status tk_bpe_word(const g4_tokenizer *t, const char *w, size_t n, tk_ids *ou
     for (size_t i = 0; i < n;) {
         size_t cl;
         uint32_t cp = tk_utf8_decode(u + i, &cl);
-        int32_t id = t->cp_id[cp] - 1;
+        int32_t id = cp < t->n_cp ? t->cp_id[cp] - 1 : -1;
         if (id >= 0) {
             if (unk_pending) { sym[ns++] = t->unk_id; unk_pending = 0; }
             sym[ns++] = id;

@@ -148,20 +148,19 @@ static int side_reserve(tj_doc *d, size_t n) {
 }
 
 /* d->pos is at the opening quote. Strings without escapes stay where they are; the others are
- * decoded into d->side (never longer than their escaped form). */
-static int parse_string(tj_doc *d) {
+ * decoded into d->side (never longer than their escaped form). *off / *slen as in a TJ_STR node. */
+static int scan_string(tj_doc *d, uint32_t *off, uint32_t *slen) {
     size_t open = d->pos, r = open + 1;
     const unsigned char *b = (const unsigned char *)d->buf;
     size_t len = d->len;
-    uint32_t idx = 0;
-    if (new_node(d, TJ_STR, (uint32_t)r, &idx)) return -1;
+    *off = (uint32_t)r;
     /* pass 1: validate up to the closing quote or the first escape */
     for (;;) {
         r = scan_plain(b, r, len);
         if (r >= len) return fail(d, open, "unterminated string");
         unsigned c = b[r];
         if (c == '"') {
-            d->nodes[idx].n = (uint32_t)(r - open - 1);
+            *slen = (uint32_t)(r - open - 1);
             d->pos = r + 1;
             return 0;
         }
@@ -226,10 +225,71 @@ static int parse_string(tj_doc *d) {
         default: return fail(d, r - 2, "invalid escape '\\%c'", e >= 0x20 && e < 0x7f ? (char)e : '?');
         }
     }
-    d->nodes[idx].off = TJ_SIDE | (uint32_t)d->side_len;
-    d->nodes[idx].n = (uint32_t)(w - w0);
+    *off = TJ_SIDE | (uint32_t)d->side_len;
+    *slen = (uint32_t)(w - w0);
     d->side_len += (size_t)(w - w0);
     d->pos = r + 1;
+    return 0;
+}
+
+static int parse_string(tj_doc *d) {
+    uint32_t idx = 0;
+    if (new_node(d, TJ_STR, (uint32_t)d->pos + 1, &idx)) return -1;
+    uint32_t off, n;
+    if (scan_string(d, &off, &n)) return -1;
+    d->nodes[idx].off = off;
+    d->nodes[idx].n = n;
+    return 0;
+}
+
+/* One ["a", "b"] element at d->pos (which is at its '['): 1 and appended to d->pairs if it has
+ * exactly that shape, 0 with d->pos restored if not (the caller parses it generically), -1 on a
+ * syntax error inside a string. */
+static int try_pair(tj_doc *d) {
+    size_t start = d->pos;
+    tj_pair pr;
+    pr.open = (uint32_t)start;
+    d->pos++;
+    skip_ws(d);
+    if (d->pos >= d->len || d->buf[d->pos] != '"') goto no;
+    if (scan_string(d, &pr.a_off, &pr.a_len)) return -1;
+    skip_ws(d);
+    if (d->pos >= d->len || d->buf[d->pos] != ',') goto no;
+    d->pos++;
+    skip_ws(d);
+    if (d->pos >= d->len || d->buf[d->pos] != '"') goto no;
+    if (scan_string(d, &pr.b_off, &pr.b_len)) return -1;
+    skip_ws(d);
+    if (d->pos >= d->len || d->buf[d->pos] != ']') goto no;
+    d->pos++;
+    if (d->n_pairs == d->pairs_cap) {
+        size_t cap = d->pairs_cap ? d->pairs_cap * 2 : 1024;
+        tj_pair *np = realloc(d->pairs, cap * sizeof *np);
+        if (!np) return fail(d, start, "out of memory");
+        d->pairs = np;
+        d->pairs_cap = cap;
+    }
+    d->pairs[d->n_pairs++] = pr;
+    return 1;
+no:
+    d->pos = start; /* a string scanned on the way may have used side space: harmless */
+    return 0;
+}
+
+/* Turns the pairs from `first` on back into ARR + 2 STR nodes (an array that began with pairs but
+ * holds something else too). */
+static int unpack_pairs(tj_doc *d, size_t first) {
+    for (size_t i = first; i < d->n_pairs; i++) {
+        tj_pair pr = d->pairs[i];
+        uint32_t a = 0, x = 0, y = 0;
+        if (new_node(d, TJ_ARR, pr.open, &a) || new_node(d, TJ_STR, pr.a_off, &x) || new_node(d, TJ_STR, pr.b_off, &y))
+            return -1;
+        d->nodes[a].n = 2;
+        d->nodes[a].size = 3;
+        d->nodes[x].n = pr.a_len;
+        d->nodes[y].n = pr.b_len;
+    }
+    d->n_pairs = first;
     return 0;
 }
 
@@ -272,8 +332,22 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
         d->pos++;
         return 0;
     }
+    /* arrays of [string, string] are kept as pairs while every element has that shape */
+    int pairs = !is_obj && d->pos < d->len && d->buf[d->pos] == '[';
+    size_t first_pair = d->n_pairs;
     for (;;) {
         skip_ws(d);
+        if (pairs) {
+            int k = d->pos < d->len && d->buf[d->pos] == '[' ? try_pair(d) : 0;
+            if (k < 0) return -1;
+            if (k == 0) {
+                if (unpack_pairs(d, first_pair)) return -1;
+                pairs = 0;
+            } else {
+                count++;
+                goto next;
+            }
+        }
         if (is_obj) {
             if (d->pos >= d->len || d->buf[d->pos] != '"')
                 return fail(d, d->pos, d->pos >= d->len ? "unexpected end of input in object"
@@ -287,6 +361,7 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
         }
         if (parse_value(d, depth + 1)) return -1;
         count++;
+    next:
         skip_ws(d);
         if (d->pos >= d->len) return fail(d, d->pos, "unexpected end of input in %s", is_obj ? "object" : "array");
         char c = d->buf[d->pos];
@@ -296,6 +371,17 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
     }
     d->nodes[idx].n = count;
     d->nodes[idx].size = (uint32_t)(d->n_nodes - idx);
+    if (pairs) {
+        if (d->n_refs == d->refs_cap) {
+            size_t cap = d->refs_cap ? d->refs_cap * 2 : 8;
+            tj_pairs_ref *nr = realloc(d->refs, cap * sizeof *nr);
+            if (!nr) return fail(d, d->pos, "out of memory");
+            d->refs = nr;
+            d->refs_cap = cap;
+        }
+        d->refs[d->n_refs++] = (tj_pairs_ref){idx, (uint32_t)first_pair};
+        d->nodes[idx].type = TJ_PAIRS;
+    }
     return 0;
 }
 
@@ -333,8 +419,8 @@ int tj_parse(tj_doc *d, const char *buf, size_t len) {
     d->buf = buf;
     d->len = len;
     if (len >= TJ_SIDE) return fail(d, 0, "file larger than 2 GiB");
-    /* ~1 node per 14 bytes in tokenizer.json: start close to that to avoid regrowth copies */
-    d->cap = len / 12 + 64;
+    /* merges aside (kept as pairs), tokenizer.json has ~1 node per 40 bytes */
+    d->cap = len / 32 + 64;
     d->nodes = malloc(d->cap * sizeof *d->nodes);
     if (!d->nodes) return fail(d, 0, "out of memory");
     if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
@@ -346,9 +432,20 @@ int tj_parse(tj_doc *d, const char *buf, size_t len) {
     return 0;
 }
 
+const tj_pair *tj_pairs(const tj_doc *d, uint32_t i) {
+    for (size_t k = 0; k < d->n_refs; k++)
+        if (d->refs[k].node == i) return d->pairs + d->refs[k].first;
+    return NULL;
+}
+
 void tj_free(tj_doc *d) {
     free(d->side);
     d->side = NULL;
+    free(d->pairs);
+    d->pairs = NULL;
+    free(d->refs);
+    d->refs = NULL;
+    d->n_pairs = d->n_refs = 0;
     free(d->nodes);
     d->nodes = NULL;
     d->n_nodes = d->cap = 0;
@@ -392,6 +489,6 @@ int tj_int(const tj_doc *d, uint32_t i, int64_t lo, int64_t hi, int64_t *out) {
 }
 
 const char *tj_type_name(uint32_t type) {
-    static const char *names[] = {"null", "false", "true", "number", "string", "array", "object"};
-    return type < 7 ? names[type] : "?";
+    static const char *names[] = {"null", "false", "true", "number", "string", "array", "object", "array"};
+    return type < 8 ? names[type] : "?";
 }

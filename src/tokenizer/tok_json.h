@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { TJ_NULL, TJ_FALSE, TJ_TRUE, TJ_NUM, TJ_STR, TJ_ARR, TJ_OBJ } tj_type;
+/* TJ_PAIRS: an array whose elements are all [string, string] (BPE merges: 514k of them in Gemma),
+ * kept as a compact tj_pair list instead of 3 nodes each; see tj_pairs(). */
+typedef enum { TJ_NULL, TJ_FALSE, TJ_TRUE, TJ_NUM, TJ_STR, TJ_ARR, TJ_OBJ, TJ_PAIRS } tj_type;
 
 /* One value. Containers are followed by their children in pre-order; an object's children
  * alternate key (TJ_STR), value. The next sibling of node i is i + nodes[i].size. */
@@ -22,6 +24,16 @@ typedef struct {
 
 #define TJ_SIDE 0x80000000u
 
+/* One [a, b] element of a TJ_PAIRS array: the strings as (offset, length) like TJ_STR nodes. */
+typedef struct {
+    uint32_t a_off, a_len, b_off, b_len;
+    uint32_t open; /* byte offset of the element's '[' */
+} tj_pair;
+
+typedef struct {
+    uint32_t node, first; /* a TJ_PAIRS node and the index of its first pair in tj_doc.pairs */
+} tj_pairs_ref;
+
 typedef struct {
     const char *buf;    /* the text (never written: it may be a read-only mapping) */
     size_t len;
@@ -29,6 +41,10 @@ typedef struct {
     size_t side_len, side_cap;
     tj_node *nodes;     /* [n_nodes] */
     size_t n_nodes, cap;
+    tj_pair *pairs;     /* elements of all TJ_PAIRS arrays */
+    size_t n_pairs, pairs_cap;
+    tj_pairs_ref *refs; /* which TJ_PAIRS node owns which pairs */
+    size_t n_refs, refs_cap;
     size_t pos;         /* scanner position */
     char err[200];      /* "byte N: what went wrong" after a failed tj_parse */
 } tj_doc;
@@ -45,6 +61,12 @@ static inline const char *tj_str(const tj_doc *d, uint32_t i, size_t *len) {
     if (len) *len = d->nodes[i].n;
     return (off & TJ_SIDE) ? d->side + (off & ~TJ_SIDE) : d->buf + off;
 }
+/* The string at (off, len) as stored in a node or a tj_pair. */
+static inline const char *tj_at_off(const tj_doc *d, uint32_t off) {
+    return (off & TJ_SIDE) ? d->side + (off & ~TJ_SIDE) : d->buf + off;
+}
+/* The elements of TJ_PAIRS node i (nodes[i].n of them). */
+const tj_pair *tj_pairs(const tj_doc *d, uint32_t i);
 /* Value of member `key` of object node `obj`, or 0 when absent (0 is never a member value). */
 uint32_t tj_get(const tj_doc *d, uint32_t obj, const char *key);
 /* 1 if the string node equals the NUL-terminated s. */

@@ -108,7 +108,8 @@ struct g4_tokenizer {
 
     /* BPE model */
     tk_pairmap merges;
-    int32_t *cp_id;         /* [0x110000] id + 1 of single-code-point pieces (0 = none); lazily zero */
+    int32_t *cp_id;         /* [n_cp] id + 1 of single-code-point pieces (0 = none) */
+    uint32_t n_cp;          /* 1 + the largest such code point */
     int32_t byte_id[256];   /* id of "<0xXX>", -1 when absent */
     int32_t unk_id;         /* -1 when no unk_token */
     int byte_fallback, fuse_unk, ignore_merges;

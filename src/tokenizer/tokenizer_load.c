@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ static const char *show(ld_ctx *c, uint32_t node, char *tmp, size_t cap) {
 }
 
 static g4_status want(ld_ctx *c, uint32_t node, uint32_t type, const char *field) {
+    if (type == TJ_ARR && c->d.nodes[node].type == TJ_PAIRS)
+        return lfail(c, node, "%s: unexpected [string, string] elements", field);
     if (c->d.nodes[node].type != type)
         return lfail(c, node, "%s: expected %s, got %s", field, tj_type_name(type),
                      tj_type_name(c->d.nodes[node].type));
@@ -294,6 +297,130 @@ static g4_status load_post(ld_ctx *c, g4_tokenizer *t, uint32_t obj) {
 
 /* ---------------------------------------------------------------- model */
 
+/* Resolution of merges [begin, end) to (id a, id b, merged id) triples; first failure recorded. */
+typedef struct {
+    const tj_doc *d;
+    const tk_strmap *vocab;
+    const tj_pair *pairs;   /* the merges when stored as TJ_PAIRS, else NULL (walk nodes) */
+    uint32_t node;          /* node of merge `begin` (when pairs is NULL) */
+    uint32_t begin, end;
+    int32_t *res;           /* [n_merges * 3] */
+    uint32_t bad_rank, bad_node;
+    int bad_kind;           /* 1 shape, 2 "a b" string, 3 token a, 4 token b, 5 merged token */
+} merge_job;
+
+/* The two halves of merge `e` (["a", "b"] or legacy "a b"), or 0 / the failure kind. */
+static int merge_parts(const tj_doc *d, uint32_t e, const char **a, size_t *al, const char **b, size_t *bl) {
+    const tj_node *n = &d->nodes[e];
+    if (n->type == TJ_ARR && n->n == 2 && d->nodes[e + 1].type == TJ_STR && d->nodes[tj_next(d, e + 1)].type == TJ_STR) {
+        *a = tj_str(d, e + 1, al);
+        *b = tj_str(d, tj_next(d, e + 1), bl);
+        return 0;
+    }
+    if (n->type != TJ_STR) return 1;
+    size_t len;
+    const char *s = tj_str(d, e, &len);
+    const char *sp = memchr(s, ' ', len);
+    if (!sp || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s))) return 2;
+    *a = s;
+    *al = (size_t)(sp - s);
+    *b = sp + 1;
+    *bl = len - *al - 1;
+    return 0;
+}
+
+/* Blocks of 64: hashes first, then candidate slots (prefetching their keys), then the compares,
+ * so the cache misses of a block overlap instead of queueing. */
+static void resolve_merges(merge_job *j) {
+    enum { BLK = 64 };
+    struct { const char *a, *b; size_t al, bl; uint32_t ha, hb, hab, ca, cb, cab, node; } m[BLK];
+    uint32_t e = j->node;
+    for (uint32_t r0 = j->begin; r0 < j->end; r0 += BLK) {
+        uint32_t nb = j->end - r0 < BLK ? j->end - r0 : BLK;
+        for (uint32_t k = 0; k < nb; k++) {
+            int kind = 0;
+            if (j->pairs) {
+                const tj_pair *p = &j->pairs[r0 + k];
+                m[k].node = r0 + k;
+                m[k].a = tj_at_off(j->d, p->a_off);
+                m[k].al = p->a_len;
+                m[k].b = tj_at_off(j->d, p->b_off);
+                m[k].bl = p->b_len;
+            } else {
+                m[k].node = e;
+                kind = merge_parts(j->d, e, &m[k].a, &m[k].al, &m[k].b, &m[k].bl);
+                e = tj_next(j->d, e);
+            }
+            if (kind) {
+                j->bad_rank = r0 + k;
+                j->bad_node = e;
+                j->bad_kind = kind;
+                return;
+            }
+            uint64_t ha = tk_hash_feed(TK_HASH_INIT, m[k].a, m[k].al);
+            m[k].ha = tk_hash_final(ha);
+            m[k].hb = tk_hash(m[k].b, m[k].bl);
+            m[k].hab = tk_hash_final(tk_hash_feed(ha, m[k].b, m[k].bl));
+            tk_strmap_prefetch(j->vocab, m[k].ha);
+            tk_strmap_prefetch(j->vocab, m[k].hb);
+            tk_strmap_prefetch(j->vocab, m[k].hab);
+        }
+        for (uint32_t k = 0; k < nb; k++) {
+            m[k].ca = tk_strmap_cand(j->vocab, m[k].ha);
+            m[k].cb = tk_strmap_cand(j->vocab, m[k].hb);
+            m[k].cab = tk_strmap_cand(j->vocab, m[k].hab);
+        }
+        for (uint32_t k = 0; k < nb; k++) {
+            int32_t *x = &j->res[3 * (size_t)(r0 + k)];
+            x[0] = tk_strmap_get_from(j->vocab, m[k].ca, m[k].ha, m[k].a, m[k].al, "", 0);
+            x[1] = tk_strmap_get_from(j->vocab, m[k].cb, m[k].hb, m[k].b, m[k].bl, "", 0);
+            x[2] = tk_strmap_get_from(j->vocab, m[k].cab, m[k].hab, m[k].a, m[k].al, m[k].b, m[k].bl);
+            if (x[0] < 0 || x[1] < 0 || x[2] < 0) {
+                j->bad_rank = r0 + k;
+                j->bad_node = m[k].node;
+                j->bad_kind = x[0] < 0 ? 3 : x[1] < 0 ? 4 : 5;
+                return;
+            }
+        }
+    }
+}
+
+static void *resolve_merges_thread(void *arg) {
+    resolve_merges(arg);
+    return NULL;
+}
+
+static g4_status merge_error(ld_ctx *c, const merge_job *j) {
+    const char *a = "", *b = "";
+    size_t al = 0, bl = 0;
+    if (j->pairs) {
+        /* bad_node is the rank: report the element's '[' offset */
+        const tj_pair *p = &j->pairs[j->bad_node];
+        a = tj_at_off(&c->d, p->a_off);
+        al = p->a_len;
+        b = tj_at_off(&c->d, p->b_off);
+        bl = p->b_len;
+        int la = (int)(al > 40 ? 40 : al), lb = (int)(bl > 40 ? 40 : bl);
+        const char *what = j->bad_kind == 5 ? "merged token" : "token";
+        if (j->bad_kind == 5)
+            return g4_fail(G4_ERR_INPUT, "%s: byte %u: model.merges[%u]: %s '%.*s%.*s' is not in the vocabulary",
+                           c->name, p->open, j->bad_rank, what, la, a, lb, b);
+        return g4_fail(G4_ERR_INPUT, "%s: byte %u: model.merges[%u]: %s '%.*s' is not in the vocabulary", c->name,
+                       p->open, j->bad_rank, what, j->bad_kind == 3 ? la : lb, j->bad_kind == 3 ? a : b);
+    }
+    merge_parts(&c->d, j->bad_node, &a, &al, &b, &bl);
+    int la = (int)(al > 40 ? 40 : al), lb = (int)(bl > 40 ? 40 : bl);
+    switch (j->bad_kind) {
+    case 1: return lfail(c, j->bad_node, "model.merges[%u]: expected [\"a\", \"b\"] or \"a b\"", j->bad_rank);
+    case 2: return lfail(c, j->bad_node, "model.merges[%u]: expected \"a b\" with exactly one space", j->bad_rank);
+    case 3: return lfail(c, j->bad_node, "model.merges[%u]: token '%.*s' is not in the vocabulary", j->bad_rank, la, a);
+    case 4: return lfail(c, j->bad_node, "model.merges[%u]: token '%.*s' is not in the vocabulary", j->bad_rank, lb, b);
+    default:
+        return lfail(c, j->bad_node, "model.merges[%u]: merged token '%.*s%.*s' is not in the vocabulary",
+                     j->bad_rank, la, a, lb, b);
+    }
+}
+
 static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t added_arr) {
     g4_status st;
     uint32_t ty = tj_get(&c->d, model, "type");
@@ -315,7 +442,7 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
     uint32_t vocab = tj_get(&c->d, model, "vocab"), merges = tj_get(&c->d, model, "merges");
     if (!vocab) return lfail(c, model, "model: field 'vocab' missing");
     if ((st = want(c, vocab, TJ_OBJ, "model.vocab"))) return st;
-    if (merges && (st = want(c, merges, TJ_ARR, "model.merges"))) return st;
+    if (merges && c->d.nodes[merges].type != TJ_PAIRS && (st = want(c, merges, TJ_ARR, "model.merges"))) return st;
 
     /* arena: every vocabulary key and added content, NUL-separated */
     uint32_t nv = c->d.nodes[vocab].n / 2, na = added_arr ? c->d.nodes[added_arr].n : 0;
@@ -423,20 +550,34 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
     t->n_ids = (int32_t)(max_id + 1);
     t->piece = calloc((size_t)(t->n_ids ? t->n_ids : 1), sizeof *t->piece);
     t->flags = calloc((size_t)(t->n_ids ? t->n_ids : 1), 1);
-    t->cp_id = calloc(0x110000, sizeof *t->cp_id); /* lazily zero pages: few are touched */
-    if (!t->piece || !t->flags || !t->cp_id) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!t->piece || !t->flags) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+    /* code point -> id table for BPE's first step, as long as the largest single-character piece */
+    uint32_t max_cp = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            t->n_cp = max_cp + 1;
+            t->cp_id = calloc(t->n_cp, sizeof *t->cp_id);
+            if (!t->cp_id) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+        }
+        for (uint32_t i = 0; i < t->vocab.cap; i++) {
+            if (!t->vocab.ent[i].hash) continue;
+            int32_t id = t->vocab.ent[i].val;
+            tk_str s = {t->arena + t->vocab.ent[i].off, t->vocab.ent[i].len};
+            if (s.len > 4) continue;
+            size_t l = tk_utf8_len((const unsigned char *)s.s, s.len);
+            if (l && l == s.len) {
+                size_t dl;
+                uint32_t cp = tk_utf8_decode((const unsigned char *)s.s, &dl);
+                if (pass == 0 && cp > max_cp) max_cp = cp;
+                if (pass == 1) t->cp_id[cp] = id + 1;
+            }
+        }
+    }
     for (uint32_t i = 0; i < t->vocab.cap; i++) {
         if (!t->vocab.ent[i].hash) continue;
         int32_t id = t->vocab.ent[i].val;
-        tk_str s = {t->arena + t->vocab.ent[i].off, t->vocab.ent[i].len};
-        t->piece[id] = s;
+        t->piece[id] = (tk_str){t->arena + t->vocab.ent[i].off, t->vocab.ent[i].len};
         t->flags[id] |= TK_F_EXISTS;
-        size_t l = tk_utf8_len((const unsigned char *)s.s, s.len);
-        if (l && l == s.len) {
-            size_t dl;
-            uint32_t cp = tk_utf8_decode((const unsigned char *)s.s, &dl);
-            t->cp_id[cp] = id + 1;
-        }
     }
     for (uint32_t i = 0; i < t->n_added; i++) {
         tk_added *a = &t->added[i];
@@ -465,71 +606,49 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
         if (t->unk_id < 0) t->unk_id = -2; /* HF fails only when the unk token is needed */
     }
 
-    /* merges: [["a", "b"], ...] or ["a b", ...]; rank = position. 514k merges make 1.5M random
-     * look-ups: they go in blocks whose hashes are computed and prefetched first, so the cache
-     * misses overlap instead of queueing (this is most of the load time). */
+    /* merges: [["a", "b"], ...] or ["a b", ...]; rank = position. Resolving them to ids is 1.5M
+     * random hash look-ups, the bulk of the load: two threads each take half (the maps are
+     * read-only by then), and the pair table is filled in rank order afterwards. */
     uint32_t nm = merges ? c->d.nodes[merges].n : 0;
     if (tk_pairmap_init(&t->merges, nm)) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!nm) return G4_OK;
+    int32_t *res = malloc((size_t)nm * 3 * sizeof *res);
+    if (!res) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+    merge_job jobs[2];
+    uint32_t half = nm >= 65536 ? nm / 2 : nm;
+    const tj_pair *pairs = c->d.nodes[merges].type == TJ_PAIRS ? tj_pairs(&c->d, merges) : NULL;
+    jobs[0] = (merge_job){&c->d, &t->vocab, pairs, merges + 1, 0, half, res, UINT32_MAX, 0, 0};
+    uint32_t e2 = merges + 1;
+    if (!pairs)
+        for (uint32_t r = 0; r < half; r++) e2 = tj_next(&c->d, e2);
+    jobs[1] = (merge_job){&c->d, &t->vocab, pairs, e2, half, nm, res, UINT32_MAX, 0, 0};
+    pthread_t th;
+    int threaded = half < nm && pthread_create(&th, NULL, resolve_merges_thread, &jobs[1]) == 0;
+    resolve_merges(&jobs[0]);
+    if (half < nm) {
+        if (threaded) pthread_join(th, NULL);
+        else resolve_merges(&jobs[1]);
+    }
+    const merge_job *bad = jobs[0].bad_rank != UINT32_MAX ? &jobs[0] : jobs[1].bad_rank != UINT32_MAX ? &jobs[1] : NULL;
+    if (bad) {
+        g4_status st = merge_error(c, bad);
+        free(res);
+        return st;
+    }
     enum { BLK = 64 };
-    struct { const char *a, *b; size_t al, bl; uint32_t ha, hb, hab; uint32_t node; int32_t ia, ib, im; } m[BLK];
-    e = merges ? merges + 1 : 0;
     for (uint32_t r0 = 0; r0 < nm; r0 += BLK) {
         uint32_t nb = nm - r0 < BLK ? nm - r0 : BLK;
-        for (uint32_t j = 0; j < nb; j++, e = tj_next(&c->d, e)) {
-            uint32_t r = r0 + j;
-            m[j].node = e;
-            if (c->d.nodes[e].type == TJ_ARR && c->d.nodes[e].n == 2 && c->d.nodes[e + 1].type == TJ_STR &&
-                c->d.nodes[tj_next(&c->d, e + 1)].type == TJ_STR) {
-                m[j].a = tj_str(&c->d, e + 1, &m[j].al);
-                m[j].b = tj_str(&c->d, tj_next(&c->d, e + 1), &m[j].bl);
-            } else if (c->d.nodes[e].type == TJ_STR) {
-                size_t n;
-                const char *s = tj_str(&c->d, e, &n);
-                const char *sp = memchr(s, ' ', n);
-                if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s)))
-                    return lfail(c, e, "model.merges[%u]: expected \"a b\" with exactly one space", r);
-                m[j].a = s;
-                m[j].al = (size_t)(sp - s);
-                m[j].b = sp + 1;
-                m[j].bl = n - m[j].al - 1;
-            } else {
-                return lfail(c, e, "model.merges[%u]: expected [\"a\", \"b\"] or \"a b\"", r);
-            }
-            uint64_t ha = tk_hash_feed(TK_HASH_INIT, m[j].a, m[j].al);
-            m[j].ha = tk_hash_final(ha);
-            m[j].hb = tk_hash(m[j].b, m[j].bl);
-            m[j].hab = tk_hash_final(tk_hash_feed(ha, m[j].b, m[j].bl));
-            tk_strmap_prefetch(&t->vocab, m[j].ha);
-            tk_strmap_prefetch(&t->vocab, m[j].hb);
-            tk_strmap_prefetch(&t->vocab, m[j].hab);
-        }
-        for (uint32_t j = 0; j < nb; j++) {
-            m[j].ia = (int32_t)tk_strmap_cand(&t->vocab, m[j].ha);
-            m[j].ib = (int32_t)tk_strmap_cand(&t->vocab, m[j].hb);
-            m[j].im = (int32_t)tk_strmap_cand(&t->vocab, m[j].hab);
-        }
-        for (uint32_t j = 0; j < nb; j++) {
-            uint32_t r = r0 + j;
-            int32_t ia = tk_strmap_get_from(&t->vocab, (uint32_t)m[j].ia, m[j].ha, m[j].a, m[j].al, "", 0);
-            int32_t ib = tk_strmap_get_from(&t->vocab, (uint32_t)m[j].ib, m[j].hb, m[j].b, m[j].bl, "", 0);
-            if (ia < 0 || ib < 0) {
-                size_t l = ia < 0 ? m[j].al : m[j].bl;
-                return lfail(c, m[j].node, "model.merges[%u]: token '%.*s' is not in the vocabulary", r,
-                             (int)(l > 40 ? 40 : l), ia < 0 ? m[j].a : m[j].b);
-            }
-            int32_t im = tk_strmap_get_from(&t->vocab, (uint32_t)m[j].im, m[j].hab, m[j].a, m[j].al, m[j].b, m[j].bl);
-            if (im < 0)
-                return lfail(c, m[j].node, "model.merges[%u]: merged token '%.*s%.*s' is not in the vocabulary", r,
-                             (int)(m[j].al > 40 ? 40 : m[j].al), m[j].a, (int)(m[j].bl > 40 ? 40 : m[j].bl), m[j].b);
-            m[j].ia = ia;
-            m[j].ib = ib;
-            m[j].im = im;
-            __builtin_prefetch(&t->merges.ent[tk_pair_slot(&t->merges, ia, ib)]);
-        }
         for (uint32_t j = 0; j < nb; j++)
-            if (tk_pairmap_put(&t->merges, m[j].ia, m[j].ib, r0 + j, m[j].im))
+            __builtin_prefetch(&t->merges.ent[tk_pair_slot(&t->merges, res[3 * (r0 + j)], res[3 * (r0 + j) + 1])]);
+        for (uint32_t j = 0; j < nb; j++) {
+            const int32_t *x = &res[3 * (r0 + j)];
+            if (tk_pairmap_put(&t->merges, x[0], x[1], r0 + j, x[2])) {
+                free(res);
                 return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+            }
+        }
     }
+    free(res);
     return G4_OK;
 }
 

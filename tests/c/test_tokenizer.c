@@ -75,6 +75,41 @@ static void test_json_valid(void **state) {
     tj_free(&d);
 }
 
+static void test_json_pairs(void **state) {
+    (void)state;
+    tj_doc d;
+    /* all [string, string]: compact pairs */
+    assert_int_equal(parse_ok("[[\"a\", \"b\"], [\"c\\n\",\"\"]]", &d), 0);
+    assert_int_equal(d.nodes[0].type, TJ_PAIRS);
+    assert_int_equal(d.nodes[0].n, 2);
+    assert_int_equal(d.n_nodes, 1);
+    const tj_pair *p = tj_pairs(&d, 0);
+    assert_non_null(p);
+    assert_memory_equal(tj_at_off(&d, p[1].a_off), "c\n", 2);
+    assert_int_equal(p[1].a_len, 2);
+    assert_int_equal(p[1].b_len, 0);
+    assert_int_equal(p[1].open, 13);
+    tj_free(&d);
+    /* pairs, then something else: back to plain nodes, in order */
+    static const char *mixed[] = {"[[\"a\",\"b\"], \"c d\", [\"e\",\"f\"]]", "[[\"a\",\"b\"], [\"c\",\"d\",\"e\"]]",
+                                  "[[\"a\",\"b\"], [1, \"x\"]]", "[[\"a\",\"b\"], [\"x\", 1]]", "[[\"a\" ,\"b\"],[]]"};
+    for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
+        assert_int_equal(parse_ok(mixed[i], &d), 0);
+        assert_int_equal(d.nodes[0].type, TJ_ARR);
+        assert_int_equal(d.nodes[1].type, TJ_ARR);
+        assert_int_equal(d.nodes[1].size, 3);
+        assert_true(tj_str_eq(&d, 2, "a") && tj_str_eq(&d, 3, "b"));
+        assert_int_equal(d.nodes[0].size, d.n_nodes);
+        tj_free(&d);
+    }
+    /* errors inside a pair are reported, not skipped */
+    assert_int_equal(tj_parse(&d, "[[\"a\",\"\xff\"]]", 9), -1);
+    assert_string_equal(d.err, "byte 7: invalid UTF-8 in string");
+    tj_free(&d);
+    assert_int_equal(tj_parse(&d, "[[\"a\",\"b\"", 9), -1);
+    tj_free(&d);
+}
+
 static void test_json_invalid(void **state) {
     (void)state;
     static const struct { const char *text; const char *err; } cases[] = {
@@ -498,6 +533,7 @@ static void test_gemma_goldens(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_valid),
+        cmocka_unit_test(test_json_pairs),
         cmocka_unit_test(test_json_invalid),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_refuses_unknown_types),

@@ -441,6 +441,7 @@ def main():
     ap.add_argument("--tokenizer", default=str(ROOT.parent / "shared" / "data" / "gemma3-tokenizer"))
     ap.add_argument("--out", default=str(ROOT / "tests" / "fixtures" / "tokenizer" / "goldens.jsonl.gz"))
     args = ap.parse_args()
+    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_synthetic(pathlib.Path(args.out).parent / "synthetic.jsonl.gz")
     import tokenizers
     from tokenizers import Tokenizer

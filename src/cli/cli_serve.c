@@ -1,3 +1,48 @@
-/* cli_serve.c — `gemma4c serve` (placeholder until the server lands). */
+/* cli_serve.c — `gemma4c serve`: parses the options and hands over to the HTTP server
+ * (src/server). Owns nothing but the option table. */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli/cli.h"
-int cli_serve(int argc, char **argv) { (void)argc; (void)argv; return cli_usage_error("serve", "not implemented yet"); }
+#include "server/server.h"
+
+static void help(FILE *f) {
+    fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--ctx 4096] [--parallel 1]\n"
+               "                     [--threads N] [--prefill-chunk 64] [--alias NAME] [--max-body BYTES]\n"
+               "                     [--shutdown-grace SECONDS] [--tp 1]\n"
+               "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
+               "/health, /metrics). --port 0 picks a free port (printed on stderr).\n");
+}
+
+int cli_serve(int argc, char **argv) {
+    g4_server_opts o;
+    g4_server_opts_default(&o);
+    const char *cmd = "serve";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+#define NEEDV() do { if (!v) return cli_usage_error(cmd, "%s needs a value", a); i++; } while (0)
+#define INTV(lo, hi, dst) do { NEEDV(); if (!cli_parse_int(cmd, a, v, lo, hi, &n)) return 2; dst = (int)n; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o.model_path = v; }
+        else if (!strcmp(a, "--host")) { NEEDV(); o.host = v; }
+        else if (!strcmp(a, "--alias")) { NEEDV(); o.alias = v; }
+        else if (!strcmp(a, "--port")) INTV(0, 65535, o.port);
+        else if (!strcmp(a, "--ctx")) INTV(1, 1 << 24, o.ctx);
+        else if (!strcmp(a, "--parallel")) INTV(1, 1024, o.parallel);
+        else if (!strcmp(a, "--threads")) INTV(0, 4096, o.threads);
+        else if (!strcmp(a, "--prefill-chunk")) INTV(1, 1 << 16, o.prefill_chunk);
+        else if (!strcmp(a, "--max-body")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 30, &n)) return 2; o.max_body = (size_t)n; }
+        else if (!strcmp(a, "--shutdown-grace")) { int g; INTV(0, 3600, g); o.shutdown_grace_s = g; }
+        else if (!strcmp(a, "--tp")) {
+            int tp;
+            INTV(1, 1024, tp);
+            if (tp != 1) return cli_usage_error(cmd, "--tp %d: tensor parallelism is not available yet", tp);
+        } else return cli_usage_error(cmd, "unknown option '%s'", a);
+#undef INTV
+#undef NEEDV
+    }
+    if (!o.model_path) return cli_usage_error(cmd, "-m MODEL is required");
+    return g4_server_main(&o);
+}

@@ -1,0 +1,74 @@
+/* genconfig.c — reads a checkpoint's generation_config.json: the eos ids that end a generation,
+ * suppress_tokens (kept at -inf, e.g. <image|> / <audio|> in the 12B) and the default sampling
+ * parameters. Absent file or fields fall back to config.json's eos and OpenAI's defaults. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "server/server.h"
+
+/* An int or a list of ints into a malloc'ed array. */
+static g4_status id_list(const char *file, const char *key, json_t *v, int32_t **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (!v || json_is_null(v)) return G4_OK;
+    size_t cnt = json_is_array(v) ? json_array_size(v) : 1;
+    int32_t *a = malloc((cnt ? cnt : 1) * sizeof *a);
+    if (!a) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > INT32_MAX) {
+            free(a);
+            return g4_fail(G4_ERR_INPUT, "%s: '%s' must be a token id or a list of token ids", file, key);
+        }
+        a[i] = (int32_t)json_integer_value(e);
+    }
+    *out = a;
+    *n = (int)cnt;
+    return G4_OK;
+}
+
+g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_config *g) {
+    *g = (g4_gen_config){0};
+    g4_sampler_params_default(&g->defaults);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    json_error_t je;
+    json_t *root = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        root = json_loadf(f, 0, &je);
+        fclose(f);
+        if (!root) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
+    }
+    g4_status st = G4_OK;
+    if (root) {
+        if ((st = id_list(path, "eos_token_id", json_object_get(root, "eos_token_id"), &g->eos, &g->n_eos))) goto out;
+        if ((st = id_list(path, "suppress_tokens", json_object_get(root, "suppress_tokens"), &g->suppress, &g->n_suppress)))
+            goto out;
+        json_t *v;
+        if (json_is_number(v = json_object_get(root, "temperature"))) g->defaults.temperature = (float)json_number_value(v);
+        if (json_is_number(v = json_object_get(root, "top_p"))) g->defaults.top_p = (float)json_number_value(v);
+        if (json_is_integer(v = json_object_get(root, "top_k"))) g->defaults.top_k = (int)json_integer_value(v);
+        if (json_is_number(v = json_object_get(root, "min_p"))) g->defaults.min_p = (float)json_number_value(v);
+        /* transformers samples only with do_sample: true; an explicit false means greedy */
+        if (json_is_false(json_object_get(root, "do_sample"))) g->defaults.temperature = 0;
+    }
+    if (!g->n_eos && info->eos_id >= 0) {
+        free(g->eos);
+        if (!(g->eos = malloc(sizeof *g->eos))) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); goto out; }
+        g->eos[0] = info->eos_id;
+        g->n_eos = 1;
+    }
+out:
+    json_decref(root);
+    if (st) g4_gen_config_free(g);
+    return st;
+}
+
+void g4_gen_config_free(g4_gen_config *g) {
+    free(g->eos);
+    free(g->suppress);
+    g->eos = g->suppress = NULL;
+    g->n_eos = g->n_suppress = 0;
+}

@@ -1,0 +1,351 @@
+/* http.c — libmicrohttpd glue: one thread per connection, body size limit, routing of the
+ * OpenAI routes, /generate, /health, /metrics, SSE streaming and client-disconnect detection.
+ * Parsing and response shapes live in openai.c; generation in scheduler.c. */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+/* Per-connection request state (MHD's con_cls): the body as it arrives. */
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int too_big;
+} conn_ctx;
+
+/* An SSE response in flight (the MHD response's cls). */
+typedef struct {
+    g4_srv *s;
+    g4_req *r;
+    g4_api_opts o;
+    int fd;
+    char *out;
+    size_t out_len, out_off;
+    size_t t_sent;     /* text bytes sent */
+    int k_sent;        /* tokens whose logprobs were sent */
+    int k_seen;        /* tokens observed (to wait for change) */
+    int sent_first, finished;
+} stream_ctx;
+
+/* The peer closed or reset its side: nothing more can reach it, so stop generating. */
+static int client_gone(int fd) {
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static int conn_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static enum MHD_Result reply(g4_srv *s, struct MHD_Connection *c, const char *route, int status, const char *ctype,
+                             char *body) {
+    if (!body) {
+        status = 500;
+        body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+        ctype = "application/json";
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) { free(body); return MHD_NO; }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    g4_metrics_request(s->mx, route, status);
+    return ret;
+}
+
+static enum MHD_Result reply_err(g4_srv *s, struct MHD_Connection *c, const char *route, const g4_api_error *e) {
+    return reply(s, c, route, e->status, "application/json", g4_api_error_json(e));
+}
+
+static enum MHD_Result not_ready(g4_srv *s, struct MHD_Connection *c, const char *route) {
+    g4_api_error e;
+    int st = s->state;
+    g4_api_err(&e, 503, "server_error", NULL, st == G4_SRV_LOADING ? "model_loading" : "unavailable", "%s",
+               st == G4_SRV_LOADING ? "the model is still loading; retry when /health answers 200"
+               : st == G4_SRV_FAILED ? "the model failed to load"
+                                     : "the server is shutting down");
+    return reply_err(s, c, route, &e);
+}
+
+/* ---------------------------------------------------------------- SSE streaming */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream_ctx *st = cls;
+    g4_req *r = st->r;
+    for (;;) {
+        if (st->out_off < st->out_len) {
+            size_t n = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
+            memcpy(buf, st->out + st->out_off, n);
+            st->out_off += n;
+            return (ssize_t)n;
+        }
+        st->out_len = st->out_off = 0;
+        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        pthread_mutex_lock(&r->mu);
+        if (st->sent_first)
+            while (!r->done && r->text_ready == st->t_sent && r->n_toks == st->k_seen) {
+                wait_ms(&r->cv, &r->mu, 100);
+                if (!r->done && client_gone(st->fd)) {
+                    r->cancel = 1;
+                    pthread_mutex_unlock(&r->mu);
+                    return MHD_CONTENT_READER_END_WITH_ERROR;
+                }
+            }
+        const size_t t1 = r->text_ready;
+        const int k1 = r->n_toks, done = r->done;
+        st->k_seen = k1;
+        const g4_api_ctx *c = &st->s->api;
+        if (!st->sent_first) {   /* the role chunk, as OpenAI opens a chat stream */
+            if (st->o.kind == G4_API_CHAT) g4_api_stream_chunk(c, &st->o, r, 0, 0, 0, 0, 1, 0, &st->out, &st->out_len);
+            st->sent_first = 1;
+        }
+        if (done && r->finish == G4_FIN_ERROR) {
+            g4_api_error e;
+            g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
+            char *ej = g4_api_error_json(&e);
+            if (ej) {
+                size_t n = strlen(ej);
+                char *nb = realloc(st->out, st->out_len + n + 16);
+                if (nb) {
+                    st->out = nb;
+                    st->out_len += (size_t)sprintf(nb + st->out_len, "data: %s\n\n", ej);
+                }
+                free(ej);
+            }
+        } else {
+            if (t1 > st->t_sent) {
+                g4_api_stream_chunk(c, &st->o, r, st->t_sent, t1, st->k_sent, k1, 0, 0, &st->out, &st->out_len);
+                st->t_sent = t1;
+                st->k_sent = k1;
+            }
+            if (done) {
+                g4_api_stream_chunk(c, &st->o, r, t1, t1, st->k_sent, k1, 0, 1, &st->out, &st->out_len);
+                st->k_sent = k1;
+                if (st->o.include_usage) g4_api_stream_usage(c, &st->o, r, &st->out, &st->out_len);
+            }
+        }
+        if (done) {
+            const char *d = "data: [DONE]\n\n";
+            char *nb = realloc(st->out, st->out_len + strlen(d) + 1);
+            if (nb) {
+                st->out = nb;
+                memcpy(nb + st->out_len, d, strlen(d) + 1);
+                st->out_len += strlen(d);
+            }
+            st->finished = 1;
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (!st->out_len && st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+}
+
+/* MHD is done with the response (sent, or the client went away): a stream that did not reach
+ * its end cancels its generation so the slot frees at the next step. */
+static void stream_free(void *cls) {
+    stream_ctx *st = cls;
+    if (!st->finished) g4_req_cancel(st->r);
+    g4_req_release(st->r);
+    free(st->out);
+    free(st);
+}
+
+/* ---------------------------------------------------------------- routes */
+
+static void make_id(g4_srv *s, g4_api_opts *o) {
+    unsigned long n = ++s->id_seq;
+    uint64_t x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
+    snprintf(o->id, sizeof o->id, "%s-%016llx", o->kind == G4_API_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)x);
+    o->created = (long)time(NULL);
+}
+
+static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char *route, g4_api_kind kind,
+                                const conn_ctx *cc) {
+    if (s->state != G4_SRV_READY) return not_ready(s, c, route);
+    g4_api_error err;
+    g4_api_opts o;
+    if (kind == G4_API_CHAT && !s->tmpl)
+        return reply_err(s, c, route, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
+                                                 "this model has no chat template; use /v1/completions"));
+    g4_req *r = g4_api_parse(&s->api, kind, cc->body ? cc->body : "", cc->len, &o, &err);
+    if (!r) return reply_err(s, c, route, &err);
+    make_id(s, &o);
+    if (g4_sched_submit(s->sched, r)) {
+        g4_req_release(r);
+        return not_ready(s, c, route);
+    }
+    const int fd = conn_fd(c);
+    if (o.stream) {
+        stream_ctx *st = calloc(1, sizeof *st);
+        struct MHD_Response *resp = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free) : NULL;
+        if (!resp) {
+            g4_req_cancel(r);
+            g4_req_release(r);
+            free(st);
+            return MHD_NO;
+        }
+        st->s = s;
+        st->r = r;
+        st->o = o;
+        st->fd = fd;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        enum MHD_Result ret = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        g4_metrics_request(s->mx, route, 200);
+        return ret;
+    }
+    pthread_mutex_lock(&r->mu);
+    while (!r->done) {
+        wait_ms(&r->cv, &r->mu, 100);
+        if (!r->done && client_gone(fd)) {
+            r->cancel = 1;
+            pthread_mutex_unlock(&r->mu);
+            g4_req_release(r);
+            g4_metrics_request(s->mx, route, 499);   /* nginx's "client closed request" */
+            return MHD_NO;
+        }
+    }
+    const g4_finish fin = r->finish;
+    pthread_mutex_unlock(&r->mu);
+    enum MHD_Result ret;
+    if (fin == G4_FIN_ERROR) ret = reply_err(s, c, route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", r->err));
+    else if (fin == G4_FIN_CANCELLED) ret = not_ready(s, c, route);
+    else ret = reply(s, c, route, 200, "application/json", g4_api_response_json(&s->api, &o, r));
+    g4_req_release(r);
+    return ret;
+}
+
+static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *url, const char *method,
+                             const conn_ctx *cc) {
+    static const struct { const char *path, *method; int kind; } routes[] = {
+        {"/v1/chat/completions", "POST", G4_API_CHAT}, {"/v1/completions", "POST", G4_API_COMPLETION},
+        {"/generate", "POST", G4_API_GENERATE},        {"/v1/models", "GET", -1},
+        {"/health", "GET", -2},                        {"/metrics", "GET", -3},
+    };
+    g4_api_error err;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (strcmp(url, routes[i].path)) continue;
+        const char *rt = routes[i].path;
+        if (strcmp(method, routes[i].method) && !(routes[i].kind < 0 && !strcmp(method, "HEAD")))
+            return reply_err(s, c, rt, g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed",
+                                                  "%s %s is not supported; use %s", method, url, routes[i].method));
+        if (cc->too_big)
+            return reply_err(s, c, rt, g4_api_err(&err, 413, "invalid_request_error", NULL, "request_too_large",
+                                                  "the request body is larger than the limit of %zu bytes", s->opts.max_body));
+        switch (routes[i].kind) {
+        case -1: return reply(s, c, rt, 200, "application/json", g4_api_models_json(&s->api, s->started));
+        case -2: {
+            int st = s->state;
+            if (st == G4_SRV_READY) return reply(s, c, rt, 200, "application/json", strdup("{\"status\":\"ok\"}"));
+            return reply(s, c, rt, 503, "application/json",
+                         strdup(st == G4_SRV_LOADING ? "{\"status\":\"loading\"}" : st == G4_SRV_FAILED ? "{\"status\":\"failed\"}"
+                                                                                                         : "{\"status\":\"stopping\"}"));
+        }
+        case -3: return reply(s, c, rt, 200, "text/plain; version=0.0.4; charset=utf-8", g4_metrics_render(s->mx));
+        default: return generate(s, c, rt, (g4_api_kind)routes[i].kind, cc);
+        }
+    }
+    return reply_err(s, c, "other", g4_api_err(&err, 404, "invalid_request_error", NULL, "not_found",
+                                               "no route %s %s", method, url));
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
+    (void)version;
+    g4_srv *s = cls;
+    conn_ctx *cc = *con_cls;
+    if (!cc) {   /* headers only: set up the body buffer */
+        if (!(cc = calloc(1, sizeof *cc))) return MHD_NO;
+        *con_cls = cc;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        /* Over the limit the rest is read and dropped so the 413 reaches a client that is
+         * still sending (answering mid-upload makes many clients see a reset instead). */
+        if (!cc->too_big && cc->len + *upload_data_size > s->opts.max_body) {
+            cc->too_big = 1;
+            free(cc->body);
+            cc->body = NULL;
+            cc->len = cc->cap = 0;
+        }
+        if (!cc->too_big) {
+            if (cc->len + *upload_data_size + 1 > cc->cap) {
+                size_t nc = (cc->len + *upload_data_size + 1) * 2;
+                char *nb = realloc(cc->body, nc);
+                if (!nb) return MHD_NO;
+                cc->body = nb;
+                cc->cap = nc;
+            }
+            memcpy(cc->body + cc->len, upload_data, *upload_data_size);
+            cc->len += *upload_data_size;
+            cc->body[cc->len] = 0;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return route(s, c, url, method, cc);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn_ctx *cc = *con_cls;
+    if (cc) {
+        free(cc->body);
+        free(cc);
+    }
+    *con_cls = NULL;
+}
+
+g4_status g4_http_start(g4_srv *s, int *port) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->opts.port)};
+    if (inet_pton(AF_INET, s->opts.host, &sa.sin_addr) != 1) {
+        struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+        if (getaddrinfo(s->opts.host, NULL, &hints, &ai) || !ai)
+            return g4_fail(G4_ERR_INPUT, "--host '%s': not an IPv4 address or a resolvable name", s->opts.host);
+        sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        freeaddrinfo(ai);
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    if (!d) return g4_fail(G4_ERR_IO, "cannot listen on %s:%d (in use, or not an address of this machine?)", s->opts.host, s->opts.port);
+    s->daemon = d;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = di ? di->port : s->opts.port;
+    return G4_OK;
+}
+
+void g4_http_quiesce(g4_srv *s) {
+    if (!s->daemon) return;
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void g4_http_stop(g4_srv *s) {
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}

@@ -1,0 +1,180 @@
+/* metrics.c — the server's Prometheus counters, gauges and histograms and their text
+ * exposition. Thread-safe (one mutex); knows nothing of HTTP or the model. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+#define N_BUCKETS 14
+/* Seconds; spans a tiny fixture's sub-millisecond steps up to a 12B prefill on CPU. */
+static const double bucket_le[N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                            0.25,  0.5,    1,     2.5,  5,    10,   30};
+
+typedef struct {
+    unsigned long count[N_BUCKETS + 1];   /* last = +Inf only */
+    unsigned long n;
+    double sum;
+} histo;
+
+#define MAX_ROUTES 64
+typedef struct {
+    char route[48];
+    int status;
+    unsigned long n;
+} route_count;
+
+struct g4_metrics {
+    pthread_mutex_t mu;
+    route_count routes[MAX_ROUTES];
+    int n_routes;
+    unsigned long prompt_tokens, gen_tokens, cancelled, decode_steps, decode_rows;
+    int max_batch;
+    histo ttft, itl;
+    int queue, busy, slots;
+    long kv_used, kv_cap;
+};
+
+g4_metrics *g4_metrics_new(void) {
+    g4_metrics *mx = calloc(1, sizeof *mx);
+    if (mx) pthread_mutex_init(&mx->mu, NULL);
+    return mx;
+}
+
+void g4_metrics_free(g4_metrics *mx) {
+    if (!mx) return;
+    pthread_mutex_destroy(&mx->mu);
+    free(mx);
+}
+
+void g4_metrics_request(g4_metrics *mx, const char *route, int status) {
+    pthread_mutex_lock(&mx->mu);
+    int i;
+    for (i = 0; i < mx->n_routes; i++)
+        if (mx->routes[i].status == status && !strcmp(mx->routes[i].route, route)) break;
+    if (i == mx->n_routes && i < MAX_ROUTES) {
+        snprintf(mx->routes[i].route, sizeof mx->routes[i].route, "%s", route);
+        mx->routes[i].status = status;
+        mx->n_routes++;
+    }
+    if (i < MAX_ROUTES) mx->routes[i].n++;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_tokens(g4_metrics *mx, long prompt, long generated) {
+    pthread_mutex_lock(&mx->mu);
+    mx->prompt_tokens += (unsigned long)prompt;
+    mx->gen_tokens += (unsigned long)generated;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+static void observe(histo *h, double v) {
+    int b = 0;
+    while (b < N_BUCKETS && v > bucket_le[b]) b++;
+    h->count[b]++;
+    h->n++;
+    h->sum += v;
+}
+
+void g4_metrics_ttft(g4_metrics *mx, double s) {
+    pthread_mutex_lock(&mx->mu);
+    observe(&mx->ttft, s);
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_itl(g4_metrics *mx, double s) {
+    pthread_mutex_lock(&mx->mu);
+    observe(&mx->itl, s);
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_cancelled(g4_metrics *mx) {
+    pthread_mutex_lock(&mx->mu);
+    mx->cancelled++;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_decode_step(g4_metrics *mx, int n) {
+    pthread_mutex_lock(&mx->mu);
+    mx->decode_steps++;
+    mx->decode_rows += (unsigned long)n;
+    if (n > mx->max_batch) mx->max_batch = n;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_gauges(g4_metrics *mx, int queue, int busy, int slots, long kv_used, long kv_cap) {
+    pthread_mutex_lock(&mx->mu);
+    mx->queue = queue;
+    mx->busy = busy;
+    mx->slots = slots;
+    mx->kv_used = kv_used;
+    mx->kv_cap = kv_cap;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (b->p && b->len + (size_t)n < b->cap) { b->len += (size_t)n; return; }
+        size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *np = realloc(b->p, nc);
+        if (!np) return;
+        b->p = np;
+        b->cap = nc;
+    }
+}
+
+static void put_histo(sbuf *b, const char *name, const char *help, const histo *h) {
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    unsigned long cum = 0;
+    for (int i = 0; i < N_BUCKETS; i++) {
+        cum += h->count[i];
+        put(b, "%s_bucket{le=\"%g\"} %lu\n", name, bucket_le[i], cum);
+    }
+    put(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.6f\n%s_count %lu\n", name, h->n, name, h->sum, name, h->n);
+}
+
+char *g4_metrics_render(g4_metrics *mx) {
+    sbuf b = {0};
+    pthread_mutex_lock(&mx->mu);
+    put(&b, "# HELP g4_requests_total HTTP requests by route and status.\n# TYPE g4_requests_total counter\n");
+    for (int i = 0; i < mx->n_routes; i++)
+        put(&b, "g4_requests_total{route=\"%s\",status=\"%d\"} %lu\n", mx->routes[i].route, mx->routes[i].status,
+            mx->routes[i].n);
+    put(&b, "# HELP g4_prompt_tokens_total Prompt tokens prefilled.\n# TYPE g4_prompt_tokens_total counter\n"
+            "g4_prompt_tokens_total %lu\n", mx->prompt_tokens);
+    put(&b, "# HELP g4_generation_tokens_total Tokens generated.\n# TYPE g4_generation_tokens_total counter\n"
+            "g4_generation_tokens_total %lu\n", mx->gen_tokens);
+    put(&b, "# HELP g4_requests_cancelled_total Generations cancelled (client gone or shutdown).\n"
+            "# TYPE g4_requests_cancelled_total counter\ng4_requests_cancelled_total %lu\n", mx->cancelled);
+    put(&b, "# HELP g4_decode_steps_total Batched decode forward passes.\n# TYPE g4_decode_steps_total counter\n"
+            "g4_decode_steps_total %lu\n", mx->decode_steps);
+    put(&b, "# HELP g4_decode_rows_total Sequences advanced by decode passes (rows / steps = mean batch).\n"
+            "# TYPE g4_decode_rows_total counter\ng4_decode_rows_total %lu\n", mx->decode_rows);
+    put(&b, "# HELP g4_decode_batch_max Largest decode batch so far.\n# TYPE g4_decode_batch_max gauge\n"
+            "g4_decode_batch_max %d\n", mx->max_batch);
+    put_histo(&b, "g4_time_to_first_token_seconds", "Submit to first generated token.", &mx->ttft);
+    put_histo(&b, "g4_inter_token_latency_seconds", "Time between consecutive tokens of a request.", &mx->itl);
+    put(&b, "# HELP g4_queue_depth Requests waiting for a slot.\n# TYPE g4_queue_depth gauge\ng4_queue_depth %d\n", mx->queue);
+    put(&b, "# HELP g4_busy_slots Session slots running a request.\n# TYPE g4_busy_slots gauge\ng4_busy_slots %d\n", mx->busy);
+    put(&b, "# HELP g4_slots Session slots (--parallel).\n# TYPE g4_slots gauge\ng4_slots %d\n", mx->slots);
+    put(&b, "# HELP g4_kv_cache_used_tokens KV positions in use over all slots.\n# TYPE g4_kv_cache_used_tokens gauge\n"
+            "g4_kv_cache_used_tokens %ld\n", mx->kv_used);
+    put(&b, "# HELP g4_kv_cache_capacity_tokens KV positions over all slots.\n# TYPE g4_kv_cache_capacity_tokens gauge\n"
+            "g4_kv_cache_capacity_tokens %ld\n", mx->kv_cap);
+    put(&b, "# HELP g4_kv_cache_usage_ratio Fraction of KV positions in use.\n# TYPE g4_kv_cache_usage_ratio gauge\n"
+            "g4_kv_cache_usage_ratio %.6f\n", mx->kv_cap ? (double)mx->kv_used / (double)mx->kv_cap : 0.0);
+    pthread_mutex_unlock(&mx->mu);
+    return b.p;
+}

@@ -1,0 +1,481 @@
+/* openai.c — the OpenAI wire format: parses and validates /v1/chat/completions, /v1/completions
+ * and /generate bodies into a g4_req (rendering the chat template and tokenizing), and writes
+ * responses, SSE chunks and {"error": {...}} bodies. Knows nothing of sockets or scheduling. */
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+#define MAX_STOP 16
+
+g4_api_error *g4_api_err(g4_api_error *err, int status, const char *type, const char *param, const char *code,
+                         const char *fmt, ...) {
+    err->status = status;
+    err->type = type;
+    err->param = param;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* A JSON string from bytes that may not be valid UTF-8 (a token can hold half a character):
+ * invalid sequences become U+FFFD, as OpenAI and transformers show them. */
+static json_t *jstr_lossy(const char *s, size_t n) {
+    json_t *j = json_stringn(s, n);
+    if (j) return j;
+    char *o = malloc(n * 3 + 1);
+    if (!o) return json_string("");
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t L = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = L && i + L <= n && c != 0;
+        for (size_t t = 1; ok && t < L; t++) ok = ((unsigned char)s[i + t] >> 6) == 2;
+        if (ok && L > 1) {   /* reject overlong forms and surrogates the cheap way: let jansson judge */
+            json_t *probe = json_stringn(s + i, L);
+            ok = probe != NULL;
+            json_decref(probe);
+        }
+        if (ok) { memcpy(o + k, s + i, L); k += L; i += L; }
+        else { memcpy(o + k, "\xef\xbf\xbd", 3); k += 3; i++; }
+    }
+    j = json_stringn(o, k);
+    free(o);
+    return j ? j : json_string("");
+}
+
+char *g4_api_error_json(const g4_api_error *e) {
+    json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", jstr_lossy(e->message, strlen(e->message)),
+                          "type", e->type ? e->type : "invalid_request_error", "param",
+                          e->param ? json_string(e->param) : json_null(), "code",
+                          e->code ? json_string(e->code) : json_null());
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* ---------------------------------------------------------------- field readers */
+
+#define BAD(param, ...) (g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", __VA_ARGS__), -1)
+#define BADTYPE(param, what) (g4_api_err(err, 400, "invalid_request_error", param, "invalid_type", "'%s' must be %s", param, what), -1)
+
+/* Each returns 1 when the field was given, 0 when absent or null, -1 on a bad value. */
+static int get_num(json_t *o, const char *k, double lo, double hi, double *out, g4_api_error *err) {
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v)) return BADTYPE(k, "a number");
+    double d = json_number_value(v);
+    if (!(d >= lo && d <= hi)) return BAD(k, "'%s' is %g; it must be in [%g, %g]", k, d, lo, hi);
+    *out = d;
+    return 1;
+}
+
+static int get_int(json_t *o, const char *k, long long lo, long long hi, long long *out, g4_api_error *err) {
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v)) return BADTYPE(k, "an integer");
+    long long d = json_integer_value(v);
+    if (d < lo || d > hi) return BAD(k, "'%s' is %lld; it must be in [%lld, %lld]", k, d, lo, hi);
+    *out = d;
+    return 1;
+}
+
+static int get_bool(json_t *o, const char *k, int *out, g4_api_error *err) {
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_boolean(v)) return BADTYPE(k, "a boolean");
+    *out = json_is_true(v);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- request parsing */
+
+static int parse_sampling(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
+    double d;
+    long long i;
+    int rc;
+    r->sp = c->gen->defaults;
+    if ((rc = get_num(o, "temperature", 0, 2, &d, err)) < 0) return -1;
+    if (rc) r->sp.temperature = (float)d;
+    if ((rc = get_num(o, "top_p", 0, 1, &d, err)) < 0) return -1;
+    if (rc) {
+        if (d <= 0) return BAD("top_p", "'top_p' must be greater than 0");
+        r->sp.top_p = (float)d;
+    }
+    if ((rc = get_int(o, "top_k", -1, 1 << 30, &i, err)) < 0) return -1;
+    if (rc) r->sp.top_k = i < 0 ? 0 : (int)i;   /* -1 = off, as in vLLM */
+    if ((rc = get_num(o, "min_p", 0, 1, &d, err)) < 0) return -1;
+    if (rc) r->sp.min_p = (float)d;
+    if ((rc = get_num(o, "frequency_penalty", -2, 2, &d, err)) < 0) return -1;
+    if (rc) r->sp.frequency_penalty = (float)d;
+    if ((rc = get_num(o, "presence_penalty", -2, 2, &d, err)) < 0) return -1;
+    if (rc) r->sp.presence_penalty = (float)d;
+    json_t *seed = json_object_get(o, "seed");
+    if (seed && !json_is_null(seed)) {
+        if (!json_is_integer(seed)) return BADTYPE("seed", "an integer");
+        r->sp.seed = (uint64_t)json_integer_value(seed);
+    } else {
+        /* no seed: a fresh one per request, from the clock and the request's address */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r->sp.seed = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)r;
+    }
+    int b = 0;
+    if (get_bool(o, "ignore_eos", &b, err) < 0) return -1;
+    r->ignore_eos = b;
+
+    json_t *stop = json_object_get(o, "stop");
+    if (stop && !json_is_null(stop)) {
+        size_t n = json_is_string(stop) ? 1 : json_is_array(stop) ? json_array_size(stop) : (size_t)-1;
+        if (n == (size_t)-1) return BADTYPE("stop", "a string or a list of strings");
+        if (n > MAX_STOP) return BAD("stop", "at most %d stop strings are allowed", MAX_STOP);
+        r->stop = calloc(n ? n : 1, sizeof *r->stop);
+        if (!r->stop) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        for (size_t k = 0; k < n; k++) {
+            json_t *e = json_is_string(stop) ? stop : json_array_get(stop, k);
+            if (!json_is_string(e)) return BADTYPE("stop", "a string or a list of strings");
+            if (!json_string_length(e)) continue;   /* an empty stop string would stop at once */
+            r->stop[r->n_stop++] = strdup(json_string_value(e));
+        }
+    }
+    return 0;
+}
+
+static int check_model(const g4_api_ctx *c, json_t *o, g4_api_error *err) {
+    json_t *m = json_object_get(o, "model");
+    if (!m || json_is_null(m)) return 0;
+    if (!json_is_string(m)) return BADTYPE("model", "a string");
+    const char *s = json_string_value(m);
+    if (strcmp(s, c->model_name) && strcmp(s, c->model_path))
+        return g4_api_err(err, 404, "invalid_request_error", "model", "model_not_found",
+                          "The model '%s' does not exist; this server serves '%s'", s, c->model_name), -1;
+    return 0;
+}
+
+static int tokenize(const g4_api_ctx *c, const char *text, size_t len, int add_special, g4_req *r,
+                    const char *param, g4_api_error *err) {
+    size_t n = 0;
+    g4_status st = g4_tokenize(c->tok, text, len, add_special, &r->prompt, &n);
+    if (st) return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", "%s", g4_last_error()), -1;
+    r->n_prompt = (int)n;
+    return 0;
+}
+
+static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
+    json_t *msgs = json_object_get(o, "messages");
+    if (!msgs) return g4_api_err(err, 400, "invalid_request_error", "messages", "missing_required_parameter",
+                                 "'messages' is a required property"), -1;
+    if (!json_is_array(msgs) || !json_array_size(msgs)) return BADTYPE("messages", "a non-empty array of messages");
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")))
+            return BAD("messages", "messages[%zu] must be an object with a string 'role'", i);
+        json_t *content = json_object_get(m, "content");
+        if (content && !json_is_null(content) && !json_is_string(content) && !json_is_array(content))
+            return BAD("messages", "messages[%zu].content must be a string or an array of content parts", i);
+    }
+    json_t *vars = json_object();
+    json_object_set(vars, "messages", msgs);
+    json_object_set_new(vars, "add_generation_prompt", json_true());
+    json_t *tools = json_object_get(o, "tools");
+    if (tools && json_is_array(tools)) json_object_set(vars, "tools", tools);
+    if (c->template_specials) {
+        const int ids[3] = {c->info->bos_id, c->info->eos_id, c->info->pad_id};
+        const char *names[3] = {"bos_token", "eos_token", "pad_token"};
+        for (int k = 0; k < 3; k++) {
+            const char *piece = ids[k] >= 0 ? g4_id_to_token(c->tok, ids[k]) : NULL;
+            if (piece) json_object_set_new(vars, names[k], json_string(piece));
+        }
+    }
+    json_t *kw = json_object_get(o, "chat_template_kwargs");
+    if (kw && json_is_object(kw)) json_object_update(vars, kw);
+    char *js = json_dumps(vars, JSON_COMPACT);
+    json_decref(vars);
+    if (!js) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    char *text = NULL;
+    size_t tlen = 0;
+    g4_status st = g4_template_render(c->tmpl, js, strlen(js), &text, &tlen);
+    free(js);
+    if (st) return g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s",
+                              g4_last_error()), -1;
+    /* The template writes <bos> itself; transformers tokenizes its output without specials. */
+    int rc = tokenize(c, text, tlen, 0, r, "messages", err);
+    free(text);
+    return rc;
+}
+
+static int parse_text_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
+    json_t *p = json_object_get(o, "prompt");
+    if (!p) return g4_api_err(err, 400, "invalid_request_error", "prompt", "missing_required_parameter",
+                              "'prompt' is a required property"), -1;
+    if (json_is_array(p) && json_array_size(p) == 1 && (json_is_string(json_array_get(p, 0)) || json_is_array(json_array_get(p, 0))))
+        p = json_array_get(p, 0);   /* a batch of one */
+    if (json_is_string(p)) return tokenize(c, json_string_value(p), json_string_length(p), 1, r, "prompt", err);
+    if (!json_is_array(p)) return BADTYPE("prompt", "a string or an array of token ids");
+    size_t n = json_array_size(p);
+    if (!n) return BAD("prompt", "'prompt' is empty");
+    r->prompt = malloc(n * sizeof *r->prompt);
+    if (!r->prompt) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(p, i);
+        if (!json_is_integer(e)) return BADTYPE("prompt", "a string or an array of token ids (one prompt per request)");
+        long long id = json_integer_value(e);
+        if (id < 0 || id >= c->info->vocab_size)
+            return BAD("prompt", "token id %lld is outside the vocabulary [0, %d)", id, c->info->vocab_size);
+        r->prompt[i] = (int32_t)id;
+    }
+    r->n_prompt = (int)n;
+    return 0;
+}
+
+g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, size_t len, g4_api_opts *o,
+                     g4_api_error *err) {
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->logprobs = -1;
+    json_error_t je;
+    json_t *root = json_loadb(body, len, 0, &je);
+    if (!root) {
+        g4_api_err(err, 400, "invalid_request_error", NULL, "invalid_json",
+                   "We could not parse the JSON body of your request: %s (line %d, column %d)", je.text, je.line, je.column);
+        return NULL;
+    }
+    g4_req *r = g4_req_new();
+    const char *prompt_param = kind == G4_API_CHAT ? "messages" : "prompt";
+    long long i;
+    int rc, b = 0;
+    if (!r) { g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"); goto fail; }
+    if (!json_is_object(root)) { (void)BADTYPE("body", "a JSON object"); err->param = NULL; goto fail; }
+    if (kind != G4_API_GENERATE && check_model(c, root, err)) goto fail;
+    if (get_bool(root, "stream", &o->stream, err) < 0) goto fail;
+    if (kind == G4_API_GENERATE) o->stream = 0;
+    json_t *so = json_object_get(root, "stream_options");
+    if (so && json_is_object(so) && get_bool(so, "include_usage", &o->include_usage, err) < 0) goto fail;
+    if (get_bool(root, "return_token_ids", &o->return_token_ids, err) < 0) goto fail;
+    if ((rc = get_int(root, "n", 1, 1, &i, err)) < 0) { snprintf(err->message, sizeof err->message, "only n = 1 is supported"); goto fail; }
+    if (parse_sampling(c, root, r, err)) goto fail;
+
+    /* max_tokens: OpenAI's default is 16 for completions and "until the context is full" for chat */
+    long long mt = kind == G4_API_CHAT ? (1ll << 30) : 16;
+    const char *mt_key = kind == G4_API_CHAT && json_object_get(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    json_t *mtv = json_object_get(root, mt_key);
+    if (mtv && !json_is_null(mtv)) {
+        if (!json_is_integer(mtv)) { (void)BADTYPE(mt_key, "an integer"); goto fail; }
+        mt = json_integer_value(mtv);
+        if (mt <= 0) { (void)BAD(mt_key, "'%s' is %lld; it must be at least 1", mt_key, mt); goto fail; }
+    }
+    r->max_tokens = mt > (1 << 30) ? (1 << 30) : (int)mt;
+
+    if (kind == G4_API_CHAT) {
+        if (get_bool(root, "logprobs", &b, err) < 0) goto fail;
+        if ((rc = get_int(root, "top_logprobs", 0, G4_MAX_TOP_LOGPROBS, &i, err)) < 0) goto fail;
+        if (rc && !b) { (void)BAD("top_logprobs", "'top_logprobs' needs 'logprobs': true"); goto fail; }
+        o->logprobs = b;
+        r->n_top_logprobs = b ? (rc ? (int)i : 0) : -1;
+    } else if (kind == G4_API_COMPLETION) {
+        if ((rc = get_int(root, "logprobs", 0, G4_MAX_TOP_LOGPROBS, &i, err)) < 0) goto fail;
+        o->logprobs = rc ? (int)i : -1;
+        r->n_top_logprobs = rc ? (int)i : -1;
+        if (get_bool(root, "echo", &b, err) < 0) goto fail;
+        if (b) { (void)BAD("echo", "'echo' is not supported"); goto fail; }
+    }
+
+    if (kind == G4_API_CHAT ? parse_chat_prompt(c, root, r, err) : parse_text_prompt(c, root, r, err)) goto fail;
+    if (r->n_prompt == 0) { (void)BAD(prompt_param, "the prompt is empty"); goto fail; }
+    if (r->n_prompt > c->info->ctx) {
+        g4_api_err(err, 400, "invalid_request_error", prompt_param, "context_length_exceeded",
+                   "This model's maximum context length is %d tokens. However, your prompt has %d tokens.",
+                   c->info->ctx, r->n_prompt);
+        goto fail;
+    }
+    json_decref(root);
+    return r;
+fail:
+    json_decref(root);
+    g4_req_release(r);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- responses */
+
+const char *g4_finish_name(g4_finish f) {
+    switch (f) {
+    case G4_FIN_STOP: return "stop";
+    case G4_FIN_LENGTH: return "length";
+    case G4_FIN_CANCELLED: return "abort";
+    case G4_FIN_ERROR: return "error";
+    default: return NULL;
+    }
+}
+
+static json_t *jlp(float lp) { return json_real(isfinite(lp) ? lp : -9999.0); }
+
+/* A token's own text (specials included) as a JSON string + its raw bytes. */
+static json_t *tok_text(const g4_api_ctx *c, int32_t id, json_t **bytes) {
+    char *t = NULL;
+    size_t n = 0;
+    if (g4_detokenize(c->tok, &id, 1, 0, &t, &n)) n = 0;
+    if (bytes) {
+        *bytes = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(*bytes, json_integer((unsigned char)t[i]));
+    }
+    json_t *s = jstr_lossy(t ? t : "", n);
+    free(t);
+    return s;
+}
+
+/* chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]} for tokens [k0, k1) */
+static json_t *chat_logprobs(const g4_api_ctx *c, const g4_req *r, int k0, int k1) {
+    json_t *content = json_array();
+    for (int k = k0; k < k1; k++) {
+        const g4_tok_info *t = &r->toks[k];
+        json_t *bytes, *top = json_array();
+        json_t *e = json_object();
+        json_object_set_new(e, "token", tok_text(c, t->id, &bytes));
+        json_object_set_new(e, "logprob", jlp(t->lp));
+        json_object_set_new(e, "bytes", bytes);
+        for (int j = 0; j < t->n_top; j++) {
+            json_t *tb, *te = json_object();
+            json_object_set_new(te, "token", tok_text(c, t->top_ids[j], &tb));
+            json_object_set_new(te, "logprob", jlp(t->top_lps[j]));
+            json_object_set_new(te, "bytes", tb);
+            json_array_append_new(top, te);
+        }
+        json_object_set_new(e, "top_logprobs", top);
+        json_array_append_new(content, e);
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+/* completions (legacy): {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset} */
+static json_t *completion_logprobs(const g4_api_ctx *c, const g4_req *r, int k0, int k1, size_t offset0) {
+    json_t *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t off = offset0;
+    for (int k = k0; k < k1; k++) {
+        const g4_tok_info *t = &r->toks[k];
+        json_t *s = tok_text(c, t->id, NULL);
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        off += json_string_length(s);
+        json_array_append_new(toks, s);
+        json_array_append_new(lps, jlp(t->lp));
+        json_t *top = json_object();
+        for (int j = 0; j < t->n_top; j++) {
+            json_t *ts = tok_text(c, t->top_ids[j], NULL);
+            json_object_set_new(top, json_string_value(ts), jlp(t->top_lps[j]));
+            json_decref(ts);
+        }
+        json_array_append_new(tops, top);
+    }
+    return json_pack("{s:o,s:o,s:o,s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offs);
+}
+
+static json_t *usage(const g4_req *r) {
+    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", r->n_prompt, "completion_tokens", r->n_toks, "total_tokens",
+                     r->n_prompt + r->n_toks);
+}
+
+static json_t *token_ids(const g4_req *r, int k0, int k1) {
+    json_t *a = json_array();
+    for (int k = k0; k < k1; k++) json_array_append_new(a, json_integer(r->toks[k].id));
+    return a;
+}
+
+static char *dump(json_t *o) {
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req *r) {
+    pthread_mutex_lock(&r->mu);
+    json_t *text = jstr_lossy(r->text ? r->text : "", r->text_len);
+    const char *fin = g4_finish_name(r->finish);
+    json_t *out;
+    if (o->kind == G4_API_GENERATE) {
+        out = json_pack("{s:o,s:i,s:i,s:s?,s:o}", "text", text, "prompt_tokens", r->n_prompt, "completion_tokens",
+                        r->n_toks, "finish_reason", fin, "token_ids", token_ids(r, 0, r->n_toks));
+    } else {
+        json_t *choice = json_object();
+        json_object_set_new(choice, "index", json_integer(0));
+        if (o->kind == G4_API_CHAT) {
+            json_object_set_new(choice, "message", json_pack("{s:s,s:o}", "role", "assistant", "content", text));
+            json_object_set_new(choice, "logprobs", o->logprobs > 0 ? chat_logprobs(c, r, 0, r->n_toks) : json_null());
+        } else {
+            json_object_set_new(choice, "text", text);
+            json_object_set_new(choice, "logprobs", o->logprobs >= 0 ? completion_logprobs(c, r, 0, r->n_toks, 0) : json_null());
+        }
+        json_object_set_new(choice, "finish_reason", fin ? json_string(fin) : json_null());
+        if (o->return_token_ids) json_object_set_new(choice, "token_ids", token_ids(r, 0, r->n_toks));
+        out = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o,s:n}", "id", o->id, "object",
+                        o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
+                        "model", c->model_name, "choices", choice, "usage", usage(r), "system_fingerprint");
+    }
+    pthread_mutex_unlock(&r->mu);
+    return dump(out);
+}
+
+static void append(char **buf, size_t *len, const char *s, size_t n) {
+    char *nb = realloc(*buf, *len + n + 1);
+    if (!nb) return;
+    memcpy(nb + *len, s, n);
+    *len += n;
+    nb[*len] = 0;
+    *buf = nb;
+}
+
+static void append_event(char **buf, size_t *len, json_t *o) {
+    char *s = dump(o);
+    if (!s) return;
+    append(buf, len, "data: ", 6);
+    append(buf, len, s, strlen(s));
+    append(buf, len, "\n\n", 2);
+    free(s);
+}
+
+void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, size_t t0, size_t t1, int k0,
+                         int k1, int first, int fin, char **buf, size_t *len) {
+    json_t *text = jstr_lossy(r->text ? r->text + t0 : "", t1 - t0);
+    const char *fr = fin ? g4_finish_name(r->finish) : NULL;
+    json_t *choice = json_object();
+    json_object_set_new(choice, "index", json_integer(0));
+    if (o->kind == G4_API_CHAT) {
+        json_t *delta = json_object();
+        if (first) json_object_set_new(delta, "role", json_string("assistant"));
+        if (t1 > t0 || first) json_object_set_new(delta, "content", text);
+        else json_decref(text);
+        json_object_set_new(choice, "delta", delta);
+        json_object_set_new(choice, "logprobs", o->logprobs > 0 && k1 > k0 ? chat_logprobs(c, r, k0, k1) : json_null());
+    } else {
+        json_object_set_new(choice, "text", text);
+        json_object_set_new(choice, "logprobs", o->logprobs >= 0 && k1 > k0 ? completion_logprobs(c, r, k0, k1, t0) : json_null());
+    }
+    json_object_set_new(choice, "finish_reason", fr ? json_string(fr) : json_null());
+    if (o->return_token_ids) json_object_set_new(choice, "token_ids", token_ids(r, k0, k1));
+    json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:n}", "id", o->id, "object",
+                           o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
+                           (json_int_t)o->created, "model", c->model_name, "choices", choice, "system_fingerprint");
+    if (ev && o->include_usage) json_object_set_new(ev, "usage", json_null());
+    append_event(buf, len, ev);
+}
+
+void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, char **buf, size_t *len) {
+    json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", o->id, "object",
+                           o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
+                           (json_int_t)o->created, "model", c->model_name, "choices", "usage", usage(r));
+    append_event(buf, len, ev);
+}
+
+char *g4_api_models_json(const g4_api_ctx *c, long created) {
+    return dump(json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", c->model_name, "object",
+                          "model", "created", (json_int_t)created, "owned_by", "gemma4c", "max_model_len",
+                          c->info->ctx));
+}

@@ -1,0 +1,381 @@
+/* scheduler.c — the one thread that drives the model: a FIFO of requests → --parallel session
+ * slots (continuous batching). Each iteration admits waiting requests into free slots, runs one
+ * prefill slice (prefill_chunk tokens) of the oldest prefilling request, then ONE batched
+ * g4_decode over every decoding slot; requests join and leave between steps. It also samples,
+ * detokenizes and applies stop ids / stop strings / max_tokens. Knows nothing of HTTP. */
+#include <math.h>
+#include <stdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+enum { ST_ADMITTED = 1, ST_PREFILL, ST_DECODE };
+
+struct g4_sched {
+    g4_model *m;
+    const g4_tokenizer *tok;
+    const g4_gen_config *gen;
+    g4_metrics *mx;
+    const g4_model_info *info;
+    int V, n_slots, chunk;
+    pthread_t th;
+    int started;
+
+    pthread_mutex_t mu;        /* guards the queue and the flags below */
+    pthread_cond_t cv;
+    g4_req *qhead, *qtail;
+    int n_queued;
+    int stopping;
+    double deadline;           /* when stopping: cancel what still runs after this */
+    long seq;
+
+    /* scheduler-thread only */
+    g4_req **slot_req;         /* [n_slots] */
+    float *logits;             /* [n_slots, V] */
+    int *dslots;               /* [n_slots] */
+    int32_t *dids;             /* [n_slots] */
+    g4_req **dreqs;            /* [n_slots] */
+};
+
+double g4_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+g4_req *g4_req_new(void) {
+    g4_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->refs = 1;
+    r->n_top_logprobs = -1;
+    r->slot = -1;
+    g4_sampler_params_default(&r->sp);
+    return r;
+}
+
+void g4_req_release(g4_req *r) {
+    if (!r) return;
+    pthread_mutex_lock(&r->mu);
+    int left = --r->refs;
+    pthread_mutex_unlock(&r->mu);
+    if (left > 0) return;
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r->prompt);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->stop);
+    free(r->text);
+    free(r->toks);
+    g4_sampler_free(r->sampler);
+    g4_detok_stream_free(r->detok);
+    free(r);
+}
+
+void g4_req_cancel(g4_req *r) {
+    pthread_mutex_lock(&r->mu);
+    r->cancel = 1;
+    pthread_mutex_unlock(&r->mu);
+}
+
+g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
+                       int prefill_chunk) {
+    g4_sched *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->m = m;
+    s->tok = tok;
+    s->gen = gen;
+    s->mx = mx;
+    s->info = g4_model_get_info(m);
+    s->V = s->info->vocab_size;
+    s->n_slots = s->info->n_slots;
+    s->chunk = prefill_chunk > 0 ? prefill_chunk : 64;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->slot_req = calloc((size_t)s->n_slots, sizeof *s->slot_req);
+    s->logits = malloc((size_t)s->n_slots * (size_t)s->V * sizeof *s->logits);
+    s->dslots = malloc((size_t)s->n_slots * sizeof *s->dslots);
+    s->dids = malloc((size_t)s->n_slots * sizeof *s->dids);
+    s->dreqs = malloc((size_t)s->n_slots * sizeof *s->dreqs);
+    if (!s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dreqs) {
+        g4_sched_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Marks r finished, wakes its reader, frees its slot and drops the scheduler's reference. */
+static void finish(g4_sched *s, g4_req *r, g4_finish fin, const char *err) {
+    pthread_mutex_lock(&r->mu);
+    r->done = 1;
+    r->finish = fin;
+    if (err) snprintf(r->err, sizeof r->err, "%s", err);
+    r->text_ready = r->text_len;
+    r->t_done = g4_now();
+    pthread_cond_broadcast(&r->cv);
+    int n_toks = r->n_toks;
+    pthread_mutex_unlock(&r->mu);
+    g4_metrics_tokens(s->mx, r->n_prefilled, n_toks);
+    if (fin == G4_FIN_CANCELLED) g4_metrics_cancelled(s->mx);
+    if (r->slot >= 0 && s->slot_req[r->slot] == r) s->slot_req[r->slot] = NULL;
+    g4_req_release(r);
+}
+
+/* Bytes at the end of text[0..n) that are a proper prefix of some stop string: they may yet
+ * become a stop, so a stream must hold them back. */
+static size_t stop_holdback(const g4_req *r, const char *text, size_t n) {
+    size_t best = 0;
+    for (int i = 0; i < r->n_stop; i++) {
+        size_t L = strlen(r->stop[i]);
+        for (size_t k = L - 1 < n ? L - 1 : n; k > best; k--)
+            if (!memcmp(text + n - k, r->stop[i], k)) { best = k; break; }
+    }
+    return best;
+}
+
+static int is_eos(const g4_sched *s, int32_t tok) {
+    for (int i = 0; i < s->gen->n_eos; i++)
+        if (s->gen->eos[i] == tok) return 1;
+    return 0;
+}
+
+/* Samples r's next token from `logits` [V] and publishes it. Returns 1 when r finished. */
+static int emit(g4_sched *s, g4_req *r, float *logits) {
+    for (int i = 0; i < s->gen->n_suppress; i++)
+        if (s->gen->suppress[i] < s->V) logits[s->gen->suppress[i]] = -INFINITY;
+    const int32_t tok = g4_sampler_sample(r->sampler, logits);
+    g4_tok_info ti = {.id = tok};
+    if (r->n_top_logprobs >= 0)
+        ti.n_top = g4_logprobs(logits, s->V, s->info->final_logit_softcap, tok, r->n_top_logprobs, &ti.lp,
+                               ti.top_ids, ti.top_lps);
+    const double now = g4_now();
+    if (r->n_toks == 0) g4_metrics_ttft(s->mx, now - r->t_submit);
+    else g4_metrics_itl(s->mx, now - r->t_last);
+    r->t_last = now;
+
+    g4_finish fin = G4_FIN_NONE;
+    char *piece = NULL;
+    size_t plen = 0;
+    if (!r->ignore_eos && is_eos(s, tok)) fin = G4_FIN_STOP;
+    else if (g4_detok_stream_push(r->detok, tok, &piece, &plen)) plen = 0;
+    if (!fin && (r->n_toks + 1 >= r->max_tokens || g4_slot_pos(s->m, r->slot) >= s->info->ctx)) fin = G4_FIN_LENGTH;
+    if (fin && g4_detok_stream_finish(r->detok, &piece, &plen)) plen = 0;
+
+    pthread_mutex_lock(&r->mu);
+    if (r->n_toks == r->cap_toks) {
+        int nc = r->cap_toks ? r->cap_toks * 2 : 16;
+        g4_tok_info *nt = realloc(r->toks, (size_t)nc * sizeof *nt);
+        if (nt) { r->toks = nt; r->cap_toks = nc; }
+    }
+    if (r->n_toks < r->cap_toks) r->toks[r->n_toks++] = ti;
+    if (plen) {
+        const size_t old = r->text_len;
+        char *nt = realloc(r->text, old + plen + 1);
+        if (nt) {
+            memcpy(nt + old, piece, plen);
+            nt[old + plen] = 0;
+            r->text = nt;
+            r->text_len = old + plen;
+            /* earliest stop occurrence that the new bytes complete */
+            size_t cut = (size_t)-1;
+            for (int i = 0; i < r->n_stop; i++) {
+                size_t L = strlen(r->stop[i]);
+                size_t from = old + 1 > L ? old + 1 - L : 0;
+                char *hit = memmem(r->text + from, r->text_len - from, r->stop[i], L);
+                if (hit && (size_t)(hit - r->text) < cut) cut = (size_t)(hit - r->text);
+            }
+            if (cut != (size_t)-1) {
+                r->text_len = cut;
+                r->text[cut] = 0;
+                fin = G4_FIN_STOP;
+            }
+        }
+    }
+    if (!fin) {
+        size_t ready = r->text_len - stop_holdback(r, r->text, r->text_len);
+        if (ready > r->text_ready) r->text_ready = ready;
+    }
+    if (!r->t_first) r->t_first = now;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    free(piece);
+    if (fin) {
+        finish(s, r, fin, NULL);
+        return 1;
+    }
+    r->next_tok = tok;
+    r->state = ST_DECODE;
+    return 0;
+}
+
+/* Sampler, detokenizer and a fresh slot for an admitted request. */
+static void setup(g4_sched *s, g4_req *r) {
+    g4_status st = g4_sampler_new(&r->sp, s->V, s->info->final_logit_softcap, &r->sampler);
+    if (!st && !(r->detok = g4_detok_stream_new(s->tok, 1))) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (st) {
+        finish(s, r, G4_FIN_ERROR, g4_last_error());
+        return;
+    }
+    g4_slot_reset(s->m, r->slot);
+    r->n_prefilled = 0;
+    r->state = ST_PREFILL;
+}
+
+static int cancelled(g4_req *r) {
+    pthread_mutex_lock(&r->mu);
+    int c = r->cancel;
+    pthread_mutex_unlock(&r->mu);
+    return c;
+}
+
+static void *sched_main(void *arg) {
+    g4_sched *s = arg;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < s->n_slots; i++) busy += s->slot_req[i] != NULL;
+        pthread_mutex_lock(&s->mu);
+        while (!s->stopping && !s->qhead && busy == 0) pthread_cond_wait(&s->cv, &s->mu);
+        g4_req *refused = NULL;
+        if (s->stopping) {   /* never started: refuse them */
+            refused = s->qhead;
+            s->qhead = s->qtail = NULL;
+            s->n_queued = 0;
+        }
+        if (s->stopping && busy == 0 && !refused) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        g4_req *admitted[s->n_slots];
+        int n_adm = 0;
+        for (int i = 0; i < s->n_slots && s->qhead; i++) {
+            if (s->slot_req[i]) continue;
+            g4_req *r = s->qhead;
+            s->qhead = r->next;
+            if (!s->qhead) s->qtail = NULL;
+            s->n_queued--;
+            r->next = NULL;
+            r->slot = i;
+            r->state = ST_ADMITTED;
+            s->slot_req[i] = r;
+            admitted[n_adm++] = r;
+        }
+        const int past_deadline = s->stopping && g4_now() > s->deadline;
+        pthread_mutex_unlock(&s->mu);
+
+        while (refused) {
+            g4_req *n = refused->next;
+            refused->next = NULL;
+            finish(s, refused, G4_FIN_CANCELLED, "the server is shutting down");
+            refused = n;
+        }
+        for (int i = 0; i < n_adm; i++) setup(s, admitted[i]);
+        for (int i = 0; i < s->n_slots; i++) {
+            g4_req *r = s->slot_req[i];
+            if (r && (past_deadline || cancelled(r))) finish(s, r, G4_FIN_CANCELLED, past_deadline ? "the server is shutting down" : NULL);
+        }
+
+        /* one prefill slice: the oldest request still prefilling */
+        g4_req *pr = NULL;
+        for (int i = 0; i < s->n_slots; i++) {
+            g4_req *r = s->slot_req[i];
+            if (r && r->state == ST_PREFILL && (!pr || r->seq < pr->seq)) pr = r;
+        }
+        if (pr) {
+            const int left = pr->n_prompt - pr->n_prefilled;
+            const int n = left < s->chunk ? left : s->chunk;
+            const int last = n == left;
+            g4_status st = g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
+            if (st) finish(s, pr, G4_FIN_ERROR, g4_last_error());
+            else {
+                pr->n_prefilled += n;
+                if (last) emit(s, pr, s->logits);
+            }
+        }
+
+        /* one batched decode step over every decoding slot */
+        int n = 0;
+        for (int i = 0; i < s->n_slots; i++) {
+            g4_req *r = s->slot_req[i];
+            if (r && r->state == ST_DECODE) {
+                s->dslots[n] = i;
+                s->dids[n] = r->next_tok;
+                s->dreqs[n++] = r;
+            }
+        }
+        if (n) {
+            g4_status st = g4_decode(s->m, n, s->dslots, s->dids, s->logits);
+            g4_metrics_decode_step(s->mx, n);
+            for (int i = 0; i < n; i++) {
+                if (st) finish(s, s->dreqs[i], G4_FIN_ERROR, g4_last_error());
+                else emit(s, s->dreqs[i], s->logits + (size_t)i * s->V);
+            }
+        }
+
+        busy = 0;
+        long kv = 0;
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slot_req[i]) { busy++; kv += g4_slot_pos(s->m, i); }
+        pthread_mutex_lock(&s->mu);
+        int q = s->n_queued;
+        pthread_mutex_unlock(&s->mu);
+        g4_metrics_gauges(s->mx, q, busy, s->n_slots, kv, (long)s->info->ctx * s->n_slots);
+    }
+    return NULL;
+}
+
+g4_status g4_sched_start(g4_sched *s) {
+    if (pthread_create(&s->th, NULL, sched_main, s)) return g4_fail(G4_ERR_RUNTIME, "cannot start the scheduler thread");
+    s->started = 1;
+    g4_metrics_gauges(s->mx, 0, 0, s->n_slots, 0, (long)s->info->ctx * s->n_slots);
+    return G4_OK;
+}
+
+int g4_sched_submit(g4_sched *s, g4_req *r) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->refs++;
+    r->t_submit = g4_now();
+    pthread_mutex_unlock(&r->mu);
+    r->seq = s->seq++;
+    r->next = NULL;
+    if (s->qtail) s->qtail->next = r;
+    else s->qhead = r;
+    s->qtail = r;
+    s->n_queued++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+void g4_sched_shutdown(g4_sched *s, double grace_s) {
+    pthread_mutex_lock(&s->mu);
+    if (!s->stopping) {
+        s->stopping = 1;
+        s->deadline = g4_now() + grace_s;
+    }
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->started) pthread_join(s->th, NULL);
+    s->started = 0;
+}
+
+void g4_sched_free(g4_sched *s) {
+    if (!s) return;
+    if (s->started) g4_sched_shutdown(s, 0);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->slot_req);
+    free(s->logits);
+    free(s->dslots);
+    free(s->dids);
+    free(s->dreqs);
+    free(s);
+}

@@ -1,0 +1,162 @@
+/* server.c — the server's lifecycle: bind first, load the model in a background thread (so
+ * /health can answer 503 while loading), start the scheduler, then wait for SIGTERM/SIGINT and
+ * shut down in order: stop accepting, let in-flight work finish (or cancel it after the grace
+ * period), join everything, free everything. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+void g4_server_opts_default(g4_server_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->ctx = 4096;
+    o->parallel = 1;
+    o->prefill_chunk = 64;
+    o->max_body = 4u << 20;
+    o->shutdown_grace_s = 10;
+}
+
+/* Fallback when the template loader refuses the directory (e.g. a tokenizer_config.json it cannot
+ * read): chat_template.jinja alone, with the special-token strings then supplied per request
+ * from the tokenizer (g4_api_ctx.template_specials). */
+static void load_template_alone(g4_srv *s, const char *dir) {
+    char why[512], path[4096];
+    snprintf(why, sizeof why, "%s", g4_last_error());
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    FILE *f = fopen(path, "rb");
+    char *src = NULL;
+    long n = -1;
+    if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) && (src = malloc((size_t)n + 1)) &&
+        fread(src, 1, (size_t)n, f) == (size_t)n && !g4_template_load_source(src, (size_t)n, path, NULL, &s->tmpl)) {
+        s->api.template_specials = 1;
+        fprintf(stderr, "gemma4c serve: warning: %s; using %s with the tokenizer's special tokens\n", why, path);
+    } else {
+        s->tmpl = NULL;
+        fprintf(stderr, "gemma4c serve: no chat template (%s); /v1/chat/completions is disabled\n", why);
+    }
+    free(src);
+    if (f) fclose(f);
+}
+
+static void *loader(void *arg) {
+    g4_srv *s = arg;
+    g4_model_opts mo;
+    g4_model_opts_default(&mo);
+    mo.threads = s->opts.threads;
+    mo.ctx = s->opts.ctx;
+    mo.n_slots = s->opts.parallel;
+    mo.prefill_chunk = s->opts.prefill_chunk;
+    const char *dir = s->opts.model_path;
+    double t0 = g4_now();
+    /* Test hook: hold the loading state so tests can see /health answer 503. */
+    const char *delay = getenv("G4_TEST_LOAD_DELAY_MS");
+    if (delay && atoi(delay) > 0) nanosleep(&(struct timespec){atoi(delay) / 1000, (atoi(delay) % 1000) * 1000000L}, NULL);
+    g4_status st = g4_model_load(dir, &mo, &s->model);
+    if (!st) st = g4_tokenizer_load(dir, &s->tok);
+    if (!st && g4_template_load(dir, &s->tmpl)) {
+        s->tmpl = NULL;
+        load_template_alone(s, dir);
+    }
+    const g4_model_info *info = st ? NULL : g4_model_get_info(s->model);
+    if (!st) st = g4_gen_config_load(dir, info, &s->gen);
+    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk)))
+        st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
+    if (!st) {
+        s->api.info = info;
+        s->api.tok = s->tok;
+        s->api.tmpl = s->tmpl;
+        s->api.gen = &s->gen;
+        st = g4_sched_start(s->sched);
+    }
+    if (st) {
+        snprintf(s->load_error, sizeof s->load_error, "%s", g4_last_error());
+        s->state = G4_SRV_FAILED;
+        return NULL;
+    }
+    int expect = G4_SRV_LOADING;
+    atomic_compare_exchange_strong(&s->state, &expect, G4_SRV_READY);
+    fprintf(stderr, "gemma4c serve: model loaded in %.2f s: ctx %d x %d slots, KV %.1f MiB; ready\n", g4_now() - t0,
+            info->ctx, info->n_slots, (double)info->kv_bytes / (1 << 20));
+    return NULL;
+}
+
+int g4_server_main(const g4_server_opts *o) {
+    g4_srv *s = calloc(1, sizeof *s);
+    if (!s) return 1;
+    s->opts = *o;
+    s->started = (long)time(NULL);
+    s->state = G4_SRV_LOADING;
+    if (o->alias) snprintf(s->model_name, sizeof s->model_name, "%s", o->alias);
+    else {
+        /* the directory's basename, trailing slashes ignored */
+        char tmp[sizeof s->model_name];
+        snprintf(tmp, sizeof tmp, "%s", o->model_path);
+        size_t n = strlen(tmp);
+        while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
+        const char *b = strrchr(tmp, '/');
+        snprintf(s->model_name, sizeof s->model_name, "%s", b ? b + 1 : tmp);
+    }
+    s->api.model_name = s->model_name;
+    s->api.model_path = o->model_path;
+    s->mx = g4_metrics_new();
+    if (!s->mx) { free(s); return 1; }
+
+    /* Block the stop signals in every thread (they inherit the mask); main takes them with
+     * sigtimedwait, so no handler runs on an arbitrary thread. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int port = 0, rc = 0;
+    g4_status st = g4_http_start(s, &port);
+    if (st) {
+        fprintf(stderr, "gemma4c serve: %s\n", g4_last_error());
+        g4_metrics_free(s->mx);
+        free(s);
+        return st == G4_ERR_INPUT ? 2 : 1;
+    }
+    fprintf(stderr, "gemma4c serve: listening on http://%s:%d (model '%s', loading)\n", o->host, port, s->model_name);
+    pthread_t lt;
+    int have_loader = !pthread_create(&lt, NULL, loader, s);
+    if (!have_loader) {
+        fprintf(stderr, "gemma4c serve: cannot start the loader thread\n");
+        rc = 1;
+    }
+    while (have_loader) {
+        struct timespec ts = {0, 200 * 1000000L};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            fprintf(stderr, "gemma4c serve: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            break;
+        }
+        if (s->state == G4_SRV_FAILED) {
+            fprintf(stderr, "gemma4c serve: %s\n", s->load_error);
+            rc = 1;
+            break;
+        }
+    }
+    if (s->state != G4_SRV_FAILED) s->state = G4_SRV_STOPPING;
+    g4_http_quiesce(s);
+    if (have_loader) pthread_join(lt, NULL);
+    if (s->state == G4_SRV_READY) s->state = G4_SRV_STOPPING;   /* loaded after the signal */
+    if (s->sched) g4_sched_shutdown(s->sched, o->shutdown_grace_s);
+    g4_http_stop(s);
+    g4_sched_free(s->sched);
+    g4_gen_config_free(&s->gen);
+    g4_template_free(s->tmpl);
+    g4_tokenizer_free(s->tok);
+    g4_model_free(s->model);
+    g4_metrics_free(s->mx);
+    free(s);
+    if (!rc) fprintf(stderr, "gemma4c serve: stopped\n");
+    return rc;
+}

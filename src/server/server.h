@@ -1,0 +1,217 @@
+/* server.h — what the modules of the HTTP server share (not public API): options, the loaded
+ * model bundle, a request's life between the HTTP side and the scheduler, metrics and the
+ * OpenAI request/response codec. Only src/server and src/cli/cli_serve.c include it. */
+#ifndef G4_SERVER_H
+#define G4_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemma4c.h"
+
+/* ---------------------------------------------------------------- options, entry point */
+
+typedef struct {
+    const char *model_path;
+    const char *host;        /* default 127.0.0.1 (loopback) */
+    const char *alias;       /* model name served; default the model directory's basename */
+    int port;                /* 0 = any free port (printed on stderr) */
+    int ctx, parallel, threads, prefill_chunk;
+    size_t max_body;         /* request body limit in bytes */
+    double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
+} g4_server_opts;
+
+void g4_server_opts_default(g4_server_opts *o);
+/* Runs the server until SIGTERM/SIGINT; returns the process exit code (0 clean, 1 failure). */
+int g4_server_main(const g4_server_opts *o);
+
+/* ---------------------------------------------------------------- generation config */
+
+/* generation_config.json: stop ids, suppressed ids and default sampling parameters. */
+typedef struct {
+    int32_t *eos;
+    int n_eos;
+    int32_t *suppress;
+    int n_suppress;
+    g4_sampler_params defaults;
+} g4_gen_config;
+
+/* Reads dir/generation_config.json when present (absent = defaults + config.json eos). */
+g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_config *out);
+void g4_gen_config_free(g4_gen_config *g);
+
+/* ---------------------------------------------------------------- metrics */
+
+typedef struct g4_metrics g4_metrics;
+
+g4_metrics *g4_metrics_new(void);
+void g4_metrics_free(g4_metrics *mx);
+void g4_metrics_request(g4_metrics *mx, const char *route, int status);
+void g4_metrics_tokens(g4_metrics *mx, long prompt, long generated);
+void g4_metrics_ttft(g4_metrics *mx, double seconds);
+void g4_metrics_itl(g4_metrics *mx, double seconds);
+void g4_metrics_cancelled(g4_metrics *mx);
+/* One batched decode step over n slots (the mean batch size shows continuous batching at work). */
+void g4_metrics_decode_step(g4_metrics *mx, int n);
+void g4_metrics_gauges(g4_metrics *mx, int queue_depth, int busy_slots, int n_slots, long kv_used, long kv_cap);
+/* Prometheus text exposition; malloc'ed, NUL-terminated. */
+char *g4_metrics_render(g4_metrics *mx);
+
+/* ---------------------------------------------------------------- requests and scheduler */
+
+#define G4_MAX_TOP_LOGPROBS 20
+
+typedef enum { G4_FIN_NONE, G4_FIN_STOP, G4_FIN_LENGTH, G4_FIN_CANCELLED, G4_FIN_ERROR } g4_finish;
+
+typedef struct {
+    int32_t id;
+    float lp;                 /* log-probability (when logprobs were asked for) */
+    int n_top;
+    int32_t top_ids[G4_MAX_TOP_LOGPROBS];
+    float top_lps[G4_MAX_TOP_LOGPROBS];
+} g4_tok_info;
+
+/* One generation. The HTTP side fills the input part, submits it, then reads the output part
+ * under `mu` (woken by `cv`) while the scheduler appends to it. Reference-counted: freed when
+ * both sides have released it. */
+typedef struct g4_req {
+    /* input: immutable after submit */
+    int32_t *prompt;
+    int n_prompt;
+    g4_sampler_params sp;
+    int max_tokens;
+    char **stop;
+    int n_stop;
+    int n_top_logprobs;       /* -1: no logprobs; else top entries per token (0..20) */
+    int ignore_eos;
+
+    /* shared, guarded by mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    int cancel;               /* set by the HTTP side: client gone */
+    int done;
+    g4_finish finish;
+    char err[256];
+    char *text;               /* generated text, stop string cut off */
+    size_t text_len, text_ready;   /* text_ready: bytes final (no pending stop-string prefix) */
+    g4_tok_info *toks;
+    int n_toks, cap_toks;
+    double t_submit, t_first, t_done;
+
+    /* scheduler-private */
+    int slot, n_prefilled, state;
+    long seq;
+    int32_t next_tok;
+    double t_last;
+    g4_sampler *sampler;
+    g4_detok_stream *detok;
+    struct g4_req *next;      /* wait queue */
+} g4_req;
+
+g4_req *g4_req_new(void);
+void g4_req_release(g4_req *r);
+/* Asks the scheduler to stop generating for r and free its slot (idempotent). */
+void g4_req_cancel(g4_req *r);
+
+typedef struct g4_sched g4_sched;
+
+/* prefill_chunk: tokens per prefill slice; the model's own chunk size keeps results identical
+ * to one whole g4_prefill call. */
+g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
+                       int prefill_chunk);
+g4_status g4_sched_start(g4_sched *s);
+/* Queues r (takes a reference). Returns 0, or -1 when the scheduler is shutting down. */
+int g4_sched_submit(g4_sched *s, g4_req *r);
+/* Stops accepting, lets in-flight requests run for grace_s, cancels the rest, joins the thread. */
+void g4_sched_shutdown(g4_sched *s, double grace_s);
+void g4_sched_free(g4_sched *s);
+double g4_now(void);
+
+/* ---------------------------------------------------------------- OpenAI codec */
+
+typedef enum { G4_API_CHAT, G4_API_COMPLETION, G4_API_GENERATE } g4_api_kind;
+
+typedef struct {
+    int status;               /* HTTP status */
+    const char *type;         /* invalid_request_error, not_found_error, server_error, ... */
+    const char *param;        /* offending field or NULL */
+    const char *code;         /* machine code or NULL */
+    char message[512];
+} g4_api_error;
+
+/* What the loaded model offers the codec. */
+typedef struct {
+    const g4_model_info *info;
+    const g4_tokenizer *tok;
+    const g4_template *tmpl;
+    const g4_gen_config *gen;
+    const char *model_name;
+    const char *model_path;
+    int template_specials;    /* pass bos_token/eos_token/... as template variables */
+} g4_api_ctx;
+
+/* Response-shaping options of a parsed request. */
+typedef struct {
+    g4_api_kind kind;
+    int stream, include_usage, return_token_ids;
+    int logprobs;             /* chat: bool; completion: top count, -1 = off */
+    char id[48];
+    long created;
+} g4_api_opts;
+
+/* Parses and validates a request body into a new g4_req (refs = 1). On failure fills err and
+ * returns NULL. */
+g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, size_t len,
+                     g4_api_opts *o, g4_api_error *err);
+/* Fills err; returns err for chaining. */
+g4_api_error *g4_api_err(g4_api_error *err, int status, const char *type, const char *param,
+                         const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* {"error": {...}} as a malloc'ed JSON string. */
+char *g4_api_error_json(const g4_api_error *err);
+/* The whole non-streaming response body for a finished request. */
+char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req *r);
+/* One SSE event ("data: {...}\n\n") for the text bytes [t0, t1) and tokens [k0, k1) of r
+ * (r->mu held by the caller); `first` adds the assistant role, `fin` the finish reason.
+ * Appends to *buf. */
+void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, size_t t0,
+                         size_t t1, int k0, int k1, int first, int fin, char **buf, size_t *len);
+/* The usage chunk (stream_options.include_usage). */
+void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, char **buf, size_t *len);
+const char *g4_finish_name(g4_finish f);
+/* /v1/models body. */
+char *g4_api_models_json(const g4_api_ctx *c, long created);
+
+/* ---------------------------------------------------------------- the running server */
+
+enum { G4_SRV_LOADING, G4_SRV_READY, G4_SRV_FAILED, G4_SRV_STOPPING };
+
+/* Everything server.c (lifecycle) and http.c (routes) share. The loader thread fills the model
+ * part and then publishes state = READY; HTTP threads read it only after seeing READY. */
+typedef struct {
+    g4_server_opts opts;
+    _Atomic int state;
+    g4_metrics *mx;
+    g4_model *model;
+    g4_tokenizer *tok;
+    g4_template *tmpl;          /* NULL when the checkpoint has no chat template */
+    g4_gen_config gen;
+    g4_sched *sched;
+    g4_api_ctx api;
+    char model_name[256];
+    char load_error[512];
+    long started;               /* unix time */
+    void *daemon;               /* struct MHD_Daemon * */
+    _Atomic unsigned long id_seq;
+} g4_srv;
+
+/* Binds and starts serving (routes answer 503 until READY); *port gets the bound port. */
+g4_status g4_http_start(g4_srv *s, int *port);
+/* Stops accepting new connections (in-flight ones continue). */
+void g4_http_quiesce(g4_srv *s);
+/* Closes every connection and joins the HTTP threads. */
+void g4_http_stop(g4_srv *s);
+
+#endif

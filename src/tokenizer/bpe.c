@@ -24,37 +24,49 @@ static int scratch_reserve(tk_bpe_scratch *s, size_t n) {
     if (b) s->prev = b;
     int32_t *c = realloc(s->next, cap * sizeof *c);
     if (c) s->next = c;
-    uint64_t *h = realloc(s->heap, cap * 2 * sizeof *h);
+    tk_merge_ent *h = realloc(s->heap, cap * 2 * sizeof *h);
     if (h) s->heap = h;
     if (!a || !b || !c || !h) return -1;
     s->cap = cap;
     return 0;
 }
 
-static inline void heap_push(uint64_t *h, size_t *n, uint64_t v) {
+/* A queued merge: ordered by (rank, position) as HF's Merge; it still applies when the pair at
+ * `pos` is still (left, right) (HF checks the merged id, which is the same test: the left symbol
+ * never changes without consuming its entry, and the right one only grows). */
+static inline int heap_less(const tk_merge_ent *a, const tk_merge_ent *b) { return a->key < b->key; }
+
+static inline void heap_push(tk_merge_ent *h, size_t *n, tk_merge_ent v) {
     size_t i = (*n)++;
     while (i) {
         size_t p = (i - 1) >> 1;
-        if (h[p] <= v) break;
+        if (!heap_less(&v, &h[p])) break;
         h[i] = h[p];
         i = p;
     }
     h[i] = v;
 }
 
-static inline uint64_t heap_pop(uint64_t *h, size_t *n) {
-    uint64_t top = h[0], v = h[--(*n)];
+static inline tk_merge_ent heap_pop(tk_merge_ent *h, size_t *n) {
+    tk_merge_ent top = h[0], v = h[--(*n)];
     size_t i = 0, m = *n;
     for (;;) {
         size_t l = 2 * i + 1;
         if (l >= m) break;
-        size_t r = l + 1, c = (r < m && h[r] < h[l]) ? r : l;
-        if (h[c] >= v) break;
+        size_t r = l + 1, c = (r < m && heap_less(&h[r], &h[l])) ? r : l;
+        if (!heap_less(&h[c], &v)) break;
         h[i] = h[c];
         i = c;
     }
     if (m) h[i] = v;
     return top;
+}
+
+static inline void try_queue(const g4_tokenizer *t, tk_merge_ent *heap, size_t *nh, int32_t a, int32_t b, uint32_t pos) {
+    uint32_t rank;
+    int32_t merged;
+    if (tk_pairmap_get(&t->merges, a, b, &rank, &merged))
+        heap_push(heap, nh, (tk_merge_ent){(uint64_t)rank << 32 | pos, a, b, merged});
 }
 
 g4_status tk_bpe_word(const g4_tokenizer *t, const char *w, size_t n, tk_ids *out, tk_bpe_scratch *s) {
@@ -100,36 +112,34 @@ g4_status tk_bpe_word(const g4_tokenizer *t, const char *w, size_t n, tk_ids *ou
     if (ns == 0) return G4_OK;
 
     int32_t *prev = s->prev, *next = s->next;
-    uint64_t *heap = s->heap;
+    tk_merge_ent *heap = s->heap;
     size_t nh = 0;
     for (size_t i = 0; i < ns; i++) {
         prev[i] = (int32_t)i - 1;
         next[i] = i + 1 < ns ? (int32_t)i + 1 : -1;
     }
-    uint32_t rank;
-    int32_t merged;
-    for (size_t i = 0; i + 1 < ns; i++)
-        if (tk_pairmap_get(&t->merges, sym[i], sym[i + 1], &rank, &merged))
-            heap_push(heap, &nh, (uint64_t)rank << 32 | i);
+    /* the initial pairs are independent look-ups: prefetch a block of slots, then probe */
+    enum { BLK = 16 };
+    for (size_t i0 = 0; i0 + 1 < ns; i0 += BLK) {
+        size_t i1 = i0 + BLK < ns - 1 ? i0 + BLK : ns - 1;
+        for (size_t i = i0; i < i1; i++) __builtin_prefetch(&t->merges.ent[tk_pair_slot(&t->merges, sym[i], sym[i + 1])]);
+        for (size_t i = i0; i < i1; i++) try_queue(t, heap, &nh, sym[i], sym[i + 1], (uint32_t)i);
+    }
     while (nh) {
-        uint64_t top = heap_pop(heap, &nh);
-        uint32_t pos = (uint32_t)top, trank = (uint32_t)(top >> 32);
-        if (sym[pos] < 0) continue;
+        tk_merge_ent top = heap_pop(heap, &nh);
+        uint32_t pos = (uint32_t)top.key;
         int32_t nx = next[pos];
-        if (nx < 0) continue;
-        /* stale entry: the pair at pos changed since it was queued (HF compares the merged id;
-         * the rank identifies the same merge) */
-        if (!tk_pairmap_get(&t->merges, sym[pos], sym[nx], &rank, &merged) || rank != trank) continue;
+        if (sym[pos] != top.left || nx < 0 || sym[nx] != top.right) continue; /* stale */
+        int32_t merged = top.merged;
         sym[pos] = merged;
         sym[nx] = -1;
         int32_t nn = next[nx];
         next[pos] = nn;
         if (nn >= 0) prev[nn] = (int32_t)pos;
         int32_t pv = prev[pos];
-        if (pv >= 0 && tk_pairmap_get(&t->merges, sym[pv], sym[pos], &rank, &merged))
-            heap_push(heap, &nh, (uint64_t)rank << 32 | (uint32_t)pv);
-        if (nn >= 0 && tk_pairmap_get(&t->merges, sym[pos], sym[nn], &rank, &merged))
-            heap_push(heap, &nh, (uint64_t)rank << 32 | pos);
+        if (pv >= 0) __builtin_prefetch(&t->merges.ent[tk_pair_slot(&t->merges, sym[pv], merged)]);
+        if (nn >= 0) try_queue(t, heap, &nh, merged, sym[nn], pos);
+        if (pv >= 0) try_queue(t, heap, &nh, sym[pv], merged, (uint32_t)pv);
     }
     for (int32_t i = 0; i >= 0; i = next[i])
         if (tk_ids_push(out, sym[i])) return g4_fail(G4_ERR_NOMEM, "tokenize: out of memory");

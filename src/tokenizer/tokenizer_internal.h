@@ -235,8 +235,12 @@ int tk_ids_push(tk_ids *v, int32_t id);
 
 /* bpe.c: per-call scratch (no global state: one per g4_tokenize call). */
 typedef struct {
+    uint64_t key;               /* rank << 32 | position */
+    int32_t left, right, merged;
+} tk_merge_ent;
+typedef struct {
     int32_t *sym, *prev, *next; /* [cap] symbols of the word being merged */
-    uint64_t *heap;             /* [cap] (rank << 32 | position) min-heap */
+    tk_merge_ent *heap;         /* [2 cap] min-heap of queued merges */
     size_t cap;
 } tk_bpe_scratch;
 void tk_bpe_scratch_free(tk_bpe_scratch *s);

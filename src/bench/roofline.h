@@ -53,12 +53,13 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
 
 /* Kernel-only throughput of the model's matmul path on its own bound matrices, split over the
  * model's thread pool the way the forward pass splits them (row blocks of whole weight rows):
- * `which` = "qkv" (layer 0 q,k,v as one loop), "o", "gateup", "down" (layer 0), "lm_head".
- * T activation rows of random data. Best of `reps`: seconds per call, weight bytes and FLOPs.
- * Returns G4_ERR_INPUT for an unknown `which`. */
+ * `which` = "qkv" (q,k,v as one loop), "o", "gateup", "down" — swept over every layer, one
+ * parallel loop per layer, so weights stream from DRAM as in decode — or "lm_head".
+ * T activation rows of random data. Best of `reps` sweeps: seconds, weight bytes and FLOPs of a
+ * whole sweep (n_calls loops; rows/cols = the largest instance). G4_ERR_INPUT for an unknown group. */
 typedef struct {
     double seconds, bytes, flops;
-    int rows, cols, T;
+    int rows, cols, T, n_calls;
 } g4_kernel_timing;
 
 g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out);

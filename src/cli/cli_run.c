@@ -190,14 +190,15 @@ int cli_run(int argc, char **argv) {
     if (o.prompt_ids) {
         if (!parse_ids("run", o.prompt_ids, &ids, &n)) return 2;
     }
-    if (!o.ids_out || o.prompt) {   /* text in or text out needs the tokenizer */
-        if ((st = g4_tokenizer_load(o.model, &tok))) return cli_report(st);
-        if (o.prompt && (st = text_to_ids(&o, tok, &ids, &n))) { g4_tokenizer_free(tok); return cli_report(st); }
-    }
     g4_model *m;
     double t0 = now_s();
     int rc = load(&o, &m);
-    if (rc) { free(ids); g4_tokenizer_free(tok); return rc; }
+    if (rc) { free(ids); return rc; }
+    if (!o.ids_out || o.prompt) {   /* text in or text out needs the model's tokenizer */
+        if ((st = g4_tokenizer_load(o.model, &tok)) == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
+        if (!st && o.prompt) st = text_to_ids(&o, tok, &ids, &n);
+        if (st) { g4_tokenizer_free(tok); g4_model_free(m); free(ids); return cli_report(st); }
+    }
     const g4_model_info *info = g4_model_get_info(m);
     const int V = info->vocab_size;
     g4_sampler *smp = NULL;

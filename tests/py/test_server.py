@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -27,8 +28,12 @@ BOS = 2
 class Server:
     """A `gemma4c serve --port 0` subprocess; the port comes from its stderr banner."""
 
-    def __init__(self, g4_bin, *extra, env=None, wait_ready=True):
-        args = [g4_bin, "serve", "-m", str(MODEL), "--port", "0", "--threads", "1", *map(str, extra)]
+    def __init__(self, g4_bin, *extra, env=None, wait_ready=True, model_dir=None, gen=None):
+        if gen is not None:   # a copy of the fixture with its own generation_config.json
+            (model_dir / "generation_config.json").write_text(json.dumps(gen))
+        model = model_dir or MODEL
+        args = [g4_bin, "serve", "-m", str(model), "--port", "0", "--threads", "1", "--alias", NAME,
+                *map(str, extra)]
         self.p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True,
                                   env={**os.environ, **(env or {})})
         self.log = []
@@ -224,6 +229,12 @@ def test_logprobs_match_logits(srv, g4_bin, tmp_path):
         assert tops == sorted(tops, reverse=True)
         assert abs(t.logprob - tops[0]) < 1e-6   # greedy picks the most likely token
         assert bytes(t.bytes).decode("utf-8", "replace") == t.token or t.token.endswith("\ufffd")
+    # streamed: the same tokens' logprobs arrive spread over the chunks
+    chunks = list(c.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+                                            temperature=0, logprobs=True, top_logprobs=5, stream=True,
+                                            extra_body={"ignore_eos": True}))
+    streamed = [t for ch in chunks if ch.choices and ch.choices[0].logprobs for t in ch.choices[0].logprobs.content]
+    assert [(t.token, round(t.logprob, 5)) for t in streamed] == [(t.token, round(t.logprob, 5)) for t in content]
 
 
 # ------------------------------------------------------------------ errors
@@ -308,19 +319,19 @@ def wait_idle(srv, timeout=20):
 def test_disconnect_mid_stream_frees_slot(srv):
     wait_idle(srv)
     before = srv.metrics()
-    resp = requests.post(srv.url + "/v1/completions", stream=True, timeout=30, json={
-        "model": NAME, "prompt": [BOS, 10, 20], "max_tokens": 450, "temperature": 0, "stream": True,
-        "ignore_eos": True})
-    it = resp.iter_lines()
-    got = 0
-    for ln in it:
-        if ln.startswith(b"data: {"):
-            got += 1
-            if got == 3:
-                break
+    body = json.dumps({"model": NAME, "prompt": [BOS, 10, 20], "max_tokens": 450, "temperature": 0,
+                       "stream": True, "ignore_eos": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    got = b""
+    while got.count(b"data: {") < 3:
+        chunk = sock.recv(4096)
+        assert chunk, "stream ended early"
+        got += chunk
+    assert b"200 OK" in got.split(b"\r\n", 1)[0]
     assert srv.metrics()["g4_busy_slots"] == 1
-    resp.raw._fp.fp.raw._sock.shutdown(2)   # hang up for real, not just drop our end
-    resp.close()
+    sock.close()   # hang up mid-stream
     after = wait_idle(srv, timeout=10)
     assert after["g4_requests_cancelled_total"] == before["g4_requests_cancelled_total"] + 1
     assert after["g4_generation_tokens_total"] - before["g4_generation_tokens_total"] < 450
@@ -371,3 +382,39 @@ def test_health_503_while_loading_and_sigterm(g4_bin):
     assert s.p.wait(20) == 0, "".join(s.log)
     with pytest.raises(requests.ConnectionError):
         requests.get(s.url + "/health", timeout=2)
+
+
+def test_generation_config_eos_and_suppress(srv, g4_bin, tmp_path):
+    """eos_token_id and suppress_tokens come from generation_config.json."""
+    prompt = [BOS, 100, 200, 300]
+    base = complete(srv.client(), prompt, 8, temperature=0).choices[0].model_extra["token_ids"]
+    banned = base[0]
+    model = tmp_path / "m"
+    model.mkdir()
+    for f in MODEL.iterdir():
+        if f.name != "generation_config.json":
+            (model / f.name).symlink_to(f)
+
+    s1 = Server(g4_bin, "--parallel", 1, "--ctx", 128, model_dir=model,
+                gen={"eos_token_id": [1, 6], "suppress_tokens": [banned]})
+    try:
+        ids = complete(s1.client(), prompt, 12, temperature=0).choices[0].model_extra["token_ids"]
+    finally:
+        assert s1.stop() == 0
+    assert banned not in ids
+    out = tmp_path / "l.f32"
+    r = run_g4(g4_bin, "logits", "-m", MODEL, "--prompt-ids", ",".join(map(str, prompt)), "-o", out, "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    z = np.fromfile(out, dtype=np.float32)
+    z[banned] = -np.inf
+    assert ids[0] == int(np.argmax(z))
+    # now make the third of those tokens a stop id: generation ends there with "stop"
+    s2 = Server(g4_bin, "--parallel", 1, "--ctx", 128, model_dir=model,
+                gen={"eos_token_id": [ids[2]], "suppress_tokens": [banned]})
+    try:
+        r = s2.client().completions.create(model=NAME, prompt=prompt, max_tokens=12, temperature=0,
+                                           extra_body={"return_token_ids": True})
+    finally:
+        assert s2.stop() == 0
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].model_extra["token_ids"] == ids[:3]

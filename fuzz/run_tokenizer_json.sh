@@ -22,4 +22,4 @@ with gzip.open("tests/fixtures/tokenizer/synthetic.jsonl.gz", "rt", encoding="ut
         (out / ("seed-" + r["name"] + ".json")).write_text(json.dumps(d, ensure_ascii=False))
 PY
 "$out/fuzz_tokenizer_json" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=4096 \
-  -dict=fuzz/tokenizer_json.dict "$corpus" 2>&1 | tail -5
+  -dict=fuzz/tokenizer_json.dict "$corpus" 2>&1 | grep -vE '^"|Uses:|dictionary' | tail -8

@@ -50,6 +50,18 @@ uint32_t tk_utf8_decode(const unsigned char *s, size_t *len) {
     return (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 | (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
 }
 
+size_t tk_put_utf8(char *w, uint32_t cp) {
+    if (cp < 0x80) { w[0] = (char)cp; return 1; }
+    if (cp < 0x800) { w[0] = (char)(0xC0 | cp >> 6); w[1] = (char)(0x80 | (cp & 63)); return 2; }
+    if (cp < 0x10000) {
+        w[0] = (char)(0xE0 | cp >> 12); w[1] = (char)(0x80 | (cp >> 6 & 63)); w[2] = (char)(0x80 | (cp & 63));
+        return 3;
+    }
+    w[0] = (char)(0xF0 | cp >> 18); w[1] = (char)(0x80 | (cp >> 12 & 63));
+    w[2] = (char)(0x80 | (cp >> 6 & 63)); w[3] = (char)(0x80 | (cp & 63));
+    return 4;
+}
+
 int tk_buf_put(tk_buf *b, const void *s, size_t n) {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;

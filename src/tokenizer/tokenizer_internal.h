@@ -218,6 +218,7 @@ size_t tk_utf8_len(const unsigned char *s, size_t n);
 /* Offset of the first invalid byte, or n if s is valid UTF-8. */
 size_t tk_utf8_check(const char *s, size_t n);
 uint32_t tk_utf8_decode(const unsigned char *s, size_t *len); /* s must be valid */
+size_t tk_put_utf8(char *w, uint32_t cp); /* writes 1-4 bytes */
 
 /* A growable byte buffer. */
 typedef struct {

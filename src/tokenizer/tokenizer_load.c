@@ -472,6 +472,9 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
     k = vocab + 1;
     enum { VBLK = 32 };
     struct { const char *s; uint32_t n; int32_t id; } vb[VBLK];
+    uint32_t(*cps)[2] = NULL; /* (code point, id) of single-character pieces */
+    size_t n_cps = 0, cps_cap = 0;
+    uint32_t max_cp = 0;
     for (uint32_t i0 = 0; i0 < nv; i0 += VBLK) {
         uint32_t nb = nv - i0 < VBLK ? nv - i0 : VBLK;
         for (uint32_t j = 0; j < nb; j++) {
@@ -486,13 +489,45 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
             vb[j].n = (uint32_t)n;
             vb[j].id = (int32_t)id;
             tk_strmap_prefetch(&t->vocab, tk_hash(ap, n));
+            if (n >= 1 && n <= 4 && tk_utf8_len((const unsigned char *)ap, n) == n) { /* one code point */
+                size_t dl;
+                uint32_t cp = tk_utf8_decode((const unsigned char *)ap, &dl);
+                if (n_cps == cps_cap) {
+                    cps_cap = cps_cap ? cps_cap * 2 : 4096;
+                    uint32_t(*nc)[2] = realloc(cps, cps_cap * sizeof *cps);
+                    if (!nc) { free(cps); return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name); }
+                    cps = nc;
+                }
+                cps[n_cps][0] = cp;
+                cps[n_cps][1] = (uint32_t)id;
+                n_cps++;
+                if (cp > max_cp) max_cp = cp;
+            }
             ap += n + 1;
             k = tj_next(&c->d, v);
         }
         for (uint32_t j = 0; j < nb; j++)
-            if (tk_strmap_put(&t->vocab, vb[j].s, vb[j].n, vb[j].id))
+            if (tk_strmap_put(&t->vocab, vb[j].s, vb[j].n, vb[j].id)) {
+                free(cps);
                 return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+            }
     }
+    /* a key given twice keeps its last id (a Rust HashMap built from the JSON): the ids of the
+     * earlier copies have no piece then, so the walks below check each key's final id */
+    int dup_keys = t->vocab.n != nv;
+    /* code point -> id table for BPE's first step, as long as the largest single-character piece */
+    t->n_cp = max_cp + 1;
+    t->cp_id = calloc(t->n_cp, sizeof *t->cp_id);
+    if (!t->cp_id) { free(cps); return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name); }
+    for (size_t i = 0; i < n_cps; i++) {
+        if (dup_keys) {
+            char u8[4];
+            size_t l = tk_put_utf8(u8, cps[i][0]);
+            if (tk_strmap_get(&t->vocab, u8, l) != (int32_t)cps[i][1]) continue;
+        }
+        t->cp_id[cps[i][0]] = (int32_t)cps[i][1] + 1;
+    }
+    free(cps);
 
     /* added tokens: ids as HF's AddedVocabulary::add_tokens assigns them (the JSON "id" is only
      * checked by HF with a warning): an existing added or vocabulary id for the content, else the
@@ -551,33 +586,20 @@ static g4_status load_bpe(ld_ctx *c, g4_tokenizer *t, uint32_t model, uint32_t a
     t->piece = calloc((size_t)(t->n_ids ? t->n_ids : 1), sizeof *t->piece);
     t->flags = calloc((size_t)(t->n_ids ? t->n_ids : 1), 1);
     if (!t->piece || !t->flags) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
-    /* code point -> id table for BPE's first step, as long as the largest single-character piece */
-    uint32_t max_cp = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            t->n_cp = max_cp + 1;
-            t->cp_id = calloc(t->n_cp, sizeof *t->cp_id);
-            if (!t->cp_id) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", c->name);
+    /* pieces in file order: the arena holds the keys in that order (no hash-table walk) */
+    ap = t->arena;
+    k = vocab + 1;
+    for (uint32_t i = 0; i < nv; i++) {
+        uint32_t v = tj_next(&c->d, k);
+        int64_t id;
+        uint32_t n = c->d.nodes[k].n;
+        tj_int(&c->d, v, 0, TK_MAX_ID - 1, &id);
+        if (!dup_keys || tk_strmap_get(&t->vocab, ap, n) == (int32_t)id) {
+            t->piece[id] = (tk_str){ap, n};
+            t->flags[id] |= TK_F_EXISTS;
         }
-        for (uint32_t i = 0; i < t->vocab.cap; i++) {
-            if (!t->vocab.ent[i].hash) continue;
-            int32_t id = t->vocab.ent[i].val;
-            tk_str s = {t->arena + t->vocab.ent[i].off, t->vocab.ent[i].len};
-            if (s.len > 4) continue;
-            size_t l = tk_utf8_len((const unsigned char *)s.s, s.len);
-            if (l && l == s.len) {
-                size_t dl;
-                uint32_t cp = tk_utf8_decode((const unsigned char *)s.s, &dl);
-                if (pass == 0 && cp > max_cp) max_cp = cp;
-                if (pass == 1) t->cp_id[cp] = id + 1;
-            }
-        }
-    }
-    for (uint32_t i = 0; i < t->vocab.cap; i++) {
-        if (!t->vocab.ent[i].hash) continue;
-        int32_t id = t->vocab.ent[i].val;
-        t->piece[id] = (tk_str){t->arena + t->vocab.ent[i].off, t->vocab.ent[i].len};
-        t->flags[id] |= TK_F_EXISTS;
+        ap += n + 1;
+        k = tj_next(&c->d, v);
     }
     for (uint32_t i = 0; i < t->n_added; i++) {
         tk_added *a = &t->added[i];

@@ -206,6 +206,25 @@ static void test_refuses_unknown_types(void **state) {
     }
 }
 
+static void test_vocab_edge_cases(void **state) {
+    (void)state;
+    /* a key given twice keeps its last id (HF: a HashMap built from the JSON); "" is no character */
+    g4_tokenizer *t = load_str("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"a\":2,\"\":3},\"merges\":[]}}");
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(g4_tokenize(t, "ab", 2, 0, &ids, &n), G4_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 1);
+    free(ids);
+    assert_null(g4_id_to_token(t, 0));
+    assert_string_equal(g4_id_to_token(t, 2), "a");
+    assert_int_equal(g4_tokenize(t, "\0", 1, 0, &ids, &n), G4_OK); /* no unk token: dropped */
+    assert_int_equal(n, 0);
+    free(ids);
+    g4_tokenizer_free(t);
+}
+
 static void test_mini_bpe(void **state) {
     (void)state;
     g4_tokenizer *t = load_str(
@@ -537,6 +556,7 @@ int main(void) {
         cmocka_unit_test(test_json_invalid),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_refuses_unknown_types),
+        cmocka_unit_test(test_vocab_edge_cases),
         cmocka_unit_test(test_mini_bpe),
         cmocka_unit_test(test_stream_bytes),
         cmocka_unit_test(test_synthetic),

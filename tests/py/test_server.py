@@ -408,7 +408,7 @@ def test_generation_config_eos_and_suppress(srv, g4_bin, tmp_path):
     z = np.fromfile(out, dtype=np.float32)
     z[banned] = -np.inf
     assert ids[0] == int(np.argmax(z))
-    # now make the third of those tokens a stop id: generation ends there with "stop"
+    # now make the third of those tokens a stop id: generation ends at its first occurrence
     s2 = Server(g4_bin, "--parallel", 1, "--ctx", 128, model_dir=model,
                 gen={"eos_token_id": [ids[2]], "suppress_tokens": [banned]})
     try:
@@ -417,4 +417,44 @@ def test_generation_config_eos_and_suppress(srv, g4_bin, tmp_path):
     finally:
         assert s2.stop() == 0
     assert r.choices[0].finish_reason == "stop"
-    assert r.choices[0].model_extra["token_ids"] == ids[:3]
+    assert r.choices[0].model_extra["token_ids"] == ids[:ids.index(ids[2]) + 1]
+
+
+def test_long_prefill_does_not_stall_streams(g4_bin):
+    """A 480-token prompt is prefilled in 8-token slices with a decode step of the running stream
+    after each slice, so the stream keeps producing tokens while the long prompt is prefilled."""
+    s = Server(g4_bin, "--parallel", 2, "--ctx", 512, "--prefill-chunk", 8)
+    try:
+        arrivals = []
+        started = threading.Event()
+
+        def stream_a():
+            with requests.post(s.url + "/v1/completions", stream=True, timeout=60, json={
+                    "prompt": [BOS, 11], "max_tokens": 500, "temperature": 0, "stream": True,
+                    "ignore_eos": True, "return_token_ids": True}) as resp:
+                for ln in resp.iter_lines():
+                    if ln.startswith(b"data: {"):
+                        n = len(json.loads(ln[6:])["choices"][0]["token_ids"])
+                        arrivals.extend([time.perf_counter()] * n)   # one entry per token
+                        if len(arrivals) >= 3:
+                            started.set()
+
+        ta = threading.Thread(target=stream_a)
+        ta.start()
+        assert started.wait(30)
+        body = json.dumps({"prompt": [BOS] + [100 + i % 500 for i in range(479)], "max_tokens": 1,
+                           "temperature": 0})
+        with requests.Session() as sess:
+            t0 = time.perf_counter()
+            b = sess.post(s.url + "/v1/completions", data=body, timeout=60).json()
+            t1 = time.perf_counter()
+        assert b["usage"]["prompt_tokens"] == 480
+        ta.join(60)
+        assert len(arrivals) == 500
+        # The stream must keep flowing while B is prefilled: a monolithic prefill would leave one
+        # gap spanning most of B's lifetime; 8-token slices leave gaps of about two forward passes.
+        pts = [t0] + [t for t in arrivals if t0 < t < t1] + [t1]
+        gap = max(b - a for a, b in zip(pts, pts[1:]))
+        assert gap < 0.5 * (t1 - t0), f"stream stalled {gap * 1e3:.0f} ms of B's {(t1 - t0) * 1e3:.0f} ms"
+    finally:
+        assert s.stop() == 0

@@ -475,7 +475,8 @@ void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
 }
 
 char *g4_api_models_json(const g4_api_ctx *c, long created) {
-    return dump(json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", c->model_name, "object",
-                          "model", "created", (json_int_t)created, "owned_by", "gemma4c", "max_model_len",
-                          c->info->ctx));
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", c->model_name, "object", "model", "created", (json_int_t)created,
+                          "owned_by", "gemma4c");
+    if (m && c->info) json_object_set_new(m, "max_model_len", json_integer(c->info->ctx));   /* NULL while loading */
+    return dump(json_pack("{s:s,s:[o]}", "object", "list", "data", m));
 }

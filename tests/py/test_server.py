@@ -370,6 +370,7 @@ def test_health_503_while_loading_and_sigterm(g4_bin):
     r = requests.get(s.url + "/health")
     assert r.status_code == 503 and r.json()["status"] == "loading"
     assert_error(post(s, "/v1/completions", {"prompt": "x"}), 503, code="model_loading")
+    assert requests.get(s.url + "/v1/models").json()["data"][0]["id"] == NAME
     s.wait_health(200)
     # SIGTERM during a stream: the stream still ends properly and the process exits 0
     resp = requests.post(s.url + "/v1/completions", stream=True, timeout=30, json={

@@ -830,14 +830,16 @@ g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
     char file[4096];
     *out = NULL;
     if (!path) return g4_fail(G4_ERR_INPUT, "tokenizer: no path given");
-    if (stat(path, &sb) != 0) return g4_fail(G4_ERR_IO, "%s: %s", path, strerror(errno));
+    /* a path that does not lead to a readable tokenizer.json is bad input (exit 2), not a
+     * runtime failure */
+    if (stat(path, &sb) != 0) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
     else snprintf(file, sizeof file, "%s", path);
     FILE *f = fopen(file, "rb");
-    if (!f) return g4_fail(G4_ERR_IO, "%s: %s", file, strerror(errno));
+    if (!f) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", file, strerror(errno));
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return g4_fail(G4_ERR_IO, "%s: not a regular file", file);
+        return g4_fail(G4_ERR_INPUT, "%s: not a regular file", file);
     }
     size_t len = (size_t)sb.st_size;
     /* read-only mapping of the page cache: the scanner never writes the text */

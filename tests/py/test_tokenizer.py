@@ -143,4 +143,7 @@ def test_usage_errors(g4_bin, mini_dir):
     r = run_g4(g4_bin, "tokenize", "-m", mini_dir, "--frob", input=b"x")
     assert r.returncode == 2 and b"unknown option '--frob'" in r.stderr
     r = run_g4(g4_bin, "detokenize", "-m", mini_dir / "nope", input=b"[]")
-    assert r.returncode != 0 and b"nope" in r.stderr
+    assert r.returncode == 2 and b"nope: cannot open: No such file or directory" in r.stderr
+    one_line_error(r)
+    r = run_g4(g4_bin, "tokenize", "-m", mini_dir.parent, input=b"x")  # a directory without tokenizer.json
+    assert r.returncode == 2 and b"tokenizer.json: cannot open" in r.stderr

@@ -36,6 +36,8 @@ typedef struct {
 
 _Noreturn void jx_fail(jx_err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Unwinds with an already formatted message (a deferred error). */
+_Noreturn void jx_fail_raw(jx_err *e, const char *msg);
 
 /* ---------------------------------------------------------------- strings */
 
@@ -72,6 +74,10 @@ typedef enum {
 typedef struct jv jv;
 typedef struct jnode jnode;
 
+/* JV_LIST flavours: jinja2 hands templates Python lists, tuples, generators (select, map, ...),
+ * dict views (d.keys()), ranges and reverse iterators; they print, test and index differently. */
+enum jl_sub { JL_LIST, JL_TUPLE, JL_GEN, JL_KEYS, JL_VALUES, JL_ITEMS, JL_RANGE, JL_ITER };
+
 typedef struct {
     jv **keys, **vals;
     size_t n, cap;
@@ -84,7 +90,15 @@ struct jv {
         int64_t i;
         double f;
         struct { const char *s; size_t n; } str;
-        struct { jv **v; size_t n; int tuple; } list;
+        struct {
+            jv **v;            /* items, materialised even for lazy Python objects */
+            size_t n;
+            int sub;           /* jl_sub: which Python sequence type this is */
+            int used;          /* JL_GEN / JL_ITER: already iterated (Python iterators exhaust) */
+            const char *gname; /* JL_GEN / JL_ITER: Python's name for repr */
+            int64_t rs, re, rst; /* JL_RANGE: start, stop, step */
+            const char *lazy_err; /* JL_GEN over a non-iterable: Python fails only when consumed */
+        } list;
         jx_dict *dict;                     /* JV_DICT, JV_NS */
         const char *hint;                  /* JV_UNDEF: message when used */
         struct { const jnode *def; void *scope; } macro;
@@ -103,7 +117,7 @@ jv *jv_bool(int b);
 jv *jv_strn(jx_arena *a, jx_err *e, const char *s, size_t n);   /* copies */
 jv *jv_str_ref(jx_arena *a, jx_err *e, const char *s, size_t n); /* no copy */
 jv *jv_undef(jx_arena *a, jx_err *e, const char *hint);
-jv *jv_list(jx_arena *a, jx_err *e, size_t n, int tuple);       /* n slots, filled by caller */
+jv *jv_list(jx_arena *a, jx_err *e, size_t n, int sub);         /* n slots, filled by caller */
 jv *jv_dict(jx_arena *a, jx_err *e, jv_kind k);                 /* JV_DICT or JV_NS */
 void jv_dict_set(jx_arena *a, jx_err *e, jv *d, jv *key, jv *val);
 jv *jv_dict_get(const jv *d, const jv *key);                     /* NULL if absent */

@@ -5,6 +5,7 @@
 #include "tokenizer/jinja.h"
 
 #include <errno.h>
+#include <setjmp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,11 @@ static const char *const unsafe_methods[] = {"pop", "popitem", "setdefault", "up
 int jx_has_method(const jv *self, const char *name) {
     if (self->k == JV_STR) return in_list(str_methods, name);
     if (self->k == JV_DICT) return in_list(dict_methods, name);
-    if (self->k == JV_LIST) return self->u.list.tuple ? (!strcmp(name, "index") || !strcmp(name, "count"))
-                                                       : in_list(list_methods, name);
+    if (self->k == JV_LIST) {
+        if (self->u.list.sub == JL_LIST) return in_list(list_methods, name);
+        if (self->u.list.sub == JL_TUPLE || self->u.list.sub == JL_RANGE) return !strcmp(name, "index") || !strcmp(name, "count");
+        return 0;
+    }
     return 0;
 }
 
@@ -227,8 +231,8 @@ static const char *memrfind(const char *h, size_t hn, const char *nd, size_t nn)
     return NULL;
 }
 
-static jv *list_from(jx_ctx *c, jv **items, size_t n, int tuple) {
-    jv *l = jv_list(A_, E_, n, tuple);
+static jv *list_from(jx_ctx *c, jv **items, size_t n, int sub) {
+    jv *l = jv_list(A_, E_, n, sub);
     for (size_t i = 0; i < n; i++) l->u.list.v[i] = items[i];
     return l;
 }
@@ -237,6 +241,17 @@ typedef struct {
     jv **v;
     size_t n, cap;
 } vvec;
+
+/* Marks a materialised list as the Python generator / iterator jinja2 would return. */
+static jv *as_lazy(jv *l, int sub, const char *name) {
+    l->u.list.sub = sub;
+    l->u.list.gname = name;
+    return l;
+}
+
+static int iterable(const jv *v) {
+    return v->k == JV_LIST || v->k == JV_DICT || v->k == JV_STR || v->k == JV_UNDEF;
+}
 
 static void vpush(jx_ctx *c, vvec *v, jv *x) {
     if (v->n == v->cap) {
@@ -394,7 +409,7 @@ jv *jx_python_mod_format(jx_ctx *c, const jnode *at, jv *fmt, jv *args) {
     jv **av;
     size_t an, ai = 0;
     jv *one[1] = {args};
-    if (args->k == JV_LIST && args->u.list.tuple) { av = args->u.list.v; an = args->u.list.n; }
+    if (args->k == JV_LIST && args->u.list.sub == JL_TUPLE) { av = args->u.list.v; an = args->u.list.n; }
     else { av = one; an = 1; }
     jx_buf b = newbuf(c);
     const char *p = fmt->u.str.s;
@@ -469,6 +484,8 @@ typedef struct {
 } kv;
 
 static int kv_lt(jx_ctx *c, const jnode *at, const kv *a, const kv *b) {
+    /* observed jinja2 behaviour: sorting keys that are all Undefined keeps the order */
+    if (a->key->k == JV_UNDEF && b->key->k == JV_UNDEF) return 0;
     return jv_cmp(E_, at->line, at->col, a->key, b->key) < 0;
 }
 
@@ -545,9 +562,11 @@ int jx_call_test(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args *a
     if (!strcmp(name, "integer")) return v->k == JV_INT;
     if (!strcmp(name, "float")) return v->k == JV_FLOAT;
     /* sequence: len() and __getitem__ exist — strings, lists, dicts, and Undefined */
-    if (!strcmp(name, "sequence")) return v->k == JV_STR || v->k == JV_LIST || v->k == JV_DICT || v->k == JV_UNDEF;
+    if (!strcmp(name, "sequence"))
+        return v->k == JV_STR || v->k == JV_DICT || v->k == JV_UNDEF ||
+               (v->k == JV_LIST && (v->u.list.sub <= JL_TUPLE || v->u.list.sub == JL_RANGE));
     if (!strcmp(name, "iterable")) return v->k == JV_STR || v->k == JV_LIST || v->k == JV_DICT || v->k == JV_UNDEF;
-    if (!strcmp(name, "callable")) return v->k == JV_MACRO || v->k == JV_FUNC || v->k == JV_METHOD;
+    if (!strcmp(name, "callable")) return v->k == JV_MACRO || v->k == JV_FUNC || v->k == JV_METHOD || v->k == JV_UNDEF;   /* Undefined has __call__ */
     if (!strcmp(name, "escaped")) return 0;
     if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
         jv *s = jx_to_str(c, v);
@@ -602,7 +621,10 @@ int jx_call_test(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args *a
 static size_t py_len(jx_ctx *c, const jnode *at, jv *v) {
     switch (v->k) {
     case JV_STR: return jx_utf8_len(v->u.str.s, v->u.str.n);
-    case JV_LIST: return v->u.list.n;
+    case JV_LIST:
+        if (v->u.list.sub == JL_GEN || v->u.list.sub == JL_ITER)
+            jx_rt_fail(c, at, "object of type '%s' has no len()", jv_type_name(v));
+        return v->u.list.n;
     case JV_DICT: case JV_NS: return v->u.dict->n;
     case JV_UNDEF: return 0;
     default: jx_rt_fail(c, at, "object of type '%s' has no len()", jv_type_name(v));
@@ -698,6 +720,7 @@ static jv *html_escape(jx_ctx *c, jv *v) {
 
 /* select/reject/selectattr/rejectattr: args after the optional attribute are test name + args */
 static jv *select_impl(jx_ctx *c, const jnode *at, jv *v, jx_args *a, int with_attr, int want) {
+    if (!iterable(v)) jx_rt_fail(c, at, "'%s' object is not iterable", jv_type_name(v));
     jv *items = jx_to_list(c, at, v);
     size_t first = with_attr ? 1 : 0;
     jv *attr = with_attr ? arg(a, 0, "attribute") : NULL;
@@ -724,10 +747,11 @@ static jv *select_impl(jx_ctx *c, const jnode *at, jv *v, jx_args *a, int with_a
         int r = test ? jx_call_test(c, at, test->u.str.s, x, &ta) : jv_truthy(x);
         if (r == want) vpush(c, &out, it);
     }
-    return list_from(c, out.v, out.n, 0);
+    return as_lazy(list_from(c, out.v, out.n, 0), JL_GEN, "select_or_reject");
 }
 
 static jv *f_map(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
+    if (!iterable(v)) jx_rt_fail(c, at, "'%s' object is not iterable", jv_type_name(v));
     jv *items = jx_to_list(c, at, v);
     jv *attr = NULL, *dflt = NULL;
     for (size_t k = 0; k < a->nkw; k++) {
@@ -741,7 +765,7 @@ static jv *f_map(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
             if (x->k == JV_UNDEF && dflt) x = dflt;
             r->u.list.v[i] = x;
         }
-        return r;
+        return as_lazy(r, JL_GEN, "sync_do_map");
     }
     if (a->npos == 0) jx_rt_fail(c, at, "map requires a filter argument");
     jv *fname = need_str(c, at, a->pos[0], "map filter name");
@@ -749,12 +773,17 @@ static jv *f_map(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
     jx_args fa = {.pos = a->pos + 1, .npos = a->npos - 1, .kwn = a->kwn, .kwv = a->kwv, .nkw = a->nkw};
     for (size_t i = 0; i < items->u.list.n; i++)
         r->u.list.v[i] = jx_call_filter(c, at, fname->u.str.s, items->u.list.v[i], &fa);
-    return r;
+    return as_lazy(r, JL_GEN, "sync_do_map");
 }
 
 static jv *f_indent(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
     jv *w = arg(a, 0, "width"), *first = arg(a, 1, "first"), *blank = arg(a, 2, "blank");
-    jv *s = jx_to_str(c, v);
+    /* jinja2 does `s += "\n"`: anything but a string fails */
+    if (v->k != JV_STR) {
+        if (v->k == JV_UNDEF) jx_rt_fail(c, at, "%s", v->u.hint ? v->u.hint : "value is undefined");
+        jx_rt_fail(c, at, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
+    }
+    jv *s = v;
     const char *ind;
     size_t indn;
     char spaces[1001];
@@ -838,6 +867,7 @@ static jv *minmax(jx_ctx *c, const jnode *at, jv *v, jx_args *a, int want_max) {
 }
 
 static jv *f_unique(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
+    if (!iterable(v)) jx_rt_fail(c, at, "'%s' object is not iterable", jv_type_name(v));
     jv *items = jx_to_list(c, at, v);
     jv *cs = arg(a, 0, "case_sensitive"), *attr = arg(a, 1, "attribute");
     vvec out = {0}, seen = {0};
@@ -848,7 +878,7 @@ static jv *f_unique(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
         for (size_t j = 0; j < seen.n && !dup; j++) dup = jv_eq(seen.v[j], k);
         if (!dup) { vpush(c, &seen, k); vpush(c, &out, it); }
     }
-    return list_from(c, out.v, out.n, 0);
+    return as_lazy(list_from(c, out.v, out.n, 0), JL_GEN, "sync_do_unique");
 }
 
 static jv *f_sum(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
@@ -876,8 +906,7 @@ static jv *f_sum(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
     return acc;
 }
 
-jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args *a) {
-    jx_step(c, at);
+static jv *call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args *a) {
     if (!strcmp(name, "default") || !strcmp(name, "d")) {
         jv *dv = arg(a, 0, "default_value"), *bo = arg(a, 1, "boolean");
         if (v->k == JV_UNDEF || (bo && jv_truthy(bo) && !jv_truthy(v))) return dv ? dv : mkstr(c, "", 0);
@@ -897,7 +926,7 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
     if (!strcmp(name, "title")) return case_map(c, jx_to_str(c, v), 5);
     if (!strcmp(name, "tojson")) return f_tojson(c, at, v, a);
     if (!strcmp(name, "items")) {
-        if (v->k == JV_UNDEF) return jv_list(A_, E_, 0, 0);
+        if (v->k == JV_UNDEF) return as_lazy(jv_list(A_, E_, 0, 0), JL_GEN, "do_items");
         if (v->k != JV_DICT) jx_rt_fail(c, at, "Can only get item pairs from a mapping.");
         jv *r = jv_list(A_, E_, v->u.dict->n, 0);
         for (size_t i = 0; i < v->u.dict->n; i++) {
@@ -906,7 +935,7 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
             t->u.list.v[1] = v->u.dict->vals[i];
             r->u.list.v[i] = t;
         }
-        return r;
+        return as_lazy(r, JL_GEN, "do_items");
     }
     if (!strcmp(name, "dictsort")) {
         if (v->k != JV_DICT) jx_rt_fail(c, at, "dictsort: expected a mapping, got '%s'", jv_type_name(v));
@@ -951,12 +980,14 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
         return l->u.list.n ? l->u.list.v[0] : jv_undef(A_, E_, "No first item, sequence was empty.");
     }
     if (!strcmp(name, "last")) {
+        if (v->k == JV_LIST && (v->u.list.sub == JL_GEN || v->u.list.sub == JL_ITER))
+            jx_rt_fail(c, at, "'%s' object is not reversible", jv_type_name(v));
         jv *l = jx_to_list(c, at, v);
         return l->u.list.n ? l->u.list.v[l->u.list.n - 1] : jv_undef(A_, E_, "No last item, sequence was empty.");
     }
     if (!strcmp(name, "list")) {
         jv *l = jx_to_list(c, at, v);
-        return l->u.list.tuple ? list_from(c, l->u.list.v, l->u.list.n, 0) : (l == v ? list_from(c, l->u.list.v, l->u.list.n, 0) : l);
+        return list_from(c, l->u.list.v, l->u.list.n, JL_LIST);
     }
     if (!strcmp(name, "reverse")) {
         if (v->k == JV_STR) {
@@ -965,10 +996,19 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
             for (size_t i = l->u.list.n; i > 0; i--) jx_buf_put(&b, l->u.list.v[i - 1]->u.str.s, l->u.list.v[i - 1]->u.str.n);
             return jv_str_ref(A_, E_, b.p, b.n);
         }
+        /* reversed(value) where Python allows it, else list(value) reversed */
+        const char *it = NULL;
+        if (v->k == JV_LIST) {
+            static const char *const names[] = {"list_reverseiterator", "reversed", NULL, "dict_reversekeyiterator",
+                                                "dict_reversevalueiterator", "dict_reverseitemiterator",
+                                                "range_iterator", NULL};
+            it = names[v->u.list.sub];
+        } else if (v->k == JV_DICT) it = "dict_reversekeyiterator";
+        else if (v->k == JV_UNDEF) it = "reversed";
         jv *l = jx_to_list(c, at, v);
         jv *r = jv_list(A_, E_, l->u.list.n, 0);
         for (size_t i = 0; i < l->u.list.n; i++) r->u.list.v[i] = l->u.list.v[l->u.list.n - 1 - i];
-        return r;
+        return it ? as_lazy(r, JL_ITER, it) : r;
     }
     if (!strcmp(name, "map")) return f_map(c, at, v, a);
     if (!strcmp(name, "select")) return select_impl(c, at, v, a, 0, 1);
@@ -993,6 +1033,7 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
     if (!strcmp(name, "int")) {
         jv *dflt = arg(a, 0, "default"), *base = arg(a, 1, "base");
         if (base && !(base->k == JV_INT && base->u.i == 10)) jx_rt_fail(c, at, "int(base != 10) is not supported");
+        if (v->k == JV_UNDEF) jx_rt_fail(c, at, "%s", v->u.hint ? v->u.hint : "value is undefined");
         if (v->k == JV_INT) return v;
         if (v->k == JV_BOOL) return jv_int(A_, E_, v->u.b);
         if (v->k == JV_FLOAT && isfinite(v->u.f) && fabs(v->u.f) < 9.2e18) return jv_int(A_, E_, (int64_t)v->u.f);
@@ -1006,6 +1047,7 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
     }
     if (!strcmp(name, "float")) {
         jv *dflt = arg(a, 0, "default");
+        if (v->k == JV_UNDEF) jx_rt_fail(c, at, "%s", v->u.hint ? v->u.hint : "value is undefined");
         if (v->k == JV_FLOAT) return v;
         if (v->k == JV_INT || v->k == JV_BOOL) return jv_float(A_, E_, (double)(v->k == JV_INT ? v->u.i : v->u.b));
         double d;
@@ -1071,9 +1113,49 @@ jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args 
             for (size_t k = 0; k < row->u.list.n; k++) row->u.list.v[k] = k < m ? items->u.list.v[i + k] : fill;
             vpush(c, &out, row);
         }
-        return list_from(c, out.v, out.n, 0);
+        return as_lazy(list_from(c, out.v, out.n, 0), JL_GEN, "do_batch");
     }
     jx_rt_fail(c, at, "filter '%s' is not implemented", name);
+}
+
+/* jinja2's select/reject/map/unique/batch/items are Python generators: an error inside them
+ * (a test that fails on an item, a non-iterable input) surfaces only when the template consumes
+ * the result. We compute eagerly but defer such an error into the returned generator. The
+ * wrapped filters call only builtin tests/filters, never macros, so unwinding out of them
+ * leaves no evaluator state half-changed. */
+static const char *const lazy_filters[] = {"select", "reject", "selectattr", "rejectattr", "map",
+                                           "unique", "batch", "items", NULL};
+static const char *const lazy_names[] = {"select_or_reject", "select_or_reject", "select_or_reject",
+                                         "select_or_reject", "sync_do_map", "sync_do_unique",
+                                         "do_batch", "do_items"};
+
+static int lazy_index(const char *name) {
+    for (int i = 0; lazy_filters[i]; i++)
+        if (!strcmp(lazy_filters[i], name)) return i;
+    return -1;
+}
+
+jv *jx_call_filter(jx_ctx *c, const jnode *at, const char *name, jv *v, jx_args *a) {
+    jx_step(c, at);
+    const int lz = lazy_index(name);
+    if (lz < 0) return call_filter(c, at, name, v, a);
+    jx_err *e = E_;
+    jmp_buf saved;
+    memcpy(saved, e->jb, sizeof saved);
+    jv *volatile r = NULL;
+    if (setjmp(e->jb) == 0) {
+        r = call_filter(c, at, name, v, a);
+        memcpy(e->jb, saved, sizeof saved);
+        return r;
+    }
+    memcpy(e->jb, saved, sizeof saved);
+    jv *g = as_lazy(jv_list(A_, E_, 0, JL_LIST), JL_GEN, lazy_names[lz]);
+    size_t n = strlen(e->msg);
+    char *m = jx_arena_alloc(A_, n + 1);
+    if (!m) jx_fail_raw(e, e->msg);
+    memcpy(m, e->msg, n + 1);
+    g->u.list.lazy_err = m;
+    return g;
 }
 
 /* ---------------------------------------------------------------- methods */
@@ -1092,9 +1174,9 @@ jv *jx_call_method(jx_ctx *c, const jnode *at, jv *self, const char *name, jx_ar
             jv *r = jv_dict_get(self, k);
             return r ? r : d ? d : &jx_none_v;
         }
-        if (!strcmp(name, "items")) { jx_args none = {0}; return jx_call_filter(c, at, "items", self, &none); }
-        if (!strcmp(name, "keys")) return jx_to_list(c, at, self);
-        if (!strcmp(name, "values")) return list_from(c, self->u.dict->vals, self->u.dict->n, 0);
+        if (!strcmp(name, "items")) { jx_args none = {0}; return as_lazy(jx_call_filter(c, at, "items", self, &none), JL_ITEMS, NULL); }
+        if (!strcmp(name, "keys")) return list_from(c, self->u.dict->keys, self->u.dict->n, JL_KEYS);
+        if (!strcmp(name, "values")) return list_from(c, self->u.dict->vals, self->u.dict->n, JL_VALUES);
         if (!strcmp(name, "copy")) {
             jv *d = jv_dict(A_, E_, JV_DICT);
             for (size_t i = 0; i < self->u.dict->n; i++) jv_dict_set(A_, E_, d, self->u.dict->keys[i], self->u.dict->vals[i]);
@@ -1128,7 +1210,7 @@ jv *jx_call_method(jx_ctx *c, const jnode *at, jv *self, const char *name, jx_ar
         if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) {
             if (!x) jx_rt_fail(c, at, "%s() takes at least 1 argument", name);
             int sw = name[0] == 's';
-            if (x->k == JV_LIST && x->u.list.tuple) {
+            if (x->k == JV_LIST && x->u.list.sub == JL_TUPLE) {
                 for (size_t i = 0; i < x->u.list.n; i++) {
                     jv *p = need_str(c, at, x->u.list.v[i], name);
                     if (sw ? starts_with(self, p) : ends_with(self, p)) return &jx_true_v;
@@ -1263,8 +1345,11 @@ jv *jx_call_global(jx_ctx *c, const jnode *at, int func, jx_args *a) {
         if (st < 0 && lo > hi) n = (int64_t)(((__int128)lo - hi + (-(__int128)st) - 1) / (-(__int128)st));
         /* jinja2's sandbox caps ranges at MAX_RANGE */
         if (n > 100000) jx_rt_fail(c, at, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-        jv *l = jv_list(A_, E_, (size_t)n, 0);
+        jv *l = jv_list(A_, E_, (size_t)n, JL_RANGE);
         for (int64_t i = 0; i < n; i++) l->u.list.v[i] = jv_int(A_, E_, lo + i * st);
+        l->u.list.rs = lo;
+        l->u.list.re = hi;
+        l->u.list.rst = st;
         return l;
     }
     case G_NAMESPACE: case G_DICT: {

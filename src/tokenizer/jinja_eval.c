@@ -135,7 +135,7 @@ static const char *obj_type_repr(const jv *v) {
     switch (v->k) {
     case JV_NONE: return "None";
     case JV_DICT: return "dict object";
-    case JV_LIST: return v->u.list.tuple ? "tuple object" : "list object";
+    case JV_LIST: return v->u.list.sub == JL_TUPLE ? "tuple object" : "list object";
     case JV_STR: return "str object";
     case JV_INT: return "int object";
     case JV_FLOAT: return "float object";
@@ -230,6 +230,8 @@ jv *jx_getitem(jx_ctx *c, const jnode *at, jv *obj, jv *key) {
         int ok;
         int64_t i = as_index(key, &ok);
         if (!ok) break;
+        if (obj->u.list.sub != JL_LIST && obj->u.list.sub != JL_TUPLE && obj->u.list.sub != JL_RANGE)
+            return jv_undef(c->a, c->e, "object is not subscriptable");
         int64_t n = (int64_t)obj->u.list.n;
         if (i < 0) i += n;
         if (i < 0 || i >= n) return missing_attr(c, obj, "", 1, as_index(key, &ok));
@@ -279,11 +281,15 @@ static jv *do_slice(jx_ctx *c, const jnode *at, jv *obj, jv *start, jv *stop, jv
         if (!ok) jx_rt_fail(c, at, "slice indices must be integers or None");
         if (st == 0) jx_rt_fail(c, at, "slice step cannot be zero");
     }
+    /* jinja2 compiles slices to a plain Python subscript (no sandbox getitem), so slicing
+     * anything but a str / list / tuple / range raises */
     int64_t n;
-    if (obj->k == JV_LIST) n = (int64_t)obj->u.list.n;
+    if (obj->k == JV_LIST && (obj->u.list.sub == JL_LIST || obj->u.list.sub == JL_TUPLE || obj->u.list.sub == JL_RANGE))
+        n = (int64_t)obj->u.list.n;
     else if (obj->k == JV_STR) n = (int64_t)jx_utf8_len(obj->u.str.s, obj->u.str.n);
     else if (obj->k == JV_UNDEF) undef_fail(c, at, obj);
-    else return jv_undef(c->a, c->e, "object is not subscriptable");
+    else if (obj->k == JV_DICT) jx_rt_fail(c, at, "unhashable type: 'slice'");
+    else jx_rt_fail(c, at, "'%s' object is not subscriptable", jv_type_name(obj));
     int64_t lo, hi;
     if (!start || start->k == JV_NONE) lo = st < 0 ? n - 1 : 0;
     else {
@@ -301,8 +307,13 @@ static jv *do_slice(jx_ctx *c, const jnode *at, jv *obj, jv *start, jv *stop, jv
     if (st > 0 && hi > lo) cnt = (size_t)((hi - lo + st - 1) / st);
     if (st < 0 && lo > hi) cnt = (size_t)((lo - hi + (-st) - 1) / (-st));
     if (obj->k == JV_LIST) {
-        jv *r = jv_list(c->a, c->e, cnt, obj->u.list.tuple);
+        jv *r = jv_list(c->a, c->e, cnt, obj->u.list.sub);
         for (size_t k = 0; k < cnt; k++) r->u.list.v[k] = obj->u.list.v[lo + (int64_t)k * st];
+        if (obj->u.list.sub == JL_RANGE) {   /* range(10)[2:5] is range(2, 5) */
+            r->u.list.rs = obj->u.list.rs + lo * obj->u.list.rst;
+            r->u.list.re = obj->u.list.rs + hi * obj->u.list.rst;
+            r->u.list.rst = obj->u.list.rst * st;
+        }
         return r;
     }
     /* strings: index code points once */
@@ -323,7 +334,14 @@ static jv *do_slice(jx_ctx *c, const jnode *at, jv *obj, jv *start, jv *stop, jv
 
 jv *jx_to_list(jx_ctx *c, const jnode *at, jv *v) {
     switch (v->k) {
-    case JV_LIST: return v;
+    case JV_LIST:
+        if (v->u.list.sub == JL_GEN || v->u.list.sub == JL_ITER) {
+            /* iterators exhaust: a second pass sees nothing */
+            if (v->u.list.lazy_err) jx_fail_raw(c->e, v->u.list.lazy_err);
+            if (v->u.list.used) return jv_list(c->a, c->e, 0, JL_LIST);
+            v->u.list.used = 1;
+        }
+        return v;
     case JV_UNDEF: return jv_list(c->a, c->e, 0, 0);
     case JV_DICT: {
         jv *l = jv_list(c->a, c->e, v->u.dict->n, 0);
@@ -374,7 +392,7 @@ static jv *repeat(jx_ctx *c, const jnode *at, jv *seq, int64_t times) {
     size_t n = seq->u.list.n;
     if (n && (uint64_t)times > (c->lim->max_memory / sizeof(jv *)) / n)
         jx_rt_fail(c, at, "list repetition too large");
-    jv *r = jv_list(c->a, c->e, n * (size_t)times, seq->u.list.tuple);
+    jv *r = jv_list(c->a, c->e, n * (size_t)times, seq->u.list.sub);
     for (int64_t i = 0; i < times; i++)
         for (size_t k = 0; k < n; k++) r->u.list.v[(size_t)i * n + k] = seq->u.list.v[k];
     return r;
@@ -459,17 +477,18 @@ static jv *binop(jx_ctx *c, const jnode *at, const char *op, jv *a, jv *b) {
         jx_buf_put(&bf, b->u.str.s, b->u.str.n);
         return jv_str_ref(A, E, bf.p, bf.n);
     }
-    if (op[0] == '+' && a->k == JV_LIST && b->k == JV_LIST && a->u.list.tuple == b->u.list.tuple) {
-        jv *r = jv_list(A, E, a->u.list.n + b->u.list.n, a->u.list.tuple);
+    if (op[0] == '+' && a->k == JV_LIST && b->k == JV_LIST && a->u.list.sub == b->u.list.sub &&
+        (a->u.list.sub == JL_LIST || a->u.list.sub == JL_TUPLE)) {
+        jv *r = jv_list(A, E, a->u.list.n + b->u.list.n, a->u.list.sub);
         for (size_t i = 0; i < a->u.list.n; i++) r->u.list.v[i] = a->u.list.v[i];
         for (size_t i = 0; i < b->u.list.n; i++) r->u.list.v[a->u.list.n + i] = b->u.list.v[i];
         return r;
     }
     if (op[0] == '*' && op[1] == 0) {
-        if ((a->k == JV_STR || a->k == JV_LIST) && (b->k == JV_INT || b->k == JV_BOOL))
-            return repeat(c, at, a, ival(b));
-        if ((b->k == JV_STR || b->k == JV_LIST) && (a->k == JV_INT || a->k == JV_BOOL))
-            return repeat(c, at, b, ival(a));
+#define SEQ(x) ((x)->k == JV_STR || ((x)->k == JV_LIST && (x)->u.list.sub <= JL_TUPLE))
+        if (SEQ(a) && (b->k == JV_INT || b->k == JV_BOOL)) return repeat(c, at, a, ival(b));
+        if (SEQ(b) && (a->k == JV_INT || a->k == JV_BOOL)) return repeat(c, at, b, ival(a));
+#undef SEQ
     }
     if (op[0] == '%' && a->k == JV_STR) return jx_python_mod_format(c, at, a, b);
     bad_operands(c, at, op, a, b);
@@ -488,10 +507,16 @@ static int contains(jx_ctx *c, const jnode *at, jv *container, jv *item) {
             if (!memcmp(container->u.str.s + i, item->u.str.s, item->u.str.n)) return 1;
         return 0;
     case JV_LIST:
+        if (container->u.list.sub == JL_KEYS &&   /* a set-like view: hashes its operand */
+            (item->k == JV_DICT || (item->k == JV_LIST && item->u.list.sub != JL_TUPLE && item->u.list.sub != JL_RANGE)))
+            jx_rt_fail(c, at, "unhashable type: '%s'", jv_type_name(item));
         for (size_t i = 0; i < container->u.list.n; i++)
             if (jv_eq(container->u.list.v[i], item)) return 1;
         return 0;
-    case JV_DICT: return jv_dict_get(container, item) != NULL;
+    case JV_DICT:
+        if (item->k == JV_DICT || (item->k == JV_LIST && item->u.list.sub != JL_TUPLE && item->u.list.sub != JL_RANGE))
+            jx_rt_fail(c, at, "unhashable type: '%s'", jv_type_name(item));
+        return jv_dict_get(container, item) != NULL;
     case JV_UNDEF: return 0;
     default:
         jx_rt_fail(c, at, "argument of type '%s' is not iterable", jv_type_name(container));
@@ -678,7 +703,8 @@ static jv *eval(jx_ctx *c, const jnode *n, scope *s) {
         jv *d = jv_dict(c->a, c->e, JV_DICT);
         for (size_t i = 0; i < n->nkids; i++) {
             jv *k = eval(c, n->kids[i], s);
-            if (k->k == JV_LIST && !k->u.list.tuple) jx_rt_fail(c, n, "unhashable type: 'list'");
+            if (k->k == JV_LIST && k->u.list.sub != JL_TUPLE && k->u.list.sub != JL_RANGE)
+                jx_rt_fail(c, n, "unhashable type: '%s'", jv_type_name(k));
             if (k->k == JV_DICT) jx_rt_fail(c, n, "unhashable type: 'dict'");
             jv_dict_set(c->a, c->e, d, k, eval(c, n->kids2[i], s));
         }
@@ -749,6 +775,9 @@ static void exec_for(jx_ctx *c, const jnode *n, scope *s) {
     jv *loopv = jv_new(c->a, c->e, JV_LOOP);
     loopv->u.loop = lp;
     scope *is = NULL;
+    /* jinja2 clears its else-flag at the end of each iteration body, which break/continue skip:
+     * the else block runs unless some iteration ran to its end */
+    int completed = 0;
     for (size_t i = 0; i < items->u.list.n; i++) {
         jx_step(c, n);
         lp->i = i;
@@ -761,8 +790,9 @@ static void exec_for(jx_ctx *c, const jnode *n, scope *s) {
         exec_body(c, n->kids, n->nkids, is);
         if (c->flow == FLOW_BREAK) { c->flow = FLOW_NONE; break; }
         if (c->flow == FLOW_CONTINUE) c->flow = FLOW_NONE;
+        else completed = 1;
     }
-    if (!items->u.list.n && n->flag) exec_body(c, n->kids2, n->nkids2, scope_new(c, s));
+    if (!completed && n->flag) exec_body(c, n->kids2, n->nkids2, scope_new(c, s));
 }
 
 static void exec_stmt(jx_ctx *c, const jnode *n, scope *s) {

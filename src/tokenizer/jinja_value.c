@@ -68,6 +68,11 @@ void jx_fail(jx_err *e, int line, int col, const char *fmt, ...) {
     longjmp(e->jb, 1);
 }
 
+void jx_fail_raw(jx_err *e, const char *msg) {
+    if (msg != e->msg) snprintf(e->msg, sizeof e->msg, "%s", msg);
+    longjmp(e->jb, 1);
+}
+
 static void *xalloc(jx_arena *a, jx_err *e, size_t n) {
     void *p = jx_arena_alloc(a, n);
     if (!p) jx_fail(e, 0, 0, "template needs more than %zu bytes of memory", a->cap);
@@ -291,12 +296,12 @@ jv *jv_undef(jx_arena *a, jx_err *e, const char *hint) {
     return v;
 }
 
-jv *jv_list(jx_arena *a, jx_err *e, size_t n, int tuple) {
+jv *jv_list(jx_arena *a, jx_err *e, size_t n, int sub) {
     jv *v = jv_new(a, e, JV_LIST);
     if (n > ((size_t)-1) / sizeof(jv *) / 2) jx_fail(e, 0, 0, "list too large");
     v->u.list.v = n ? xalloc(a, e, n * sizeof(jv *)) : NULL;
     v->u.list.n = n;
-    v->u.list.tuple = tuple;
+    v->u.list.sub = sub;
     return v;
 }
 
@@ -350,11 +355,11 @@ void jv_dict_set(jx_arena *a, jx_err *e, jv *d, jv *key, jv *val) {
 int jv_truthy(const jv *v) {
     switch (v->k) {
     case JV_UNDEF: case JV_NONE: return 0;
+    case JV_LIST: return v->u.list.sub == JL_GEN || v->u.list.sub == JL_ITER || v->u.list.n != 0;
     case JV_BOOL: return v->u.b;
     case JV_INT: return v->u.i != 0;
     case JV_FLOAT: return v->u.f != 0.0;
     case JV_STR: return v->u.str.n != 0;
-    case JV_LIST: return v->u.list.n != 0;
     case JV_DICT: return v->u.dict->n != 0;
     default: return 1;
     }
@@ -377,7 +382,9 @@ int jv_eq(const jv *a, const jv *b) {
     case JV_UNDEF: case JV_NONE: return 1;
     case JV_STR: return a->u.str.n == b->u.str.n && !memcmp(a->u.str.s, b->u.str.s, a->u.str.n);
     case JV_LIST:
-        if (a->u.list.tuple != b->u.list.tuple || a->u.list.n != b->u.list.n) return 0;
+        /* generators and iterators compare by identity; list != tuple */
+        if (a->u.list.sub != b->u.list.sub || a->u.list.n != b->u.list.n) return 0;
+        if (a->u.list.sub == JL_GEN || a->u.list.sub == JL_ITER) return 0;
         for (size_t i = 0; i < a->u.list.n; i++)
             if (!jv_eq(a->u.list.v[i], b->u.list.v[i])) return 0;
         return 1;
@@ -403,7 +410,17 @@ const char *jv_type_name(const jv *v) {
     case JV_INT: return "int";
     case JV_FLOAT: return "float";
     case JV_STR: return "str";
-    case JV_LIST: return v->u.list.tuple ? "tuple" : "list";
+    case JV_LIST:
+        switch (v->u.list.sub) {
+        case JL_TUPLE: return "tuple";
+        case JL_GEN: return "generator";
+        case JL_KEYS: return "dict_keys";
+        case JL_VALUES: return "dict_values";
+        case JL_ITEMS: return "dict_items";
+        case JL_RANGE: return "range";
+        case JL_ITER: return v->u.list.gname ? v->u.list.gname : "iterator";
+        default: return "list";
+        }
     case JV_DICT: return "dict";
     case JV_NS: return "Namespace";
     case JV_MACRO: return "Macro";
@@ -430,7 +447,8 @@ int jv_cmp(jx_err *e, int line, int col, const jv *a, const jv *b) {
         if (r) return r < 0 ? -1 : 1;
         return a->u.str.n < b->u.str.n ? -1 : a->u.str.n > b->u.str.n;
     }
-    if (a->k == JV_LIST && b->k == JV_LIST && a->u.list.tuple == b->u.list.tuple) {
+    if (a->k == JV_LIST && b->k == JV_LIST && a->u.list.sub == b->u.list.sub &&
+        (a->u.list.sub == JL_LIST || a->u.list.sub == JL_TUPLE)) {
         size_t n = a->u.list.n < b->u.list.n ? a->u.list.n : b->u.list.n;
         for (size_t i = 0; i < n; i++) {
             if (jv_eq(a->u.list.v[i], b->u.list.v[i])) continue;
@@ -531,15 +549,29 @@ void jv_write_repr(jx_buf *b, const jv *v) {
     case JV_INT: jx_buf_printf(b, "%lld", (long long)v->u.i); return;
     case JV_FLOAT: jv_float_repr(tmp, sizeof tmp, v->u.f); jx_buf_puts(b, tmp); return;
     case JV_STR: write_str_repr(b, v->u.str.s, v->u.str.n); return;
-    case JV_LIST:
-        jx_buf_putc(b, v->u.list.tuple ? '(' : '[');
+    case JV_LIST: {
+        int sub = v->u.list.sub;
+        /* Python prints an address for these; ours is fixed (never byte-comparable anyway) */
+        if (sub == JL_GEN) { jx_buf_printf(b, "<generator object %s at 0x7f0000000000>", v->u.list.gname); return; }
+        if (sub == JL_ITER) { jx_buf_printf(b, "<%s object at 0x7f0000000000>", v->u.list.gname); return; }
+        if (sub == JL_RANGE) {
+            if (v->u.list.rst == 1) jx_buf_printf(b, "range(%lld, %lld)", (long long)v->u.list.rs, (long long)v->u.list.re);
+            else jx_buf_printf(b, "range(%lld, %lld, %lld)", (long long)v->u.list.rs, (long long)v->u.list.re, (long long)v->u.list.rst);
+            return;
+        }
+        if (sub == JL_KEYS) jx_buf_puts(b, "dict_keys(");
+        if (sub == JL_VALUES) jx_buf_puts(b, "dict_values(");
+        if (sub == JL_ITEMS) jx_buf_puts(b, "dict_items(");
+        jx_buf_putc(b, sub == JL_TUPLE ? '(' : '[');
         for (size_t i = 0; i < v->u.list.n; i++) {
             if (i) jx_buf_puts(b, ", ");
             jv_write_repr(b, v->u.list.v[i]);
         }
-        if (v->u.list.tuple && v->u.list.n == 1) jx_buf_putc(b, ',');
-        jx_buf_putc(b, v->u.list.tuple ? ')' : ']');
+        if (sub == JL_TUPLE && v->u.list.n == 1) jx_buf_putc(b, ',');
+        jx_buf_putc(b, sub == JL_TUPLE ? ')' : ']');
+        if (sub >= JL_KEYS && sub <= JL_ITEMS) jx_buf_putc(b, ')');
         return;
+    }
     case JV_DICT:
         jx_buf_putc(b, '{');
         write_dict_body(b, v->u.dict);
@@ -609,6 +641,8 @@ void jv_write_json(jx_buf *b, const jv *v, const jx_json_opts *o, int depth) {
         return;
     case JV_STR: write_json_str(b, v->u.str.s, v->u.str.n); return;
     case JV_LIST:
+        if (v->u.list.sub != JL_LIST && v->u.list.sub != JL_TUPLE)
+            jx_fail(b->e, o->line, o->col, "Object of type %s is not JSON serializable", jv_type_name(v));
         if (!v->u.list.n) { jx_buf_puts(b, "[]"); return; }
         jx_buf_putc(b, '[');
         for (size_t i = 0; i < v->u.list.n; i++) {

@@ -72,3 +72,8 @@ $(BUILD)/bench/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libgemma4c.a
 
 bench-tokenizer: $(BUILD)/bench/tokenizer_bench
 	$(BENCH_PY) bench/tokenizer_bench.py --bin $(BUILD)/bench/tokenizer_bench
+
+# Chat templates: a bounded libFuzzer run of the Jinja lexer/parser/renderer (needs clang).
+.PHONY: fuzz-jinja
+fuzz-jinja:
+	fuzz/run_jinja.sh $(FUZZ_SECS)

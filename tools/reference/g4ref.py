@@ -47,24 +47,24 @@ FIXTURES = {
         layer_types=[S, S, F, S, S, F], num_attention_heads=4, num_key_value_heads=2,
         head_dim=16, global_head_dim=32, num_global_key_value_heads=1, sliding_window=16,
         max_shard_size=None, spelling="per_layer_config", mm=False,
-        initializer_range=0.1, embed_std=0.1, final_norm_scale=5.0,
+        initializer_range=0.1, embed_std=0.05, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7),
     ),
     "g4-cond-tiny": dict(
-        arch="cond", seed=2002, vocab_size=1024, hidden_size=128, intermediate_size=192,
+        arch="cond", seed=2005, vocab_size=1024, hidden_size=128, intermediate_size=192,
         layer_types=[S, S, S, F, S, S, S, F], num_attention_heads=8, num_key_value_heads=4,
         head_dim=32, global_head_dim=64, num_global_key_value_heads=1, sliding_window=24,
         max_shard_size="1MB", spelling="per_layer_config", mm=False,
-        initializer_range=0.1, embed_std=0.07, final_norm_scale=5.0,
+        initializer_range=0.1, embed_std=0.035, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7),
     ),
     # Published-checkpoint spelling (global_head_dim / num_global_key_value_heads instead of
     # per_layer_config), tiny vision + audio embedders present (tensors a text-only engine must
     # tolerate), an irregular layer pattern, 4 query heads / 2 sliding KV heads.
     "g4-cond-mm-tiny": dict(
-        arch="cond", seed=3004, vocab_size=768, hidden_size=96, intermediate_size=192,
+        arch="cond", seed=3005, vocab_size=768, hidden_size=96, intermediate_size=192,
         layer_types=[S, S, S, S, F, S, F], num_attention_heads=4, num_key_value_heads=2,
         head_dim=24, global_head_dim=48, num_global_key_value_heads=1, sliding_window=20,
         max_shard_size=None, spelling="global_head_dim", mm=True,
-        initializer_range=0.1, embed_std=0.06, final_norm_scale=6.0,
+        initializer_range=0.1, embed_std=0.04, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7),
     ),
 }
 
@@ -74,7 +74,7 @@ SLICE_12B = dict(
     layer_types=[S, S, S, S, S, F], num_attention_heads=16, num_key_value_heads=8,
     head_dim=256, global_head_dim=512, num_global_key_value_heads=1, sliding_window=1024,
     max_shard_size="2GB", spelling="global_head_dim", mm=False,
-    initializer_range=0.02, embed_std=0.013, final_norm_scale=5.0,
+    initializer_range=0.02, embed_std=0.0065, final_norm_scale=8.0, qk_norm_range=(0.25, 0.4),
 )
 
 
@@ -122,12 +122,13 @@ def build_config(spec: dict):
         text_config=tc,
         vision_config=None,
         audio_config=None,
-        image_token_id=TOK["<|image|>"], boi_token_id=TOK["<|image>"], eoi_token_id=TOK["<image|>"],
-        audio_token_id=TOK["<|audio|>"], boa_token_id=TOK["<|audio>"], eoa_token_index=TOK["<audio|>"],
-        video_token_id=TOK["<|video|>"],
         initializer_range=spec["initializer_range"],
         tie_word_embeddings=True,
     )
+    if spec["vocab_size"] < 262_144:  # toy vocab: point the multimodal ids at our specials
+        kw.update(image_token_id=TOK["<|image|>"], boi_token_id=TOK["<|image>"], eoi_token_id=TOK["<image|>"],
+                  audio_token_id=TOK["<|audio|>"], boa_token_id=TOK["<|audio>"], eoa_token_index=TOK["<audio|>"],
+                  video_token_id=TOK["<|video|>"])
     if spec.get("mm"):
         h = spec["hidden_size"]
         # patch 4 px merged 2x2 -> 8 px model patches (8*8*3 = 192 raw values); tiny position table.
@@ -143,13 +144,19 @@ def build_config(spec: dict):
 def randomize_(model, spec: dict, gen) -> dict:
     """Re-draw every weight (seeded), by module type: Linear N(0, initializer_range) (bias
     U(-0.1, 0.1)), token embedding N(0, embed_std), every RMSNorm / LayerNorm scale U(0.7, 1.3)
-    (LayerNorm bias U(-0.1, 0.1)), every layer_scalar buffer U(0.5, 1.5), any other parameter
+    (LayerNorm bias U(-0.1, 0.1)), every layer_scalar buffer 1 +- U(0.05, 0.5), any other parameter
     (e.g. the vision position table) N(0, initializer_range). Returns counts of what was drawn."""
     import torch
     from torch import nn
 
     n = {"norm_weights": 0, "layer_scalars": 0, "linear": 0, "other": 0}
     std = spec["initializer_range"]
+    # q_norm / k_norm scales set the attention logit scale (attention scaling is 1.0): around 1
+    # the scores of unit-RMS heads have std ~ sqrt(head_dim), softmax is nearly one-hot and the
+    # model is chaotic (float32 rounding grows ~2x per layer). Around 0.55 the scores are soft,
+    # the float32 noise floor of the goldens drops ~10x, and every key in the window matters.
+    qk_lo, qk_hi = spec.get("qk_norm_range", (0.7, 1.3))
+    qk_norms = {id(getattr(a, nm)) for a in model.modules() for nm in ("q_norm", "k_norm") if hasattr(a, nm)}
     done = set()
     with torch.no_grad():
         for _, m in model.named_modules():
@@ -165,6 +172,9 @@ def randomize_(model, spec: dict, gen) -> dict:
                 elif isinstance(m, nn.Linear):
                     p.normal_(0.0, std, generator=gen)
                     n["linear"] += 1
+                elif id(m) in qk_norms:
+                    p.uniform_(qk_lo, qk_hi, generator=gen)
+                    n["norm_weights"] += 1
                 elif is_norm:
                     p.uniform_(0.7, 1.3, generator=gen)
                     n["norm_weights"] += 1
@@ -182,7 +192,11 @@ def randomize_(model, spec: dict, gen) -> dict:
             fn[0].uniform_(0.8 * s, 1.2 * s, generator=gen)
         for name, b in model.named_buffers():
             if name.endswith("layer_scalar"):
-                b.uniform_(0.5, 1.5, generator=gen)
+                # 1 +- U(0.05, 0.5): never within bf16 rounding of 1.0, so a loader that
+                # ignores the buffer (ones) is always caught.
+                mag = torch.empty_like(b, dtype=torch.float32).uniform_(0.05, 0.5, generator=gen)
+                sign = 1.0 if torch.rand((), generator=gen) < 0.5 else -1.0
+                b.copy_(1.0 + sign * mag)
                 n["layer_scalars"] += 1
     return n
 

@@ -1,6 +1,6 @@
 /* tok_json.c — strict single-pass JSON scanner for tokenizer.json (33 MB for a 262k vocabulary:
  * jansson takes ~1.3 s on it). RFC 8259 grammar, UTF-8 validated, the text is never written (escaped
- * strings are decoded to a side buffer), lone surrogates refused (as serde_json does). No semantics here: see tokenizer_load.c. */
+ * strings go to a side buffer), lone surrogates refused (as serde_json does). No semantics here. */
 #include "tokenizer/tok_json.h"
 
 #include <stdarg.h>

@@ -113,6 +113,7 @@ run_g4() {
 # ABBA order (llama.cpp first in odd rounds, gemma4c first in even ones) so slow drift in the
 # machine's state (other tenants, page cache, clocks) does not favour one engine.
 for r in $(seq 1 "$ROUNDS"); do
+  cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-r$r.txt"
   if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; else run_g4 "$r"; run_llama "$r"; fi
 done
 uptime > "$OUT/uptime.txt"

@@ -157,6 +157,10 @@ def main() -> None:
             w("Working tree had uncommitted changes under src/include at run time:\n\n```\n" + dirty + "\n```\n")
 
     w("\n## Machine\n\n```\n" + lscpu_summary(read(os.path.join(out, "lscpu.txt"))) + "\n```\n")
+    loads = [read(p) for p in sorted(glob.glob(os.path.join(out, "load-r*.txt")), key=round_no)]
+    if loads:
+        w("\nLoad average (1/5/15 min) at the start of each round: " + "; ".join(f"r{i + 1}: {l}" for i, l in enumerate(loads)) +
+          f" on {os.cpu_count()} CPUs.\n")
     up = read(os.path.join(out, "uptime.txt"))
     if up:
         w(f"\nLoad after the run (`uptime`): `{up}` — the machine is shared; other tenants' load shows up "

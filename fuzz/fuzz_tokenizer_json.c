@@ -1,7 +1,8 @@
 /* fuzz_tokenizer_json.c — libFuzzer target for the tokenizer.json scanner and loader: any byte
  * string is loaded as a tokenizer.json; it must be refused cleanly or give a tokenizer that encodes
  * a few texts (and the input itself when it is UTF-8), decodes the ids, and whose streaming
- * detokenizer reproduces the decode exactly (abort otherwise). */
+ * detokenizer reproduces the decode exactly (abort otherwise). Also checks that the two-thread
+ * parse of pair arrays agrees with the one-thread parse on every input. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,31 @@ static void check_roundtrip(const g4_tokenizer *t, const char *text, size_t len)
     }
 }
 
+/* The two-thread parse of long pair arrays must give exactly the one-thread result. */
+static void check_split(const char *data, size_t size) {
+    tj_doc a, b;
+    int ra = tj_parse_split(&a, data, size, (size_t)1 << 40), rb = tj_parse_split(&b, data, size, 16);
+    if (ra != rb) abort();
+    if (ra == 0) {
+        if (a.n_nodes != b.n_nodes || a.n_pairs != b.n_pairs) abort();
+        for (size_t i = 0; i < a.n_nodes; i++)
+            if (a.nodes[i].type != b.nodes[i].type || a.nodes[i].n != b.nodes[i].n || a.nodes[i].size != b.nodes[i].size) abort();
+        for (size_t i = 0; i < a.n_pairs; i++) {
+            const tj_pair *x = &a.pairs[i], *y = &b.pairs[i];
+            if (x->a_len != y->a_len || x->b_len != y->b_len || x->open != y->open ||
+                memcmp(tj_at_off(&a, x->a_off), tj_at_off(&b, y->a_off), x->a_len) ||
+                memcmp(tj_at_off(&a, x->b_off), tj_at_off(&b, y->b_off), x->b_len))
+                abort();
+        }
+    } else if (strcmp(a.err, b.err)) {
+        abort();
+    }
+    tj_free(&a);
+    tj_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    check_split((const char *)data, size);
     g4_tokenizer *t = NULL;
     if (tk_load_json((const char *)data, size, "fuzz/tokenizer.json", &t) != G4_OK) {
         if (t) abort(); /* a refusal leaves nothing behind */

@@ -9,7 +9,7 @@ out=build-fuzz; corpus="$out/corpus-tokenizer-json"; mkdir -p "$corpus"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
   fuzz/fuzz_tokenizer_json.c src/tokenizer/tok_json.c src/tokenizer/tk_maps.c src/tokenizer/bpe.c \
   src/tokenizer/tokenizer.c src/tokenizer/tokenizer_load.c src/tokenizer/detok.c src/base/error.c \
-  -lm -o "$out/fuzz_tokenizer_json"
+  -lm -pthread -o "$out/fuzz_tokenizer_json"
 python3 - "$corpus" <<'PY'
 import gzip, json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
@@ -20,6 +20,7 @@ with gzip.open("tests/fixtures/tokenizer/synthetic.jsonl.gz", "rt", encoding="ut
         d = json.loads(r["tokenizer_json"])
         d["model"]["vocab"] = {k: v for k, v in d["model"]["vocab"].items() if not k.startswith("<0x") or k in ("<0x41>", "<0xC3>", "<0xA9>")}
         (out / ("seed-" + r["name"] + ".json")).write_text(json.dumps(d, ensure_ascii=False))
+        (out / ("seed-pretty-" + r["name"] + ".json")).write_text(json.dumps(d, ensure_ascii=False, indent=1))
 PY
 "$out/fuzz_tokenizer_json" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=4096 \
   -dict=fuzz/tokenizer_json.dict "$corpus" 2>&1 | grep -vE '^"|Uses:|dictionary' | tail -8

@@ -3,6 +3,7 @@
  * strings go to a side buffer), lone surrogates refused (as serde_json does). No semantics here. */
 #include "tokenizer/tok_json.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +319,153 @@ static int parse_number(tj_doc *d) {
     return 0;
 }
 
+/* A large array of pairs (BPE merges: 20 MB of text) is parsed in two halves at once: a second
+ * thread starts at a line that opens an element near the middle (raw newlines only occur between
+ * tokens, never inside strings) and parses pairs up to the closing ']'. Its result is used only if
+ * this thread's own parse arrives at exactly that element; otherwise it is discarded. */
+typedef struct {
+    const char *buf;
+    size_t len, split, end;
+    tj_doc sub;    /* the second half's pairs and escaped strings */
+    uint32_t count;
+    int ok, active;
+    pthread_t th;
+} tj_split;
+
+static void *split_run(void *arg) {
+    tj_split *sp = arg;
+    tj_doc *s = &sp->sub;
+    s->buf = sp->buf;
+    s->len = sp->len;
+    s->pos = sp->split;
+    for (;;) {
+        if (s->pos >= s->len || s->buf[s->pos] != '[' || try_pair(s) != 1) return NULL;
+        sp->count++;
+        skip_ws(s);
+        if (s->pos >= s->len) return NULL;
+        char c = s->buf[s->pos];
+        if (c == ']') {
+            sp->end = s->pos + 1;
+            sp->ok = 1;
+            return NULL;
+        }
+        if (c != ',') return NULL;
+        s->pos++;
+        skip_ws(s);
+    }
+}
+
+static void split_start(tj_doc *d, tj_split *sp) {
+    memset(sp, 0, sizeof *sp);
+    if (d->len - d->pos < d->split_min) return;
+    size_t p = d->pos + (d->len - d->pos) / 2;
+    for (int tries = 0; tries < 64; tries++) {
+        const char *nl = memchr(d->buf + p, '\n', d->len - p);
+        if (!nl) return;
+        p = (size_t)(nl - d->buf) + 1;
+        size_t q = p;
+        while (q < d->len && (d->buf[q] == ' ' || d->buf[q] == '\t' || d->buf[q] == '\r')) q++;
+        if (q < d->len && d->buf[q] == '[') {
+            sp->buf = d->buf;
+            sp->len = d->len;
+            sp->split = q;
+            sp->active = pthread_create(&sp->th, NULL, split_run, sp) == 0;
+            return;
+        }
+    }
+}
+
+static void split_stop(tj_split *sp) {
+    if (!sp->active) return;
+    pthread_join(sp->th, NULL);
+    sp->active = 0;
+}
+
+static void split_free(tj_split *sp) {
+    split_stop(sp);
+    free(sp->sub.side);
+    free(sp->sub.pairs);
+    sp->sub.side = NULL;
+    sp->sub.pairs = NULL;
+}
+
+/* Takes over the second half's pairs, rebasing their side-buffer offsets. */
+static int split_adopt(tj_doc *d, tj_split *sp) {
+    tj_doc *s = &sp->sub;
+    size_t base = d->side_len;
+    if (s->side_len) {
+        if (side_reserve(d, s->side_len)) return -1;
+        memcpy(d->side + base, s->side, s->side_len);
+        d->side_len += s->side_len;
+    }
+    if (d->n_pairs + s->n_pairs > d->pairs_cap) {
+        size_t cap = d->n_pairs + s->n_pairs;
+        tj_pair *np = realloc(d->pairs, cap * sizeof *np);
+        if (!np) return fail(d, d->pos, "out of memory");
+        d->pairs = np;
+        d->pairs_cap = cap;
+    }
+    for (size_t i = 0; i < s->n_pairs; i++) {
+        tj_pair pr = s->pairs[i];
+        if (pr.a_off & TJ_SIDE) pr.a_off = TJ_SIDE | ((pr.a_off & ~TJ_SIDE) + (uint32_t)base);
+        if (pr.b_off & TJ_SIDE) pr.b_off = TJ_SIDE | ((pr.b_off & ~TJ_SIDE) + (uint32_t)base);
+        d->pairs[d->n_pairs++] = pr;
+    }
+    d->pos = sp->end;
+    return 0;
+}
+
+/* Array node idx, d->pos at its first element, which starts with '['. Returns 1 when the whole
+ * array was pairs (now a TJ_PAIRS node, ']' consumed), 0 when an element is not a pair (the pairs
+ * before it are turned back into nodes, *count of them, d->pos at that element), -1 on error. */
+static int parse_pairs(tj_doc *d, uint32_t idx, uint32_t *count) {
+    size_t first = d->n_pairs;
+    uint32_t n = 0;
+    tj_split sp;
+    split_start(d, &sp);
+    int rc = -1;
+    for (;;) {
+        if (sp.active && d->pos == sp.split) {
+            split_stop(&sp);
+            if (sp.ok) {
+                if (split_adopt(d, &sp)) goto out;
+                n += sp.count;
+                break;
+            }
+        }
+        int k = d->pos < d->len && d->buf[d->pos] == '[' ? try_pair(d) : 0;
+        if (k < 0) goto out;
+        if (k == 0) {
+            rc = unpack_pairs(d, first) ? -1 : 0;
+            *count = n;
+            goto out;
+        }
+        n++;
+        skip_ws(d);
+        if (d->pos >= d->len) { fail(d, d->pos, "unexpected end of input in array"); goto out; }
+        char c = d->buf[d->pos];
+        if (c == ']') { d->pos++; break; }
+        if (c != ',') { fail(d, d->pos, "expected ',' or ']' in array"); goto out; }
+        d->pos++;
+        skip_ws(d);
+    }
+    if (d->n_refs == d->refs_cap) {
+        size_t cap = d->refs_cap ? d->refs_cap * 2 : 8;
+        tj_pairs_ref *nr = realloc(d->refs, cap * sizeof *nr);
+        if (!nr) { fail(d, d->pos, "out of memory"); goto out; }
+        d->refs = nr;
+        d->refs_cap = cap;
+    }
+    d->refs[d->n_refs++] = (tj_pairs_ref){idx, (uint32_t)first};
+    d->nodes[idx].type = TJ_PAIRS;
+    d->nodes[idx].n = n;
+    d->nodes[idx].size = 1;
+    rc = 1;
+out:
+    split_free(&sp);
+    return rc;
+}
+
 static int parse_value(tj_doc *d, int depth);
 
 static int parse_container(tj_doc *d, int depth, int is_obj) {
@@ -333,21 +481,13 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
         return 0;
     }
     /* arrays of [string, string] are kept as pairs while every element has that shape */
-    int pairs = !is_obj && d->pos < d->len && d->buf[d->pos] == '[';
-    size_t first_pair = d->n_pairs;
+    if (!is_obj && d->pos < d->len && d->buf[d->pos] == '[' && depth + 1 < TJ_MAX_DEPTH) {
+        int k = parse_pairs(d, idx, &count);
+        if (k) return k < 0 ? -1 : 0;
+        /* else: an element that is not a pair; the pairs before it are plain nodes again */
+    }
     for (;;) {
         skip_ws(d);
-        if (pairs) {
-            int k = d->pos < d->len && d->buf[d->pos] == '[' ? try_pair(d) : 0;
-            if (k < 0) return -1;
-            if (k == 0) {
-                if (unpack_pairs(d, first_pair)) return -1;
-                pairs = 0;
-            } else {
-                count++;
-                goto next;
-            }
-        }
         if (is_obj) {
             if (d->pos >= d->len || d->buf[d->pos] != '"')
                 return fail(d, d->pos, d->pos >= d->len ? "unexpected end of input in object"
@@ -361,7 +501,6 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
         }
         if (parse_value(d, depth + 1)) return -1;
         count++;
-    next:
         skip_ws(d);
         if (d->pos >= d->len) return fail(d, d->pos, "unexpected end of input in %s", is_obj ? "object" : "array");
         char c = d->buf[d->pos];
@@ -371,17 +510,6 @@ static int parse_container(tj_doc *d, int depth, int is_obj) {
     }
     d->nodes[idx].n = count;
     d->nodes[idx].size = (uint32_t)(d->n_nodes - idx);
-    if (pairs) {
-        if (d->n_refs == d->refs_cap) {
-            size_t cap = d->refs_cap ? d->refs_cap * 2 : 8;
-            tj_pairs_ref *nr = realloc(d->refs, cap * sizeof *nr);
-            if (!nr) return fail(d, d->pos, "out of memory");
-            d->refs = nr;
-            d->refs_cap = cap;
-        }
-        d->refs[d->n_refs++] = (tj_pairs_ref){idx, (uint32_t)first_pair};
-        d->nodes[idx].type = TJ_PAIRS;
-    }
     return 0;
 }
 
@@ -414,10 +542,13 @@ static int parse_value(tj_doc *d, int depth) {
     }
 }
 
-int tj_parse(tj_doc *d, const char *buf, size_t len) {
+int tj_parse(tj_doc *d, const char *buf, size_t len) { return tj_parse_split(d, buf, len, 1u << 20); }
+
+int tj_parse_split(tj_doc *d, const char *buf, size_t len, size_t split_min) {
     memset(d, 0, sizeof *d);
     d->buf = buf;
     d->len = len;
+    d->split_min = split_min ? split_min : 1;
     if (len >= TJ_SIDE) return fail(d, 0, "file larger than 2 GiB");
     /* merges aside (kept as pairs), tokenizer.json has ~1 node per 40 bytes */
     d->cap = len / 32 + 64;

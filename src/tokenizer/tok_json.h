@@ -46,12 +46,16 @@ typedef struct {
     tj_pairs_ref *refs; /* which TJ_PAIRS node owns which pairs */
     size_t n_refs, refs_cap;
     size_t pos;         /* scanner position */
+    size_t split_min;   /* arrays of pairs with at least this much text left are split over 2 threads */
     char err[200];      /* "byte N: what went wrong" after a failed tj_parse */
 } tj_doc;
 
 /* Parses buf[0..len) (exactly one JSON value, surrounding whitespace allowed; strings must be
  * valid UTF-8; nesting at most 128 deep; under 2 GiB). Returns 0 on success, -1 with d->err set. */
 int tj_parse(tj_doc *d, const char *buf, size_t len);
+/* Same, splitting arrays of pairs followed by >= split_min bytes over two threads (tj_parse: 1 MiB;
+ * tests use small values). The result is identical either way. */
+int tj_parse_split(tj_doc *d, const char *buf, size_t len, size_t split_min);
 void tj_free(tj_doc *d);
 
 static inline const tj_node *tj_at(const tj_doc *d, uint32_t i) { return &d->nodes[i]; }

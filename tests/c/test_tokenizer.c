@@ -102,6 +102,43 @@ static void test_json_pairs(void **state) {
         assert_int_equal(d.nodes[0].size, d.n_nodes);
         tj_free(&d);
     }
+    /* a long pretty-printed array is parsed in two halves (tj_parse_split): same result, also when
+     * the second half turns out not to be all pairs, or holds an error */
+    for (int variant = 0; variant < 4; variant++) {
+        size_t cap = 1 << 16, n = 0;
+        char *big = malloc(cap);
+        n += (size_t)snprintf(big + n, cap - n, "{\"m\": [\n");
+        for (int i = 0; i < 400; i++) {
+            const char *b = (variant == 1 && i == 300) ? "\"x\", 3" : (variant == 2 && i == 350) ? "\"\\q\"" : "\"b\\n\"";
+            n += (size_t)snprintf(big + n, cap - n, "    [\n      \"a%d\",\n      %s\n    ]%s\n", i, b, i < 399 ? "," : "");
+        }
+        n += (size_t)snprintf(big + n, cap - n, "  ]%s}", variant == 3 ? ", \"z\": [\n[\"c\",\"d\"]\n]" : "");
+        tj_doc d1, d2;
+        int r1 = tj_parse_split(&d1, big, n, 1u << 30), r2 = tj_parse_split(&d2, big, n, 64);
+        assert_int_equal(r1, r2);
+        if (r1 == 0) {
+            assert_int_equal(d1.n_nodes, d2.n_nodes);
+            assert_int_equal(d1.n_pairs, d2.n_pairs);
+            for (size_t i = 0; i < d1.n_nodes; i++) {
+                assert_int_equal(d1.nodes[i].type, d2.nodes[i].type);
+                assert_int_equal(d1.nodes[i].n, d2.nodes[i].n);
+            }
+            for (size_t i = 0; i < d1.n_pairs; i++) {
+                assert_int_equal(d1.pairs[i].a_len, d2.pairs[i].a_len);
+                assert_int_equal(d1.pairs[i].b_len, d2.pairs[i].b_len);
+                assert_memory_equal(tj_at_off(&d1, d1.pairs[i].a_off), tj_at_off(&d2, d2.pairs[i].a_off), d1.pairs[i].a_len);
+                assert_memory_equal(tj_at_off(&d1, d1.pairs[i].b_off), tj_at_off(&d2, d2.pairs[i].b_off), d1.pairs[i].b_len);
+            }
+            uint32_t m = tj_get(&d2, 0, "m");
+            assert_int_equal(d2.nodes[m].type, variant == 1 ? TJ_ARR : TJ_PAIRS);
+            assert_int_equal(d2.nodes[m].n, 400);
+        } else {
+            assert_string_equal(d1.err, d2.err);
+        }
+        tj_free(&d1);
+        tj_free(&d2);
+        free(big);
+    }
     /* errors inside a pair are reported, not skipped */
     assert_int_equal(tj_parse(&d, "[[\"a\",\"\xff\"]]", 9), -1);
     assert_string_equal(d.err, "byte 7: invalid UTF-8 in string");

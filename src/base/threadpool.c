@@ -1,10 +1,14 @@
 /* threadpool.c — worker threads for the forward pass (see threadpool.h for the contract).
- * Tasks are handed out with an atomic counter, so uneven tasks balance themselves. */
+ * Tasks are claimed from one atomic word holding (loop generation << 32 | next task index), so a
+ * worker that wakes late can never claim a task of a loop it did not see start, and the caller
+ * waits only for claimed tasks to finish — not for every worker to check in. On an
+ * oversubscribed machine that matters: a descheduled worker no longer stalls every loop. */
 #include "base/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,9 +17,8 @@ struct g4_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    atomic_uint generation;   /* bumped once per parallel loop */
-    atomic_int next_task;
-    atomic_int workers_done;
+    _Atomic uint64_t work;      /* generation << 32 | next task index */
+    atomic_int tasks_done;
     int n_tasks;
     g4_task_fn fn;
     void *ctx;
@@ -24,11 +27,18 @@ struct g4_pool {
 
 typedef struct { g4_pool *p; int id; } worker_arg;
 
-static void drain(g4_pool *p, int thread) {
+/* Claims and runs tasks of generation `gen` until none are left. */
+static void drain(g4_pool *p, uint32_t gen, int thread) {
+    uint64_t v = atomic_load_explicit(&p->work, memory_order_acquire);
     for (;;) {
-        int t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
-        if (t >= p->n_tasks) break;
-        p->fn(p->ctx, t, thread);
+        if ((uint32_t)(v >> 32) != gen) return;
+        uint32_t t = (uint32_t)v;
+        if ((int)t >= p->n_tasks) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->work, &v, v + 1, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        p->fn(p->ctx, (int)t, thread);
+        atomic_fetch_add_explicit(&p->tasks_done, 1, memory_order_release);
+        v = atomic_load_explicit(&p->work, memory_order_acquire);
     }
 }
 
@@ -36,27 +46,25 @@ static void *worker_main(void *arg) {
     worker_arg wa = *(worker_arg *)arg;
     free(arg);
     g4_pool *p = wa.p;
-    unsigned seen = 0;
+    uint32_t seen = 0;
     for (;;) {
         /* Spin for a while (cheap wake-up between back-to-back loops), then sleep. */
-        unsigned gen;
+        uint32_t gen;
         int spins = 0;
-        while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+        while ((gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_acquire) >> 32)) == seen &&
                spins < 20000) {
             spins++;
             __builtin_ia32_pause();
         }
         if (gen == seen) {
             pthread_mutex_lock(&p->mu);
-            while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
-                   !p->stop)
+            while ((gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_acquire) >> 32)) == seen && !p->stop)
                 pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
         if (p->stop) return NULL;
         seen = gen;
-        drain(p, wa.id);
-        atomic_fetch_add_explicit(&p->workers_done, 1, memory_order_release);
+        drain(p, gen, wa.id);
     }
 }
 
@@ -91,7 +99,8 @@ void g4_pool_free(g4_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    p->n_tasks = 0;
+    atomic_fetch_add_explicit(&p->work, (uint64_t)1 << 32, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
@@ -109,19 +118,20 @@ void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
+    /* publish the job, then the new generation with task index 0 */
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->workers_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->tasks_done, 0, memory_order_relaxed);
+    uint32_t gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_relaxed) >> 32) + 1;
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    atomic_store_explicit(&p->work, (uint64_t)gen << 32, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    drain(p, 0);
+    drain(p, gen, 0);
     /* spin briefly, then yield: on an oversubscribed machine a pure spin starves the very
-     * worker we wait for */
-    for (int spins = 0; atomic_load_explicit(&p->workers_done, memory_order_acquire) < p->n_threads - 1; spins++) {
+     * worker whose claimed task we wait for */
+    for (int spins = 0; atomic_load_explicit(&p->tasks_done, memory_order_acquire) < n_tasks; spins++) {
         if (spins < 2000) __builtin_ia32_pause();
         else sched_yield();
     }

@@ -56,6 +56,13 @@ static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
         acc += (ops[i].w->rows + rpt - 1) / rpt;
         j.task_end[i] = acc;
     }
+    /* below ~1M multiply-adds a wake-up of the other threads costs more than it saves */
+    double macs = 0;
+    for (int i = 0; i < n_ops; i++) macs += (double)ops[i].w->rows * ops[i].w->cols * T;
+    if (macs < (1 << 20)) {
+        for (int t = 0; t < acc; t++) mm_task(&j, t, 0);
+        return;
+    }
     g4_pool_run(m->pool, acc, mm_task, &j);
 }
 

@@ -192,6 +192,11 @@ struct jnode {
     const char **names;       /* kwarg names, macro params, compare ops */
     size_t nnames;
     int flag;                 /* N_TEST: negated; N_LIST/TUPLE: - ; N_FOR: has else */
+    /* Frame nodes (root body, for, macro, set block, filter block, with): names this frame
+     * assigns before any read of its own, which jinja2 starts as Undefined rather than looking
+     * them up outside (so a loop or macro that reads them earlier sees Undefined). */
+    const char **undef;
+    size_t nundef;
 };
 
 /* Parses tokens into a body node. Unknown filters/tests are syntax errors, as jinja2 reports

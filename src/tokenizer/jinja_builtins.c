@@ -472,7 +472,8 @@ jv *jx_python_mod_format(jx_ctx *c, const jnode *at, jv *fmt, jv *args) {
         default: jx_rt_fail(c, at, "unsupported format character '%c'", conv);
         }
     }
-    if (ai < an && !(args->k == JV_DICT))
+    /* Python treats any mapping-like right operand (dict, list) as a mapping: unused is fine */
+    if (ai < an && args->k != JV_DICT && !(args->k == JV_LIST && args->u.list.sub != JL_TUPLE))
         jx_rt_fail(c, at, "not all arguments converted during string formatting");
     return jv_str_ref(A_, E_, b.p, b.n);
 }
@@ -720,6 +721,8 @@ static jv *html_escape(jx_ctx *c, jv *v) {
 
 /* select/reject/selectattr/rejectattr: args after the optional attribute are test name + args */
 static jv *select_impl(jx_ctx *c, const jnode *at, jv *v, jx_args *a, int with_attr, int want) {
+    /* jinja2's select_or_reject starts with `if value:` — a falsy input yields nothing */
+    if (!jv_truthy(v)) return as_lazy(list_from(c, NULL, 0, 0), JL_GEN, "select_or_reject");
     if (!iterable(v)) jx_rt_fail(c, at, "'%s' object is not iterable", jv_type_name(v));
     jv *items = jx_to_list(c, at, v);
     size_t first = with_attr ? 1 : 0;
@@ -751,6 +754,7 @@ static jv *select_impl(jx_ctx *c, const jnode *at, jv *v, jx_args *a, int with_a
 }
 
 static jv *f_map(jx_ctx *c, const jnode *at, jv *v, jx_args *a) {
+    if (!jv_truthy(v)) return as_lazy(list_from(c, NULL, 0, 0), JL_GEN, "sync_do_map");   /* `if value:` */
     if (!iterable(v)) jx_rt_fail(c, at, "'%s' object is not iterable", jv_type_name(v));
     jv *items = jx_to_list(c, at, v);
     jv *attr = NULL, *dflt = NULL;
@@ -1129,7 +1133,7 @@ static const char *const lazy_names[] = {"select_or_reject", "select_or_reject",
                                          "select_or_reject", "sync_do_map", "sync_do_unique",
                                          "do_batch", "do_items"};
 
-static int lazy_index(const char *name) {
+__attribute__((noinline)) static int lazy_index(const char *name) {
     for (int i = 0; lazy_filters[i]; i++)
         if (!strcmp(lazy_filters[i], name)) return i;
     return -1;

@@ -101,6 +101,15 @@ static void scope_set(jx_ctx *c, scope *s, const char *name, jv *v) {
     s->n++;
 }
 
+/* Binds the frame's start-as-Undefined names (see jnode.undef) in its fresh scope. */
+static void frame_enter(jx_ctx *c, scope *s, const jnode *frame) {
+    for (size_t i = 0; i < frame->nundef; i++) {
+        char *h = calloc_a(c, strlen(frame->undef[i]) + 20);
+        sprintf(h, "'%s' is undefined", frame->undef[i]);
+        scope_set(c, s, frame->undef[i], jv_undef(c->a, c->e, h));
+    }
+}
+
 static jv *lookup(jx_ctx *c, scope *s, const jnode *at, const char *name) {
     for (; s; s = s->parent)
         for (size_t i = s->n; i > 0; i--)
@@ -507,6 +516,8 @@ static int contains(jx_ctx *c, const jnode *at, jv *container, jv *item) {
             if (!memcmp(container->u.str.s + i, item->u.str.s, item->u.str.n)) return 1;
         return 0;
     case JV_LIST:
+        if (container->u.list.sub == JL_GEN || container->u.list.sub == JL_ITER)
+            container = jx_to_list(c, at, container);   /* consumes; raises a deferred error */
         if (container->u.list.sub == JL_KEYS &&   /* a set-like view: hashes its operand */
             (item->k == JV_DICT || (item->k == JV_LIST && item->u.list.sub != JL_TUPLE && item->u.list.sub != JL_RANGE)))
             jx_rt_fail(c, at, "unhashable type: '%s'", jv_type_name(item));
@@ -544,6 +555,7 @@ static jv *call_macro(jx_ctx *c, const jnode *at, jv *m, jx_args *args) {
         jx_rt_fail(c, at, "maximum recursion depth (%d nested macro calls) exceeded", c->lim->max_depth);
     c->depth++;
     scope *s = scope_new(c, (scope *)m->u.macro.scope);
+    frame_enter(c, s, def);
     size_t np = def->nnames;
     int *bound = calloc_a(c, (np + 1) * sizeof(int));
     size_t nextra = args->npos > np ? args->npos - np : 0;
@@ -737,7 +749,10 @@ static void assign(jx_ctx *c, const jnode *target, jv *v, scope *s) {
     for (size_t i = 0; i < target->nkids; i++) assign(c, target->kids[i], l->u.list.v[i], s);
 }
 
-static jv *render_to_string(jx_ctx *c, jnode *const *kids, size_t nk, scope *s) {
+/* Set and filter blocks render their body in a child frame, as jinja2 does. */
+static jv *render_to_string(jx_ctx *c, const jnode *frame, jnode *const *kids, size_t nk, scope *parent) {
+    scope *s = scope_new(c, parent);
+    frame_enter(c, s, frame);
     jx_buf *saved = c->out, b;
     jx_buf_init(&b, c->a, c->e, c->lim->max_output);
     jx_buf_put(&b, "", 0);
@@ -785,6 +800,7 @@ static void exec_for(jx_ctx *c, const jnode *n, scope *s) {
          * (arena memory is only freed after the render) unless a macro captured it. */
         if (!is || is->captured) is = scope_new(c, s);
         else is->n = 0;
+        frame_enter(c, is, n);
         assign(c, n->a, items->u.list.v[i], is);
         scope_set(c, is, "loop", loopv);
         exec_body(c, n->kids, n->nkids, is);
@@ -808,7 +824,7 @@ static void exec_stmt(jx_ctx *c, const jnode *n, scope *s) {
     case N_FOR: exec_for(c, n, s); return;
     case N_SET: assign(c, n->a, eval(c, n->b, s), s); return;
     case N_SETBLOCK: {
-        jv *v = render_to_string(c, n->kids, n->nkids, s);
+        jv *v = render_to_string(c, n, n->kids, n->nkids, s);
         assign(c, n->a, apply_filter_chain(c, n->b, v, s), s);
         return;
     }
@@ -823,12 +839,13 @@ static void exec_stmt(jx_ctx *c, const jnode *n, scope *s) {
     case N_BREAK: c->flow = FLOW_BREAK; return;
     case N_CONTINUE: c->flow = FLOW_CONTINUE; return;
     case N_FILTERBLOCK: {
-        jv *v = render_to_string(c, n->kids, n->nkids, s);
+        jv *v = render_to_string(c, n, n->kids, n->nkids, s);
         jv_write_str(c->out, apply_filter_chain(c, n->b, v, s));
         return;
     }
     case N_WITH: {
         scope *ws = scope_new(c, s);
+        frame_enter(c, ws, n);
         for (size_t i = 0; i < n->nkids2; i++) assign(c, n->b->kids[i], eval(c, n->kids2[i], s), ws);
         exec_body(c, n->kids, n->nkids, ws);
         return;
@@ -857,6 +874,7 @@ int jx_render(const jnode *root, jv *vars, jx_arena *a, jx_err *e, const jx_limi
             if (vars->u.dict->keys[i]->k == JV_STR)
                 scope_set(&c, g, vars->u.dict->keys[i]->u.str.s, vars->u.dict->vals[i]);
     scope *top = scope_new(&c, g);
+    frame_enter(&c, top, root);
     exec_body(&c, root->kids, root->nkids, top);
     char *r = malloc(b.n + 1);
     if (!r) {

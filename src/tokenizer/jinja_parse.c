@@ -871,7 +871,167 @@ done:
     return body;
 }
 
+/* ---------------------------------------------------------------- frame analysis */
+
+/* jinja2 resolves names per frame at compile time (idtracking.py): a name a frame stores is
+ * local to the whole frame; if the frame's first own reference to it is an unconditional store
+ * and no enclosing frame references it, it starts Undefined instead of being looked up outside.
+ * We record those names on the frame node; the evaluator binds them to Undefined on entry. */
+
+typedef struct refs refs;
+struct refs {
+    const refs *parent;
+    const char **names;
+    int *first;    /* 1 load or conditional store first, 2 unconditional store first */
+    size_t n, cap;
+};
+
+static int refs_has(const refs *r, const char *name) {
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->names[i], name)) return 1;
+    return 0;
+}
+
+static void ref_add(P *p, refs *r, const char *name, int kind) {
+    if (refs_has(r, name)) return;
+    if (r->n == r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 16;
+        const char **nn = palloc(p, nc * sizeof *nn);
+        int *nf = palloc(p, nc * sizeof *nf);
+        if (r->n) {
+            memcpy(nn, r->names, r->n * sizeof *nn);
+            memcpy(nf, r->first, r->n * sizeof *nf);
+        }
+        r->names = nn;
+        r->first = nf;
+        r->cap = nc;
+    }
+    r->names[r->n] = name;
+    r->first[r->n] = kind;
+    r->n++;
+}
+
+static void frame_analyze(P *p, jnode *frame, jnode *const *kids, size_t nk, const refs *parent,
+                          const char *const *params, size_t nparams);
+
+/* loads of an expression, in evaluation order */
+static void expr_loads(P *p, refs *r, const jnode *n) {
+    if (!n) return;
+    if (n->kind == N_NAME) { ref_add(p, r, n->s, 1); return; }
+    if (n->kind == N_NSREF) { ref_add(p, r, n->s, 1); return; }
+    expr_loads(p, r, n->a);
+    expr_loads(p, r, n->b);
+    expr_loads(p, r, n->c);
+    expr_loads(p, r, n->d);
+    for (size_t i = 0; i < n->nkids; i++) expr_loads(p, r, n->kids[i]);
+    for (size_t i = 0; i < n->nkids2; i++) expr_loads(p, r, n->kids2[i]);
+}
+
+static void target_stores(P *p, refs *r, const jnode *t, int kind) {
+    if (t->kind == N_NAME) ref_add(p, r, t->s, kind);
+    else if (t->kind == N_NSREF) ref_add(p, r, t->s, 1);
+    else for (size_t i = 0; i < t->nkids; i++) target_stores(p, r, t->kids[i], kind);
+}
+
+/* Walks a frame's own statements; `branch` is set inside if/elif/else bodies. Child frames are
+ * collected in `children` to be analysed once this frame's references are known. */
+static void stmts_refs(P *p, refs *r, jnode *const *kids, size_t nk, int branch, jnode ***children,
+                       size_t *nch, size_t *capch) {
+    for (size_t i = 0; i < nk; i++) {
+        jnode *n = kids[i];
+        int child = 0;
+        switch (n->kind) {
+        case N_PRINT: expr_loads(p, r, n->a); break;
+        case N_IF:
+            expr_loads(p, r, n->a);
+            stmts_refs(p, r, n->kids, n->nkids, 1, children, nch, capch);
+            stmts_refs(p, r, n->kids2, n->nkids2, 1, children, nch, capch);
+            break;
+        case N_SET: expr_loads(p, r, n->b); target_stores(p, r, n->a, branch ? 1 : 2); break;
+        case N_SETBLOCK: child = 1; target_stores(p, r, n->a, branch ? 1 : 2); break;
+        case N_FOR: expr_loads(p, r, n->b); child = 1; break;
+        case N_MACRO: ref_add(p, r, n->s, branch ? 1 : 2); child = 1; break;
+        case N_FILTERBLOCK: child = 1; break;
+        case N_WITH:
+            for (size_t k = 0; k < n->nkids2; k++) expr_loads(p, r, n->kids2[k]);
+            child = 1;
+            break;
+        case N_BODY: stmts_refs(p, r, n->kids, n->nkids, branch, children, nch, capch); break;
+        default: break;
+        }
+        if (child) {
+            if (*nch == *capch) {
+                size_t nc = *capch ? *capch * 2 : 8;
+                jnode **x = palloc(p, nc * sizeof *x);
+                if (*nch) memcpy(x, *children, *nch * sizeof *x);
+                *children = x;
+                *capch = nc;
+            }
+            (*children)[(*nch)++] = n;
+        }
+    }
+}
+
+static int chain_has(const refs *r, const char *name) {
+    for (; r; r = r->parent)
+        if (refs_has(r, name)) return 1;
+    return 0;
+}
+
+static void frame_analyze(P *p, jnode *frame, jnode *const *kids, size_t nk, const refs *parent,
+                          const char *const *params, size_t nparams) {
+    enter(p);
+    refs r = {.parent = parent};
+    for (size_t i = 0; i < nparams; i++) ref_add(p, &r, params[i], 1);
+    jnode **children = NULL;
+    size_t nch = 0, capch = 0;
+    stmts_refs(p, &r, kids, nk, 0, &children, &nch, &capch);
+    size_t nu = 0;
+    for (size_t i = 0; i < r.n; i++)
+        if (r.first[i] == 2 && !chain_has(parent, r.names[i])) nu++;
+    if (nu) {
+        frame->undef = palloc(p, nu * sizeof(char *));
+        for (size_t i = 0; i < r.n; i++)
+            if (r.first[i] == 2 && !chain_has(parent, r.names[i])) frame->undef[frame->nundef++] = r.names[i];
+    }
+    for (size_t i = 0; i < nch; i++) {
+        jnode *c = children[i];
+        if (c->kind == N_FOR) {
+            /* the loop frame: target and `loop` are its parameters; the filter reads in it */
+            refs tr = {0};
+            target_stores(p, &tr, c->a, 1);
+            ref_add(p, &tr, "loop", 1);
+            if (c->c) expr_loads(p, &tr, c->c);
+            frame_analyze(p, c, c->kids, c->nkids, &r, tr.names, tr.n);
+            /* for-else runs in its own frame too */
+            if (c->nkids2) {
+                jnode tmp;
+                memset(&tmp, 0, sizeof tmp);
+                frame_analyze(p, &tmp, c->kids2, c->nkids2, &r, NULL, 0);
+            }
+        } else if (c->kind == N_MACRO) {
+            const char *extra[] = {"varargs", "kwargs"};
+            const char **ps = palloc(p, (c->nnames + 2) * sizeof *ps);
+            for (size_t k = 0; k < c->nnames; k++) ps[k] = c->names[k];
+            ps[c->nnames] = extra[0];
+            ps[c->nnames + 1] = extra[1];
+            refs pr = {.parent = &r};
+            (void)pr;
+            frame_analyze(p, c, c->a->kids, c->a->nkids, &r, ps, c->nnames + 2);
+        } else if (c->kind == N_WITH) {
+            refs tr = {0};
+            for (size_t k = 0; k < c->b->nkids; k++) target_stores(p, &tr, c->b->kids[k], 1);
+            frame_analyze(p, c, c->kids, c->nkids, &r, tr.names, tr.n);
+        } else {
+            frame_analyze(p, c, c->kids, c->nkids, &r, NULL, 0);   /* set / filter blocks */
+        }
+    }
+    leave(p);
+}
+
 jnode *jx_parse(jx_arena *a, jx_err *e, const jx_toks *toks, int max_depth) {
     P p = {.a = a, .e = e, .t = toks, .i = 0, .max_depth = max_depth};
-    return subparse(&p, NULL, NULL);
+    jnode *root = subparse(&p, NULL, NULL);
+    frame_analyze(&p, root, root->kids, root->nkids, NULL, NULL, 0);
+    return root;
 }

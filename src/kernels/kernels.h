@@ -17,7 +17,7 @@ typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0
 
 typedef struct {
     const char *name;                 /* "scalar", "avx2" */
-    g4_matmul_fn matmul[3];           /* indexed by g4_dtype */
+    g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n);        /* y += a x */
     /* y = x * (mean(x^2) + eps)^-1/2 * (w ? w : 1); x and y may alias.  [n] */
@@ -50,7 +50,7 @@ static inline float g4_bf16_to_f32(uint16_t h) {
 float g4_f16_to_f32(uint16_t h);
 /* Round-to-nearest-even float -> bf16 (tests and packing). */
 uint16_t g4_f32_to_bf16(float f);
-/* Widens `n` elements of `dt` at `src` to float32. */
+/* Widens `n` elements of `dt` at `src` to float32 (block types: n a multiple of the block). */
 void g4_to_f32(g4_dtype dt, const void *src, size_t n, float *dst);
 
 #endif

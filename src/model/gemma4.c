@@ -96,8 +96,9 @@ static void att_task(void *ctx, int task, int thread) {
     const float *K = slot_k(m, j->slots[r], L) + (size_t)g * cap * D;
     const float *V = K + (size_t)L->n_kv * cap * D;
     float *out = m->att + ((size_t)r * Hq + h) * D;
-    /* Gemma 4 attention scaling is 1.0: the q/k norms replace 1/sqrt(D) */
-    m->k->attend(q, K, V, cap, lo, p, D, 1.0f, m->scores + (size_t)thread * m->info.ctx, out);
+    /* Gemma 4 attention scaling is 1.0: the q/k norms replace 1/sqrt(D); Gemma 3 sets attn_scale */
+    const float scale = m->cfg.attn_scale ? m->cfg.attn_scale : 1.0f;
+    m->k->attend(q, K, V, cap, lo, p, D, scale, m->scores + (size_t)thread * m->info.ctx, out);
 }
 
 /* ---------------------------------------------------------------- the layer loop */
@@ -127,7 +128,8 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
             float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
             m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
             g4_rope_apply(kd, cs, D);
-            m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
+            if (m->cfg.no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));
+            else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
         }
     }
     att_job aj = {m, L, R, slots, pos};
@@ -169,7 +171,7 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         int id = ids[r];
         for (int k = 0; k < 3; k++)   /* text-only: placeholders embed as <pad>, as HF does */
             if (id == c->mm_placeholder_ids[k] && c->pad_id >= 0) id = c->pad_id;
-        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)id * H * g4_dtype_size(m->embed.dt), (size_t)H, x);
+        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)id * g4_dtype_row_bytes(m->embed.dt, H), (size_t)H, x);
         for (int i = 0; i < H; i++) x[i] *= m->embed_scale;
     }
     for (int l = 0; l < c->n_layers; l++) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/gguf.h"
 #include "model/model.h"
 #include "model/rope.h"
 
@@ -67,10 +68,15 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     if (!m) return g4_fail(G4_ERR_NOMEM, "out of memory");
     m->opts = o;
     g4_status st;
-    if ((st = g4_config_load(path, &m->cfg))) goto fail;
-    if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
-    if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
-    if ((st = g4_weights_bind(m))) goto fail;
+    if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
+        if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
+        if ((st = g4_gguf_model_bind(m, path))) goto fail;
+    } else {
+        if ((st = g4_config_load(path, &m->cfg))) goto fail;
+        if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
+        if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
+        if ((st = g4_weights_bind(m))) goto fail;
+    }
     const g4_config *c = &m->cfg;
     int Dsl = 0, Dfull = 0;
     for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];

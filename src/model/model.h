@@ -55,6 +55,8 @@ struct g4_model {
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
 g4_status g4_weights_bind(g4_model *m);
 void g4_weights_free(g4_model *m);
+/* Config and weights from one GGUF file (gguf_bind.c; Gemma 3 text); frees with g4_weights_free. */
+g4_status g4_gguf_model_bind(g4_model *m, const char *path);
 
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and
  * writes raw logits for rows [logit_row0, R) into logits[(r - logit_row0) * vocab]. */

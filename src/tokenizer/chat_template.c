@@ -3,7 +3,9 @@
  * conversation the way transformers' apply_chat_template does (message normalisation, default
  * variables). The Jinja language itself is in jinja_*.c. */
 #include "gemma4c.h"
+#include "io/gguf.h"
 #include "tokenizer/jinja.h"
+#include "tokenizer/tokenizer_gguf.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -188,6 +190,7 @@ g4_status g4_template_load(const char *path, g4_template **out) {
         return st;
     }
     if (!is_file(path)) return g4_fail(G4_ERR_IO, "%s: no such file or directory", path);
+    if (g4_is_gguf(path)) return tk_template_load_gguf(path, out);   /* tokenizer_gguf.c */
     /* a file: tokenizer_config.json-like JSON, or a template whose directory may hold one */
     char *dir = strdup(path);
     if (!dir) return g4_fail(G4_ERR_NOMEM, "out of memory");

@@ -2,7 +2,9 @@
  * table, added tokens (ids assigned as HF's AddedVocabulary does), and the normalizer /
  * pre-tokenizer / post-processor / decoder steps we implement. Anything else is refused naming
  * the type. Owns loading and freeing; encoding is tokenizer.c / bpe.c, decoding detok.c. */
+#include "io/gguf.h"
 #include "tokenizer/tok_json.h"
+#include "tokenizer/tokenizer_gguf.h"
 #include "tokenizer/tokenizer_internal.h"
 
 #include <errno.h>
@@ -833,6 +835,7 @@ g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
     /* a path that does not lead to a readable tokenizer.json is bad input (exit 2), not a
      * runtime failure */
     if (stat(path, &sb) != 0) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode) && g4_is_gguf(path)) return tk_load_gguf(path, out);   /* tokenizer_gguf.c */
     if (S_ISDIR(sb.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
     else snprintf(file, sizeof file, "%s", path);
     FILE *f = fopen(file, "rb");

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 static inline __m256 load_bf16(const uint16_t *p) {
@@ -221,7 +222,7 @@ static void attend(const float *q, const float *K, const float *V, int cap, int 
 
 static const g4_kernels avx2_table = {
     .name = "avx2",
-    .matmul = {matmul_f32, matmul_f16, matmul_bf16},
+    .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_AVX2},
     .dot = dot,
     .axpy = axpy,
     .rmsnorm = rmsnorm,

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 float g4_f16_to_f32(uint16_t h) {
@@ -28,6 +29,7 @@ uint16_t g4_f32_to_bf16(float f) {
 }
 
 void g4_to_f32(g4_dtype dt, const void *src, size_t n, float *dst) {
+    if (g4_dtype_is_quant(dt)) { g4_dequant_row(dt, src, (int64_t)n, dst); return; }
     const uint16_t *h = src;
     for (size_t i = 0; i < n; i++)
         dst[i] = dt == G4_DT_F32 ? ((const float *)src)[i]
@@ -105,7 +107,7 @@ static void attend(const float *q, const float *K, const float *V, int cap, int 
 
 static const g4_kernels scalar_table = {
     .name = "scalar",
-    .matmul = {matmul_f32, matmul_f16, matmul_bf16},
+    .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_REF},
     .dot = dot,
     .axpy = axpy,
     .rmsnorm = rmsnorm,

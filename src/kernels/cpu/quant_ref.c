@@ -1,0 +1,123 @@
+/* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
+ * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q6_K} operation for operation (so float results are
+ * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
+ * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/quant.h"
+
+static inline float f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+static void deq_q8_0(const uint8_t *b, float *y) {   /* d, int8 q[32] */
+    const float d = f16(b);
+    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+static void deq_q4_0(const uint8_t *b, float *y) {   /* d, q[16]: low nibbles 0..15, high 16..31 */
+    const float d = f16(b);
+    const uint8_t *q = b + 2;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)((q[j] & 0x0F) - 8) * d;
+        y[j + 16] = (float)((q[j] >> 4) - 8) * d;
+    }
+}
+
+static void deq_q5_0(const uint8_t *b, float *y) {   /* d, qh (32 fifth bits), q[16] */
+    const float d = f16(b);
+    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    const uint8_t *q = b + 6;
+    for (int j = 0; j < 16; j++) {
+        const uint8_t xh0 = (uint8_t)(((qh >> j) << 4) & 0x10), xh1 = (uint8_t)((qh >> (j + 12)) & 0x10);
+        y[j] = (float)(((q[j] & 0x0F) | xh0) - 16) * d;
+        y[j + 16] = (float)(((q[j] >> 4) | xh1) - 16) * d;
+    }
+}
+
+/* ggml's get_scale_min_k4: 8 six-bit (scale, min) pairs packed in 12 bytes */
+static inline void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
+    if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
+    else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+static void deq_q4_k(const uint8_t *b, float *y) {   /* d, dmin, scales[12], q[128] */
+    const float d = f16(b), min = f16(b + 2);
+    const uint8_t *sc = b + 4, *q = b + 16;
+    int is = 0;
+    uint8_t s, m;
+    for (int j = 0; j < 256; j += 64) {
+        scale_min_k4(is + 0, sc, &s, &m);
+        const float d1 = d * s, m1 = min * m;
+        scale_min_k4(is + 1, sc, &s, &m);
+        const float d2 = d * s, m2 = min * m;
+        for (int l = 0; l < 32; l++) *y++ = d1 * (q[l] & 0xF) - m1;
+        for (int l = 0; l < 32; l++) *y++ = d2 * (q[l] >> 4) - m2;
+        q += 32;
+        is += 2;
+    }
+}
+
+static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc[16], d */
+    const float d = f16(b + 208);
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    for (int n = 0; n < 256; n += 128) {
+        for (int l = 0; l < 32; l++) {
+            const int is = l / 16;
+            const int8_t q1 = (int8_t)((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            const int8_t q2 = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            const int8_t q3 = (int8_t)((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            const int8_t q4 = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l + 0] = d * sc[is + 0] * q1;
+            y[l + 32] = d * sc[is + 2] * q2;
+            y[l + 64] = d * sc[is + 4] * q3;
+            y[l + 96] = d * sc[is + 6] * q4;
+        }
+        y += 128;
+        ql += 64;
+        qh += 32;
+        sc += 8;
+    }
+}
+
+void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
+    void (*f)(const uint8_t *, float *) = dt == G4_DT_Q8_0 ? deq_q8_0 : dt == G4_DT_Q4_0 ? deq_q4_0
+                                        : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
+                                        : dt == G4_DT_Q6_K ? deq_q6_k : NULL;
+    if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
+    const int bs = g4_dtype_block(dt);
+    const size_t bb = g4_dtype_size(dt);
+    const uint8_t *b = src;
+    for (int64_t i = 0; i < n / bs; i++) f(b + (size_t)i * bb, dst + i * bs);
+}
+
+/* The reference: widen one weight row (in L1), then the same sequential float32 dot as ref.c */
+static void mm_ref(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1,
+                   float *y, int ldy) {
+    float *row = malloc((size_t)K * sizeof(float));
+    if (!row) abort();   /* [K] floats; the kernels have no error channel */
+    const size_t rb = g4_dtype_row_bytes(dt, K);
+    for (int n = n0; n < n1; n++) {
+        g4_dequant_row(dt, (const uint8_t *)w + (size_t)n * rb, K, row);
+        for (int t = 0; t < T; t++) {
+            const float *xr = x + (size_t)t * K;
+            float acc = 0.0f;
+            for (int k = 0; k < K; k++) acc += xr[k] * row[k];
+            y[(size_t)t * ldy + n] = acc;
+        }
+    }
+    free(row);
+}
+
+#define MM_REF(NAME, DT)                                                                        \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        mm_ref(DT, x, T, K, w, n0, n1, y, ldy);                                                 \
+    }
+MM_REF(g4_mm_q8_0_ref, G4_DT_Q8_0)
+MM_REF(g4_mm_q4_0_ref, G4_DT_Q4_0)
+MM_REF(g4_mm_q5_0_ref, G4_DT_Q5_0)
+MM_REF(g4_mm_q4_k_ref, G4_DT_Q4_K)
+MM_REF(g4_mm_q6_k_ref, G4_DT_Q6_K)

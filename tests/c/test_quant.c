@@ -1,0 +1,127 @@
+/* test_quant.c — ggml block formats: the C decoders against tests/fixtures/quant/ vectors written
+ * by the `gguf` package's own quantizers/dequantizers (bit-exact), and every path's fused matmul
+ * over quantized weights against dequantize-then-dot in double (float tolerance). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/quant.h"
+#include "kernels/kernels.h"
+
+#define ROWS 4
+#define COLS 512
+
+static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+
+static void *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc((size_t)sz + 1);
+    *n = fread(p, 1, (size_t)sz, f);
+    fclose(f);
+    return p;
+}
+
+static void *load(g4_dtype dt, const char *ext, size_t want) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/quant/%s.%s", g4_dtype_name(dt), ext);
+    size_t n = 0;
+    void *p = slurp(path, &n);
+    if (!p) fail_msg("cannot read %s", path);
+    assert_int_equal(n, want);
+    return p;
+}
+
+static void test_sizes(void **state) {
+    (void)state;
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q8_0, 512), 16 * 34);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q4_0, 512), 16 * 18);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q5_0, 512), 16 * 22);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q4_K, 512), 2 * 144);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q6_K, 512), 2 * 210);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_BF16, 512), 1024);
+    assert_string_equal(g4_dtype_name(G4_DT_Q4_K), "Q4_K");
+}
+
+/* every element's bits equal gguf-py's dequantization */
+static void test_dequant_exact(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        g4_dtype dt = types[i];
+        size_t rb = g4_dtype_row_bytes(dt, COLS);
+        uint8_t *blocks = load(dt, "blocks", ROWS * rb);
+        float *want = load(dt, "f32", ROWS * COLS * sizeof(float));
+        float got[COLS];
+        int bad = 0;
+        for (int r = 0; r < ROWS; r++) {
+            g4_to_f32(dt, blocks + r * rb, COLS, got);
+            bad += memcmp(got, want + r * COLS, sizeof got) != 0;
+            for (int k = 0; k < COLS && bad; k++)
+                if (memcmp(&got[k], &want[r * COLS + k], 4)) {
+                    print_error("%s row %d col %d: %.9g vs %.9g\n", g4_dtype_name(dt), r, k, got[k], want[r * COLS + k]);
+                    break;
+                }
+        }
+        assert_int_equal(bad, 0);
+        free(blocks);
+        free(want);
+    }
+}
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+/* Y = X · Wᵀ through the table of each path, T in {1, 3, 7}, row ranges that split the rows */
+static void test_matmul(void **state) {
+    (void)state;
+    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    unsigned seed = 7;
+    for (int p = 0; p < 2; p++) {
+        if (!paths[p]) continue;
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+            g4_dtype dt = types[i];
+            size_t rb = g4_dtype_row_bytes(dt, COLS);
+            uint8_t *blocks = load(dt, "blocks", ROWS * rb);
+            float *wf = load(dt, "f32", ROWS * COLS * sizeof(float));
+            assert_non_null(paths[p]->matmul[dt]);
+            for (int T = 1; T <= 7; T += 3) {
+                float x[7 * COLS], y[7 * ROWS];
+                for (int k = 0; k < T * COLS; k++) x[k] = frand(&seed);
+                memset(y, 0, sizeof y);
+                paths[p]->matmul[dt](x, T, COLS, blocks, 0, 1, y, ROWS);
+                paths[p]->matmul[dt](x, T, COLS, blocks, 1, ROWS, y, ROWS);
+                for (int t = 0; t < T; t++)
+                    for (int n = 0; n < ROWS; n++) {
+                        double ref = 0, mag = 0;
+                        for (int k = 0; k < COLS; k++) {
+                            ref += (double)x[t * COLS + k] * wf[n * COLS + k];
+                            mag += fabs((double)x[t * COLS + k] * wf[n * COLS + k]);
+                        }
+                        if (fabs(y[t * ROWS + n] - ref) > 1e-5 * mag + 1e-6)
+                            fail_msg("%s %s T=%d t=%d n=%d: %g vs %g", paths[p]->name, g4_dtype_name(dt), T, t, n, y[t * ROWS + n], ref);
+                    }
+            }
+            free(blocks);
+            free(wf);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_dequant_exact),
+        cmocka_unit_test(test_matmul),
+    };
+    return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
+}

@@ -473,7 +473,7 @@ jv *jx_python_mod_format(jx_ctx *c, const jnode *at, jv *fmt, jv *args) {
         }
     }
     /* Python treats any mapping-like right operand (dict, list) as a mapping: unused is fine */
-    if (ai < an && args->k != JV_DICT && !(args->k == JV_LIST && args->u.list.sub != JL_TUPLE))
+    if (ai < an && args->k != JV_DICT && args->k != JV_UNDEF && !(args->k == JV_LIST && args->u.list.sub != JL_TUPLE))
         jx_rt_fail(c, at, "not all arguments converted during string formatting");
     return jv_str_ref(A_, E_, b.p, b.n);
 }

@@ -111,6 +111,30 @@ static const struct tcase statements_cases[] = {
      "gen 5"},
 };
 
+/* jinja2's scoping and Python-object quirks (frames, for-else flag, generators, views) */
+static const struct tcase scoping_cases[] = {
+    {"{% set blk %}{{ s }}{% endset %}[{{ blk }}]{% set s = 'zz' %}",
+     "[]"},
+    {"{{ s }}{% set s = 'zz' %}{{ s }}",
+     "Hello Worldzz"},
+    {"{% macro m() %}{{ s }}{% endmacro %}[{{ m() }}]{% set s = 'zz' %}[{{ m() }}]",
+     "[][zz]"},
+    {"{% for i in [1] %}{{ s }}{% set s = 'q' %}{{ s }}{% endfor %}{{ s }}",
+     "Hello WorldqHello World"},
+    {"{% for i in [1] %}{% for j in [1] %}[{{ s }}]{% endfor %}{% set s = 'q' %}{% endfor %}",
+     "[]"},
+    {"{% if false %}{% set s = 1 %}{% endif %}{{ s }}",
+     "Hello World"},
+    {"{% set blk %}{% set y = 1 %}{% endset %}[{{ y }}]",
+     "[]"},
+    {"{% for x in [1, 2] %}{{ x }}{% continue %}{% else %}ELSE{% endfor %}",
+     "12ELSE"},
+    {"{{ l | select('odd') | list }} {{ (l | select('odd')) is sequence }} {{ d.keys() }} {{ range(3) }} {{ (none | select) | list }}",
+     "[3, 1] False dict_keys(['b', 'a']) range(0, 3) []"},
+    {"{% set g = l | map('string') %}{{ g | list }}{{ g | list }}",
+     "['3', '1', '2'][]"},
+};
+
 static char *render(const char *tpl, const char *vars, g4_status *st) {
     g4_template *t = NULL;
     *st = g4_template_load_source(tpl, strlen(tpl), "t.jinja", NULL, &t);
@@ -152,6 +176,7 @@ TABLE(whitespace)
 TABLE(expressions)
 TABLE(filters)
 TABLE(statements)
+TABLE(scoping)
 
 static const char MSGS[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}";
 
@@ -268,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_expressions),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_scoping),
         cmocka_unit_test(test_syntax_errors_name_line),
         cmocka_unit_test(test_runtime_errors),
         cmocka_unit_test(test_bad_vars),

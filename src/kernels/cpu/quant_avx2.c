@@ -1,10 +1,11 @@
-/* quant_avx2.c — matmul over ggml block-quantized weights for AVX2+FMA: each weight row is
- * widened once with the bit-exact block decoders (quant_ref.c) into a float row that stays in
- * L1/L2, then dotted with every activation row using 4 independent 8-wide FMA accumulators
- * (the row is decoded once however many activation rows read it); Q8_0 is fused in registers. */
+/* quant_avx2.c — matmul over ggml block-quantized weights for AVX2+FMA, fused: each block's
+ * quants are widened to float in registers (never stored), dotted with the activations and scaled
+ * per block / sub-block (Q4_K's mins via the sum of x). Not bit-identical to dequantize-then-dot
+ * (scales are applied after the sum); tests/c/test_quant.c bounds the difference. */
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cpu/quant.h"
 
@@ -13,30 +14,6 @@ static inline float hsum(__m256 v) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-/* K is a multiple of 32 for every block type */
-static inline float dot32(const float *a, const float *b, int K) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int k = 0; k < K; k += 32) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), _mm256_loadu_ps(b + k + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), _mm256_loadu_ps(b + k + 24), a3);
-    }
-    return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-}
-
-static void mm(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
-               int ldy) {
-    float *row = aligned_alloc(32, ((size_t)K * sizeof(float) + 31) & ~(size_t)31);
-    if (!row) abort();   /* [K] floats; the kernels have no error channel */
-    const size_t rb = g4_dtype_row_bytes(dt, K);
-    for (int n = n0; n < n1; n++) {
-        g4_dequant_row(dt, (const uint8_t *)w + (size_t)n * rb, K, row);
-        for (int t = 0; t < T; t++) y[(size_t)t * ldy + n] = dot32(x + (size_t)t * K, row, K);
-    }
-    free(row);
 }
 
 /* Q8_0 fully fused (the tied LM head of the common Gemma GGUFs is Q8_0, and it is most of the
@@ -73,11 +50,128 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
     }
 }
 
-#define MM_AVX2(NAME, DT)                                                                       \
-    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        mm(DT, x, T, K, w, n0, n1, y, ldy);                                                     \
+/* ---- the other block types fused in registers: each 32-weight chunk becomes four 8-wide
+ * float vectors of integer quants, dotted with x and scaled per chunk (or per 16). ---- */
+
+static inline __m256 cvt8(__m256i v, int k) {   /* int8 lanes 8k..8k+7 -> float */
+    __m128i h = k < 2 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
+    if (k & 1) h = _mm_srli_si128(h, 8);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h));
+}
+
+/* sum over the 32 lanes of q (int8) times x[0..32), as a vector: lanes 0-15 and 16-31 apart */
+static inline void dot32_i8(__m256i q, const float *x, __m256 *lo, __m256 *hi) {
+    *lo = _mm256_fmadd_ps(cvt8(q, 1), _mm256_loadu_ps(x + 8), _mm256_mul_ps(cvt8(q, 0), _mm256_loadu_ps(x)));
+    *hi = _mm256_fmadd_ps(cvt8(q, 3), _mm256_loadu_ps(x + 24), _mm256_mul_ps(cvt8(q, 2), _mm256_loadu_ps(x + 16)));
+}
+
+/* 32 bits -> 32 bytes of 0xFF / 0x00 (bit i -> byte i) */
+static inline __m256i bits_to_bytes(uint32_t b) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i mask = _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
+    v = _mm256_or_si256(v, mask);
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+static inline __m256i nibbles32(const uint8_t *q16) {   /* q[16] -> low nibbles 0..15, high 16..31 */
+    const __m128i v = _mm_loadu_si128((const __m128i *)q16), m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+typedef __m256 (*blk_dot_fn)(const uint8_t *blk, const float *x);   /* one block · x, as a vector */
+
+static __m256 blk_q4_0(const uint8_t *b, const float *x) {
+    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    __m256 lo, hi;
+    dot32_i8(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), x, &lo, &hi);
+    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(lo, hi));
+}
+
+static __m256 blk_q5_0(const uint8_t *b, const float *x) {
+    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    uint32_t qh;
+    memcpy(&qh, b + 2, 4);
+    __m256i q = _mm256_or_si256(nibbles32(b + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+    __m256 lo, hi;
+    dot32_i8(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), x, &lo, &hi);
+    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(lo, hi));
+}
+
+static inline void k4_scale_min(int j, const uint8_t *q, int *d, int *m) {   /* get_scale_min_k4 */
+    if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
+    else { *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
+}
+
+static __m256 blk_q4_k(const uint8_t *b, const float *x) {   /* sum_j d*sc_j*(q·x) - dmin*m_j*sum(x) */
+    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = g4_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+    const uint8_t *sc = b + 4, *qs = b + 16;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int g = 0; g < 4; g++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+        for (int h = 0; h < 2; h++) {
+            const int j = 2 * g + h;
+            const float *xj = x + 32 * j;
+            __m256i q = h ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+            int s, m;
+            k4_scale_min(j, sc, &s, &m);
+            __m256 lo, hi;
+            dot32_i8(q, xj, &lo, &hi);
+            const __m256 sx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xj), _mm256_loadu_ps(xj + 8)),
+                                            _mm256_add_ps(_mm256_loadu_ps(xj + 16), _mm256_loadu_ps(xj + 24)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)s), _mm256_add_ps(lo, hi), acc);
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)m), sx, acc);
+        }
     }
-MM_AVX2(g4_mm_q4_0_avx2, G4_DT_Q4_0)
-MM_AVX2(g4_mm_q5_0_avx2, G4_DT_Q5_0)
-MM_AVX2(g4_mm_q4_k_avx2, G4_DT_Q4_K)
-MM_AVX2(g4_mm_q6_k_avx2, G4_DT_Q6_K)
+    return acc;
+}
+
+static __m256 blk_q6_k(const uint8_t *b, const float *x) {
+    const float d = g4_f16_to_f32((uint16_t)(b[208] | b[209] << 8));
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
+    __m256 acc = _mm256_setzero_ps();
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+        const int8_t *sc = (const int8_t *)(b + 192 + 8 * h);
+        const __m256i L = _mm256_loadu_si256((const __m256i *)ql), L2 = _mm256_loadu_si256((const __m256i *)(ql + 32)),
+                      H = _mm256_loadu_si256((const __m256i *)qh);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+        q[1] = _mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L, 4), m4), _mm256_and_si256(H, m30));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+        for (int r = 0; r < 4; r++) {
+            __m256 lo, hi;
+            dot32_i8(_mm256_sub_epi8(q[r], c32), x + 128 * h + 32 * r, &lo, &hi);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * r]), lo, acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * r + 1]), hi, acc);
+        }
+    }
+    return acc;
+}
+
+static void mm_fused(blk_dot_fn f, int bs, size_t bb, const float *x, int T, int K, const void *w, int n0,
+                     int n1, float *y, int ldy) {
+    const int nb = K / bs;
+    const size_t rb = (size_t)nb * bb;
+    for (int n = n0; n < n1; n++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;
+        for (int t = 0; t < T; t++) {
+            const float *xr = x + (size_t)t * K;
+            __m256 acc = _mm256_setzero_ps();
+            for (int b = 0; b < nb; b++) acc = _mm256_add_ps(acc, f(row + (size_t)b * bb, xr + (size_t)b * bs));
+            y[(size_t)t * ldy + n] = hsum(acc);
+        }
+    }
+}
+
+#define MM_FUSED(NAME, F, BS, BB)                                                               \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        mm_fused(F, BS, BB, x, T, K, w, n0, n1, y, ldy);                                        \
+    }
+MM_FUSED(g4_mm_q4_0_avx2, blk_q4_0, 32, 18)
+MM_FUSED(g4_mm_q5_0_avx2, blk_q5_0, 32, 22)
+MM_FUSED(g4_mm_q4_k_avx2, blk_q4_k, 256, 144)
+MM_FUSED(g4_mm_q6_k_avx2, blk_q6_k, 256, 210)

@@ -48,6 +48,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g4_gguf_export_tensors(g, &set);   /* g does not own `data`: the set maps nothing */
     g4_st_close(&set);
     g4_gguf_free(g);
-    (void)iv;
     return 0;
 }

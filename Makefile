@@ -17,7 +17,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS    := $(TEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-c test-py asan clean fuzz
+.PHONY: all test test-c test-py asan asan-ci clean fuzz
 all: $(BUILD)/gemma4c $(TESTS)
 
 # The hot kernels need full unrolling of their register blocks (2-3x faster than -O2).
@@ -51,7 +51,14 @@ asan:
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  EXTRA_LDLIBS="-fsanitize=address,undefined" all
 	./tests/run_c_tests.sh build-asan
-	G4_BIN=$(abspath build-asan/gemma4c) G4_ASAN=1 python3 -m pytest -q tests/py -m "not slow"
+	G4_BIN=$(abspath build-asan/gemma4c) G4_ASAN=1 python3 -m pytest -q $(ASAN_PYTEST) -m "not slow"
+
+# What CI runs under the sanitizers after `make test`: every C test, the bad-input, CLI and server
+# tests, and the goldens at one chunk size (the full set at three sizes runs in `make test`).
+ASAN_PYTEST ?= tests/py
+asan-ci:
+	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py \
+	  tests/py/test_cli_basics.py tests/py/test_goldens.py -k 'not greedy or chunk-7'"
 
 clean:
 	rm -rf build build-asan build-fuzz

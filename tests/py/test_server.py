@@ -367,7 +367,12 @@ def test_batched_equals_alone(srv):
 
 def test_health_503_while_loading_and_sigterm(g4_bin):
     s = Server(g4_bin, "--parallel", 2, "--ctx", 256, env={"G4_TEST_LOAD_DELAY_MS": "1500"}, wait_ready=False)
-    r = requests.get(s.url + "/health")
+    for _ in range(50):   # a slow (sanitizer) build may still be setting up its listener
+        try:
+            r = requests.get(s.url + "/health", timeout=5)
+            break
+        except requests.ConnectionError:
+            time.sleep(0.1)
     assert r.status_code == 503 and r.json()["status"] == "loading"
     assert_error(post(s, "/v1/completions", {"prompt": "x"}), 503, code="model_loading")
     assert requests.get(s.url + "/v1/models").json()["data"][0]["id"] == NAME

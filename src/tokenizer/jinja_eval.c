@@ -645,6 +645,14 @@ static jv *eval(jx_ctx *c, const jnode *n, scope *s) {
         return jx_getitem(c, n, o, eval(c, n->b, s));
     }
     case N_SLICE: {
+        if (!n->a) {
+            /* a slice inside a tuple subscript (x[1:2, 3]): Python builds a slice object that no
+             * list/str/dict accepts as a key, so the lookup comes out Undefined */
+            if (n->b) eval(c, n->b, s);
+            if (n->c) eval(c, n->c, s);
+            if (n->d) eval(c, n->d, s);
+            return jv_undef(c->a, c->e, "slice objects are not valid keys");
+        }
         jv *o = eval(c, n->a, s);
         jv *a = n->b ? eval(c, n->b, s) : NULL, *b = n->c ? eval(c, n->c, s) : NULL;
         jv *st = n->d ? eval(c, n->d, s) : NULL;

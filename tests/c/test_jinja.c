@@ -287,6 +287,17 @@ static void test_special_tokens_and_normalisation(void **s) {
     free(out);
 }
 
+/* inputs that crashed fuzz_jinja once */
+static void test_fuzz_regressions(void **s) {
+    (void)s;
+    g4_status st;
+    char *out = render("{{ 1[:2, 2] }}|{{ [1, 2][:1, 0] }}|", MSGS, &st);   /* slice inside a tuple subscript */
+    assert_int_equal(st, G4_OK);
+    assert_string_equal(out, "||");
+    free(out);
+    expect_error("{{ 2<3}} {{1[:2, 2]}}|t]}}} {{ect1[::-1] [2, 2]}}|t|tojson", MSGS, "is undefined");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whitespace),
@@ -299,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_bad_vars),
         cmocka_unit_test(test_runaway_guards),
         cmocka_unit_test(test_value_repr),
+        cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_special_tokens_and_normalisation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

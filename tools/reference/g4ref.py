@@ -74,7 +74,8 @@ SLICE_12B = dict(
     layer_types=[S, S, S, S, S, F], num_attention_heads=16, num_key_value_heads=8,
     head_dim=256, global_head_dim=512, num_global_key_value_heads=1, sliding_window=1024,
     max_shard_size="2GB", spelling="global_head_dim", mm=False,
-    initializer_range=0.02, embed_std=0.0065, final_norm_scale=8.0, qk_norm_range=(0.25, 0.4),
+    initializer_range=0.02, embed_std=0.001625, final_norm_scale=32.0, qk_norm_range=(0.25, 0.4),
+    post_norm_scale=2.0,
 )
 
 
@@ -157,6 +158,14 @@ def randomize_(model, spec: dict, gen) -> dict:
     # the float32 noise floor of the goldens drops ~10x, and every key in the window matters.
     qk_lo, qk_hi = spec.get("qk_norm_range", (0.7, 1.3))
     qk_norms = {id(getattr(a, nm)) for a in model.modules() for nm in ("q_norm", "k_norm") if hasattr(a, nm)}
+    # post_attention / post_feedforward norm scales times `post_norm_scale` (a power of 2, so the
+    # bf16 values are exact multiples of the unscaled draw): larger sublayer outputs shrink the
+    # input embedding's share of the residual stream. At 12B width (3840) even a 10% share makes
+    # a tied-embedding model predict its last input token forever (its self-logit stands out by
+    # ~share * sqrt(hidden) standard deviations).
+    post_scale = spec.get("post_norm_scale", 1.0)
+    post_norms = {id(getattr(a, nm)) for a in model.modules()
+                  for nm in ("post_attention_layernorm", "post_feedforward_layernorm") if hasattr(a, nm)}
     done = set()
     with torch.no_grad():
         for _, m in model.named_modules():
@@ -177,6 +186,8 @@ def randomize_(model, spec: dict, gen) -> dict:
                     n["norm_weights"] += 1
                 elif is_norm:
                     p.uniform_(0.7, 1.3, generator=gen)
+                    if id(m) in post_norms:
+                        p.mul_(post_scale)
                     n["norm_weights"] += 1
                 else:
                     p.normal_(0.0, std, generator=gen)

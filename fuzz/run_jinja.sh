@@ -28,4 +28,4 @@ for i, m in enumerate(re.finditer(r'^    \{"((?:[^"\\]|\\.)*)",$', src, re.M)):
     (out / f"seed-unit-{i}.jinja").write_bytes(t)
 PY
 "$out/fuzz_jinja" -max_total_time="$secs" -max_len=20000 -rss_limit_mb=2048 -timeout=10 \
-  -dict=fuzz/jinja.dict "$@" "$corpus" 2>&1 | tail -5
+  -dict=fuzz/jinja.dict -artifact_prefix="$out/" "$@" "$corpus" 2>&1 | tail -5

@@ -14,6 +14,7 @@ typedef struct {
     const jx_toks *t;
     size_t i;
     int depth, max_depth, loop_depth;
+    int chain;   /* binary-operator nodes in the current expression: left-deep trees recurse */
 } P;
 
 typedef struct {
@@ -187,6 +188,7 @@ static jnode *parse_filter(P *p, jnode *node, int start_inline) {
     while (is_op(cur(p), "|") || start_inline) {
         if (!start_inline) adv(p);
         const jx_tok *t = cur(p);
+        if (++p->chain > 4 * p->max_depth) pfail(p, t, "expression too long");
         jnode *f = mk(p, N_FILTER, t);
         f->s = dotted_name(p);
         if (!jx_filter_known(f->s)) pfail(p, t, "No filter named '%s'.", f->s);
@@ -302,23 +304,27 @@ static jnode *parse_call(P *p, jnode *node) {
 }
 
 static jnode *parse_postfix(P *p, jnode *node) {
-    for (;;) {
+    int k = 0;
+    for (;; k++, enter(p)) {
         const jx_tok *t = cur(p);
         if (is_op(t, ".") || is_op(t, "[")) node = parse_subscript(p, node);
         else if (is_op(t, "(")) node = parse_call(p, node);
         else break;
     }
+    while (k-- > 0) leave(p);
     return node;
 }
 
 static jnode *parse_filter_expr(P *p, jnode *node) {
-    for (;;) {
+    int k = 0;
+    for (;; k++, enter(p)) {
         const jx_tok *t = cur(p);
         if (is_op(t, "|")) node = parse_filter(p, node, 0);
         else if (is_name(t, "is")) node = parse_test(p, node);
         else if (is_op(t, "(")) node = parse_call(p, node);
         else break;
     }
+    while (k-- > 0) leave(p);
     return node;
 }
 
@@ -414,6 +420,7 @@ static jnode *parse_unary(P *p, int with_filter) {
 }
 
 static jnode *binop(P *p, const jx_tok *t, const char *op, jnode *l, jnode *r) {
+    if (++p->chain > 4 * p->max_depth) pfail(p, t, "expression too long");
     jnode *n = mk(p, N_BINOP, t);
     n->s = op;
     n->a = l;
@@ -526,6 +533,7 @@ static jnode *parse_and(P *p) {
     jnode *l = parse_not(p);
     while (is_name(cur(p), "and")) {
         const jx_tok *t = adv(p);
+        if (++p->chain > 4 * p->max_depth) pfail(p, t, "expression too long");
         jnode *n = mk(p, N_AND, t);
         n->a = l;
         n->b = parse_not(p);
@@ -538,6 +546,7 @@ static jnode *parse_or(P *p) {
     jnode *l = parse_and(p);
     while (is_name(cur(p), "or")) {
         const jx_tok *t = adv(p);
+        if (++p->chain > 4 * p->max_depth) pfail(p, t, "expression too long");
         jnode *n = mk(p, N_OR, t);
         n->a = l;
         n->b = parse_and(p);
@@ -833,6 +842,7 @@ static jnode *subparse(P *p, const char *const *ends, const jx_tok *opener) {
     nvec kids = {0};
     for (;;) {
         const jx_tok *t = cur(p);
+        p->chain = 0;   /* left-deep operator chains are bounded per statement */
         if (t->k == JT_DATA) {
             jnode *n = mk(p, N_TEXT, t);
             n->konst = jv_str_ref(p->a, p->e, t->s, t->n);

@@ -371,7 +371,15 @@ static double num_f(const jv *v) {
 }
 static int64_t num_i(const jv *v) { return v->k == JV_INT ? v->u.i : v->u.b; }
 
-int jv_eq(const jv *a, const jv *b) {
+/* Values nest as deep as a template loop makes them ({% set ns.x = [ns.x] %}); Python raises
+ * RecursionError around 1000 levels, we stop there too instead of overflowing the C stack. */
+#define JV_MAX_NEST 1000
+
+static int eq_depth(const jv *a, const jv *b, int depth);
+int jv_eq(const jv *a, const jv *b) { return eq_depth(a, b, 0); }
+
+static int eq_depth(const jv *a, const jv *b, int depth) {
+    if (depth > JV_MAX_NEST) return 0;
     if (a == b) return a->k != JV_FLOAT || a->u.f == a->u.f;
     if (is_num(a) && is_num(b)) {
         if (a->k != JV_FLOAT && b->k != JV_FLOAT) return num_i(a) == num_i(b);
@@ -386,13 +394,13 @@ int jv_eq(const jv *a, const jv *b) {
         if (a->u.list.sub != b->u.list.sub || a->u.list.n != b->u.list.n) return 0;
         if (a->u.list.sub == JL_GEN || a->u.list.sub == JL_ITER) return 0;
         for (size_t i = 0; i < a->u.list.n; i++)
-            if (!jv_eq(a->u.list.v[i], b->u.list.v[i])) return 0;
+            if (!eq_depth(a->u.list.v[i], b->u.list.v[i], depth + 1)) return 0;
         return 1;
     case JV_DICT: {
         if (a->u.dict->n != b->u.dict->n) return 0;
         for (size_t i = 0; i < a->u.dict->n; i++) {
             jv *o = jv_dict_get(b, a->u.dict->keys[i]);
-            if (!o || !jv_eq(a->u.dict->vals[i], o)) return 0;
+            if (!o || !eq_depth(a->u.dict->vals[i], o, depth + 1)) return 0;
         }
         return 1;
     }
@@ -431,7 +439,11 @@ const char *jv_type_name(const jv *v) {
     return "object";
 }
 
-int jv_cmp(jx_err *e, int line, int col, const jv *a, const jv *b) {
+static int cmp_depth(jx_err *e, int line, int col, const jv *a, const jv *b, int depth);
+int jv_cmp(jx_err *e, int line, int col, const jv *a, const jv *b) { return cmp_depth(e, line, col, a, b, 0); }
+
+static int cmp_depth(jx_err *e, int line, int col, const jv *a, const jv *b, int depth) {
+    if (depth > JV_MAX_NEST) jx_fail(e, line, col, "maximum recursion depth exceeded in comparison");
     if (is_num(a) && is_num(b)) {
         if (a->k != JV_FLOAT && b->k != JV_FLOAT) {
             int64_t x = num_i(a), y = num_i(b);
@@ -451,8 +463,8 @@ int jv_cmp(jx_err *e, int line, int col, const jv *a, const jv *b) {
         (a->u.list.sub == JL_LIST || a->u.list.sub == JL_TUPLE)) {
         size_t n = a->u.list.n < b->u.list.n ? a->u.list.n : b->u.list.n;
         for (size_t i = 0; i < n; i++) {
-            if (jv_eq(a->u.list.v[i], b->u.list.v[i])) continue;
-            return jv_cmp(e, line, col, a->u.list.v[i], b->u.list.v[i]);
+            if (eq_depth(a->u.list.v[i], b->u.list.v[i], depth + 1)) continue;
+            return cmp_depth(e, line, col, a->u.list.v[i], b->u.list.v[i], depth + 1);
         }
         return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
     }
@@ -531,17 +543,35 @@ static void write_str_repr(jx_buf *b, const char *s, size_t n) {
     jx_buf_putc(b, q);
 }
 
-static void write_dict_body(jx_buf *b, const jx_dict *d) {
+/* repr() with CPython's guard against self-reference ({% set ns.x = ns %} prints
+ * <Namespace {'x': <Namespace {...}>}>) and a nesting limit. `open` lists the dicts being
+ * printed. */
+typedef struct open_dicts {
+    const struct open_dicts *up;
+    const jx_dict *d;
+} open_dicts;
+
+static void repr_rec(jx_buf *b, const jv *v, const open_dicts *open, int depth);
+
+static void write_dict_body(jx_buf *b, const jx_dict *d, const open_dicts *open, int depth) {
+    for (const open_dicts *o = open; o; o = o->up)
+        if (o->d == d) { jx_buf_puts(b, "{...}"); return; }
+    open_dicts me = {open, d};
+    jx_buf_putc(b, '{');
     for (size_t i = 0; i < d->n; i++) {
         if (i) jx_buf_puts(b, ", ");
-        jv_write_repr(b, d->keys[i]);
+        repr_rec(b, d->keys[i], &me, depth + 1);
         jx_buf_puts(b, ": ");
-        jv_write_repr(b, d->vals[i]);
+        repr_rec(b, d->vals[i], &me, depth + 1);
     }
+    jx_buf_putc(b, '}');
 }
 
-void jv_write_repr(jx_buf *b, const jv *v) {
+void jv_write_repr(jx_buf *b, const jv *v) { repr_rec(b, v, NULL, 0); }
+
+static void repr_rec(jx_buf *b, const jv *v, const open_dicts *open, int depth) {
     char tmp[64];
+    if (depth > JV_MAX_NEST) jx_fail(b->e, 0, 0, "maximum recursion depth exceeded while getting the repr of an object");
     switch (v->k) {
     case JV_UNDEF: jx_buf_puts(b, "Undefined"); return;
     case JV_NONE: jx_buf_puts(b, "None"); return;
@@ -565,7 +595,7 @@ void jv_write_repr(jx_buf *b, const jv *v) {
         jx_buf_putc(b, sub == JL_TUPLE ? '(' : '[');
         for (size_t i = 0; i < v->u.list.n; i++) {
             if (i) jx_buf_puts(b, ", ");
-            jv_write_repr(b, v->u.list.v[i]);
+            repr_rec(b, v->u.list.v[i], open, depth + 1);
         }
         if (sub == JL_TUPLE && v->u.list.n == 1) jx_buf_putc(b, ',');
         jx_buf_putc(b, sub == JL_TUPLE ? ')' : ']');
@@ -573,14 +603,12 @@ void jv_write_repr(jx_buf *b, const jv *v) {
         return;
     }
     case JV_DICT:
-        jx_buf_putc(b, '{');
-        write_dict_body(b, v->u.dict);
-        jx_buf_putc(b, '}');
+        write_dict_body(b, v->u.dict, open, depth);
         return;
     case JV_NS:
-        jx_buf_puts(b, "<Namespace {");
-        write_dict_body(b, v->u.dict);
-        jx_buf_puts(b, "}>");
+        jx_buf_puts(b, "<Namespace ");
+        write_dict_body(b, v->u.dict, open, depth);
+        jx_buf_puts(b, ">");
         return;
     case JV_MACRO: jx_buf_printf(b, "<Macro '%s'>", v->u.macro.def->s); return;
     case JV_FUNC: jx_buf_puts(b, "<function>"); return;

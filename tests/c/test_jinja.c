@@ -296,6 +296,24 @@ static void test_fuzz_regressions(void **s) {
     assert_string_equal(out, "||");
     free(out);
     expect_error("{{ 2<3}} {{1[:2, 2]}}|t]}}} {{ect1[::-1] [2, 2]}}|t|tojson", MSGS, "is undefined");
+    /* self-referencing namespace: CPython's repr guard */
+    out = render("{% set ns = namespace(a=1) %}{% set ns.x = ns %}{{ ns }}", MSGS, &st);
+    assert_int_equal(st, G4_OK);
+    assert_string_equal(out, "<Namespace {'a': 1, 'x': <Namespace {...}>}>");
+    free(out);
+    /* values nested deeper than Python's recursion limit, and very long operator chains, fail
+     * cleanly instead of overflowing the stack */
+    expect_error("{% set ns = namespace(x=0) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+                 MSGS, "recursion");
+    static char chain[40000];
+    size_t k = (size_t)sprintf(chain, "{{ 1");
+    for (int i = 0; i < 5000; i++) k += (size_t)sprintf(chain + k, " + 1");
+    strcpy(chain + k, " }}");
+    expect_error(chain, MSGS, "expression too long");
+    k = (size_t)sprintf(chain, "{{ x");
+    for (int i = 0; i < 5000; i++) k += (size_t)sprintf(chain + k, ".a");
+    strcpy(chain + k, " }}");
+    expect_error(chain, MSGS, "nested too deeply");
 }
 
 int main(void) {

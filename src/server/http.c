@@ -346,6 +346,14 @@ void g4_http_quiesce(g4_srv *s) {
 }
 
 void g4_http_stop(g4_srv *s) {
+    /* The scheduler has finished (or cancelled) every request, but a connection thread may still
+     * be writing a stream's last events and its closing chunk: give open connections up to 2 s
+     * to finish before the daemon closes them, so a stream cut by SIGTERM still ends cleanly. */
+    for (int i = 0; s->daemon && i < 200; i++) {
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!di || di->num_connections == 0) break;
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+    }
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
 }

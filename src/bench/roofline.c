@@ -14,19 +14,9 @@
 #include <time.h>
 
 #include "base/threadpool.h"
+#include "base/clock.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int have_avx2_fma(void) {
     __builtin_cpu_init();
@@ -98,15 +88,15 @@ g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *ou
     g4_pool_run(pool, n_tasks, bw_task, &j);   /* warm-up pass */
     double *gbps = malloc((size_t)reps * sizeof(double));
     for (int r = 0; gbps && r < reps; r++) {
-        double t0 = now_s();
+        double t0 = g4_now();
         g4_pool_run(pool, n_tasks, bw_task, &j);
-        gbps[r] = (double)bytes / (now_s() - t0) / 1e9;
+        gbps[r] = (double)bytes / (g4_now() - t0) / 1e9;
     }
     out->threads = g4_pool_size(pool);
     g4_pool_free(pool);
     munmap(buf, bytes);
     if (!gbps) return g4_fail(G4_ERR_NOMEM, "out of memory");
-    qsort(gbps, (size_t)reps, sizeof(double), cmp_double);
+    g4_sort_doubles(gbps, reps);
     out->gbps = gbps[reps - 1];
     out->median_gbps = gbps[reps / 2];
     out->bytes = bytes;
@@ -198,9 +188,9 @@ static double run_peak(int threads, int reps, int kind) {
     g4_pool_run(pool, g4_pool_size(pool), peak_task, &j);   /* warm-up: clocks up, threads awake */
     double best = 0;
     for (int r = 0; r < (reps < 1 ? 1 : reps); r++) {
-        double t0 = now_s();
+        double t0 = g4_now();
         g4_pool_run(pool, n_tasks, peak_task, &j);
-        double gf = peak_flops_per_task(kind) * n_tasks / (now_s() - t0) / 1e9;
+        double gf = peak_flops_per_task(kind) * n_tasks / (g4_now() - t0) / 1e9;
         if (gf > best) best = gf;
     }
     g4_pool_free(pool);
@@ -368,13 +358,13 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
      * does, so the weights stream from DRAM (a single layer's matrices would sit in L3). */
     double best = 1e30;
     for (int r = 0; r <= (reps < 1 ? 1 : reps); r++) {   /* rep 0: warm-up */
-        double t0 = now_s();
+        double t0 = g4_now();
         for (int l = 0; l < n_layers; l++) {
             int n_tasks = kt_bind(m, which, l, &j);
             for (int i = 0, off = 0; i < j.n_w; i++) { j.y[i] = y + (size_t)off * T; off += j.w[i]->rows; }
             g4_pool_run(m->pool, n_tasks, kt_task, &j);
         }
-        double dt = now_s() - t0;
+        double dt = g4_now() - t0;
         if (r > 0 && dt < best) best = dt;
     }
     free(x);

@@ -11,6 +11,7 @@
 
 #include "bench/roofline.h"
 #include "cli/cli.h"
+#include "base/clock.h"
 
 #define MAX_TESTS 16
 
@@ -42,17 +43,6 @@ static const char *USAGE =
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
     "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
     "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n";
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -168,10 +158,10 @@ int cli_bench(int argc, char **argv) {
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
-    double t_load = now_s();
+    double t_load = g4_now();
     int rc = cli_report(g4_model_load(o.model, &mo, &m));
     if (rc) return rc;
-    t_load = now_s() - t_load;
+    t_load = g4_now() - t_load;
     const g4_model_info *info = g4_model_get_info(m);
     const int V = info->vocab_size;
     g4_model_cost cost;
@@ -190,13 +180,13 @@ int cli_bench(int argc, char **argv) {
     for (long i = 0; ids && i < n_ids; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)V);
 
     /* warm-up: one decode step maps every weight page (file cache -> page tables) */
-    double t_warm = now_s();
+    double t_warm = g4_now();
     if (!st) {
         int slot = 0;
         g4_slot_reset(m, 0);
         st = g4_decode(m, 1, &slot, ids, logits);
     }
-    t_warm = now_s() - t_warm;
+    t_warm = g4_now() - t_warm;
 
     for (int i = 0; !st && i < o.np + o.nn; i++) {
         bench_test *t = &tests[nt];
@@ -207,19 +197,19 @@ int cli_bench(int argc, char **argv) {
         t->reps = (int)o.reps;
         for (int r = 0; !st && r < t->reps; r++) {
             g4_slot_reset(m, 0);
-            double t0 = now_s();
+            double t0 = g4_now();
             if (!t->is_decode) {
                 st = g4_prefill(m, 0, ids, t->n_tokens, logits);
             } else {
                 int slot = 0;
                 for (int k = 0; !st && k < t->n_tokens; k++) st = g4_decode(m, 1, &slot, ids + k, logits);
             }
-            t->reps_tok_s[r] = t->n_tokens / (now_s() - t0);
+            t->reps_tok_s[r] = t->n_tokens / (g4_now() - t0);
         }
         if (st) break;
         double sorted[64];
         memcpy(sorted, t->reps_tok_s, (size_t)t->reps * sizeof(double));
-        qsort(sorted, (size_t)t->reps, sizeof(double), cmp_double);
+        g4_sort_doubles(sorted, t->reps);
         t->tok_s = t->reps % 2 ? sorted[t->reps / 2] : 0.5 * (sorted[t->reps / 2 - 1] + sorted[t->reps / 2]);
         const int n = t->n_tokens;
         if (!t->is_decode) {

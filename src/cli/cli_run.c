@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "base/clock.h"
 
 typedef struct {
     const char *model;
@@ -26,12 +27,6 @@ static int parse_float(const char *cmd, const char *opt, const char *v, float lo
         return cli_usage_error(cmd, "%s expects a number in [%g, %g], got '%s'", opt, lo, hi, v ? v : ""), 0;
     *out = (float)d;
     return 1;
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 /* Parses "1,2,3" into a malloc'ed array. */
@@ -191,7 +186,7 @@ int cli_run(int argc, char **argv) {
         if (!parse_ids("run", o.prompt_ids, &ids, &n)) return 2;
     }
     g4_model *m;
-    double t0 = now_s();
+    double t0 = g4_now();
     int rc = load(&o, &m);
     if (rc) { free(ids); return rc; }
     if (!o.ids_out || o.prompt) {   /* text in or text out needs the model's tokenizer */
@@ -205,12 +200,12 @@ int cli_run(int argc, char **argv) {
     g4_detok_stream *ds = tok && !o.ids_out ? g4_detok_stream_new(tok, 1) : NULL;
     char *piece = NULL;
     size_t plen = 0;
-    double t1 = now_s();
+    double t1 = g4_now();
     float *logits = malloc((size_t)V * sizeof(float));
     if (!logits) st = g4_fail(G4_ERR_NOMEM, "out of memory");
     if (!st) st = g4_sampler_new(&o.sp, V, info->final_logit_softcap, &smp);
     if (!st) st = g4_prefill(m, 0, ids, n, logits);
-    double t2 = now_s();
+    double t2 = g4_now();
     int n_gen = 0;
     if (o.ids_out) printf("[");
     while (!st && n_gen < o.n_predict) {
@@ -226,7 +221,7 @@ int cli_run(int argc, char **argv) {
     }
     if (ds && !st && !(st = g4_detok_stream_finish(ds, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
     printf(o.ids_out ? "]\n" : "\n");
-    double t3 = now_s();
+    double t3 = g4_now();
     if (o.verbose)
         fprintf(stderr, "load %.3f s; prefill %d tokens %.3f s (%.1f tok/s); decode %d tokens %.3f s (%.2f tok/s)\n",
                 t1 - t0, n, t2 - t1, n / (t2 - t1), n_gen > 1 ? n_gen - 1 : 0, t3 - t2,

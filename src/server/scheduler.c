@@ -40,11 +40,6 @@ struct g4_sched {
     g4_req **dreqs;            /* [n_slots] */
 };
 
-double g4_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 g4_req *g4_req_new(void) {
     g4_req *r = calloc(1, sizeof *r);

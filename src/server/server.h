@@ -128,7 +128,7 @@ int g4_sched_submit(g4_sched *s, g4_req *r);
 /* Stops accepting, lets in-flight requests run for grace_s, cancels the rest, joins the thread. */
 void g4_sched_shutdown(g4_sched *s, double grace_s);
 void g4_sched_free(g4_sched *s);
-double g4_now(void);
+#include "base/clock.h"   /* g4_now */
 
 /* ---------------------------------------------------------------- OpenAI codec */
 

@@ -6,7 +6,7 @@ CC       ?= cc
 OPT      ?= -O2
 WERROR   ?= -Werror
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -g $(OPT) -pthread -Iinclude -Isrc $(EXTRA_CFLAGS)
-LDLIBS   += -ljansson -lmicrohttpd -lm -pthread $(EXTRA_LDLIBS)
+LDLIBS   += -ljansson -lmicrohttpd -lz -lm -pthread $(EXTRA_LDLIBS)
 
 # SKIP="src/tokenizer/%" leaves modules out of a local build (e.g. a colleague's half-written code)
 SKIP     ?=

@@ -14,6 +14,7 @@ int cli_detokenize(int argc, char **argv);
 int cli_template(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_pack(int argc, char **argv);
 
 /* Prints "gemma4c: <g4_last_error()>" to stderr and returns the exit code for `st`. */
 int cli_report(g4_status st);

@@ -17,6 +17,7 @@ static const struct {
     {"template", cli_template, "render the chat template for a JSON conversation on stdin"},
     {"serve", cli_serve, "OpenAI-compatible HTTP server"},
     {"bench", cli_bench, "measure the machine's roofline and the model's prefill/decode speed"},
+    {"pack", cli_pack, "pack an HF checkpoint into one .g4c file split per --tp rank (optionally quantized)"},
 };
 
 static void usage(FILE *f) {

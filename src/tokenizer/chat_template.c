@@ -4,6 +4,7 @@
  * variables). The Jinja language itself is in jinja_*.c. */
 #include "gemma4c.h"
 #include "io/gguf.h"
+#include "io/pack.h"
 #include "tokenizer/jinja.h"
 #include "tokenizer/tokenizer_gguf.h"
 
@@ -154,6 +155,60 @@ g4_status g4_template_load_source(const char *src, size_t len, const char *templ
     return G4_OK;
 }
 
+/* A .g4c: chat_template.jinja, else the chat_template field of chat_template.json /
+ * tokenizer_config.json, with the special-token strings of the embedded tokenizer_config.json. */
+static g4_status template_load_pack(const char *path, g4_template **out) {
+    g4_pack *p;
+    g4_status st = g4_pack_open_meta(path, &p);
+    if (st) return st;
+    json_t *cfg = NULL, *specials = NULL;
+    const char *data;
+    size_t len;
+    char name[4200];
+    if (g4_pack_has_file(p, "tokenizer_config.json")) {
+        g4_pack_file(p, "tokenizer_config.json", &data, &len);
+        json_error_t jerr;
+        cfg = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr);
+        if (!cfg || !json_is_object(cfg)) {
+            st = g4_fail(G4_ERR_INPUT, "%s:tokenizer_config.json:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column,
+                         cfg ? "expected an object" : jerr.text);
+            goto done;
+        }
+        specials = read_specials(cfg);
+    }
+    if (g4_pack_has_file(p, "chat_template.jinja")) {
+        g4_pack_file(p, "chat_template.jinja", &data, &len);
+        snprintf(name, sizeof name, "%s:chat_template.jinja", path);
+        st = g4_template_load_source(data, len, name, NULL, out);
+    } else {
+        const char *from = g4_pack_has_file(p, "chat_template.json") ? "chat_template.json" : "tokenizer_config.json";
+        json_t *tc = cfg;
+        if (!strcmp(from, "chat_template.json")) {
+            g4_pack_file(p, from, &data, &len);
+            tc = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        }
+        const char *src = NULL;
+        snprintf(name, sizeof name, "%s:%s", path, from);
+        st = !tc ? g4_fail(G4_ERR_INPUT, "%s: no chat template (no chat_template.jinja or tokenizer_config.json embedded)", path)
+                 : template_from_config(tc, name, &src);
+        if (!st) {
+            snprintf(name, sizeof name, "%s:%s:chat_template", path, from);
+            st = g4_template_load_source(src, strlen(src), name, NULL, out);
+        }
+        if (tc && tc != cfg) json_decref(tc);
+    }
+    if (!st && specials) {   /* the source loader had no directory to read them from */
+        json_decref((*out)->specials);
+        (*out)->specials = specials;
+        specials = NULL;
+    }
+done:
+    json_decref(specials);
+    json_decref(cfg);
+    g4_pack_close(p);
+    return st;
+}
+
 g4_status g4_template_load(const char *path, g4_template **out) {
     *out = NULL;
     if (!path) return g4_fail(G4_ERR_INPUT, "template: no path given");
@@ -191,6 +246,7 @@ g4_status g4_template_load(const char *path, g4_template **out) {
     }
     if (!is_file(path)) return g4_fail(G4_ERR_IO, "%s: no such file or directory", path);
     if (g4_is_gguf(path)) return tk_template_load_gguf(path, out);   /* tokenizer_gguf.c */
+    if (g4_is_pack(path)) return template_load_pack(path, out);
     /* a file: tokenizer_config.json-like JSON, or a template whose directory may hold one */
     char *dir = strdup(path);
     if (!dir) return g4_fail(G4_ERR_NOMEM, "out of memory");

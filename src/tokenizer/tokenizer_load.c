@@ -3,6 +3,7 @@
  * pre-tokenizer / post-processor / decoder steps we implement. Anything else is refused naming
  * the type. Owns loading and freeing; encoding is tokenizer.c / bpe.c, decoding detok.c. */
 #include "io/gguf.h"
+#include "io/pack.h"
 #include "tokenizer/tok_json.h"
 #include "tokenizer/tokenizer_gguf.h"
 #include "tokenizer/tokenizer_internal.h"
@@ -836,6 +837,19 @@ g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
      * runtime failure */
     if (stat(path, &sb) != 0) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode) && g4_is_gguf(path)) return tk_load_gguf(path, out);   /* tokenizer_gguf.c */
+    if (!S_ISDIR(sb.st_mode) && g4_is_pack(path)) {   /* a .g4c: its embedded tokenizer.json */
+        g4_pack *p;
+        g4_status st = g4_pack_open_meta(path, &p);
+        if (st) return st;
+        const char *data;
+        size_t len;
+        if (!(st = g4_pack_file(p, "tokenizer.json", &data, &len))) {
+            snprintf(file, sizeof file, "%s:tokenizer.json", path);
+            st = tk_load_json(data, len, file, out);
+        }
+        g4_pack_close(p);
+        return st;
+    }
     if (S_ISDIR(sb.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
     else snprintf(file, sizeof file, "%s", path);
     FILE *f = fopen(file, "rb");

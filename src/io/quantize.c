@@ -1,0 +1,229 @@
+/* quantize.c — float32 encoders for `gemma4c pack` (see quantize.h). Each quantizer follows
+ * ggml's quantize_row_*_ref statement by statement, in the same float operations and order,
+ * because the point is bit-identical blocks (so a pack equals what ggml / gguf-py would write). */
+#include "io/quantize.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+uint16_t g4_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);      /* NaN -> quiet NaN, as ggml */
+    if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);     /* >= 65536 (and inf) -> inf */
+    if (ax >= 0x38800000u) {                                       /* normal half: rebias, RNE */
+        uint32_t h = (ax - 0x38000000u) >> 13, rem = ax & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;    /* may carry into inf: right */
+        return (uint16_t)(sign | h);
+    }
+    if (ax <= 0x33000000u) return (uint16_t)sign;                  /* <= 2^-25: ties to even 0 */
+    const uint32_t e = ax >> 23, mant = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;               /* subnormal half, RNE */
+    return (uint16_t)(sign | h);
+}
+
+static void put_f16(uint8_t *p, float f) {
+    uint16_t h = g4_f32_to_f16(f);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static float get_f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d); block = f16 d, int8 q[32] */
+static void q8_0(const float *x, int64_t nb, uint8_t *y) {
+    for (int64_t i = 0; i < nb; i++, x += 32, y += 34) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        put_f16(y, d);
+        for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    }
+}
+
+/* quantize_row_q4_0_ref: d = (value of largest magnitude)/-8, q = min(15, (int8)(x/d + 8.5)) */
+static void q4_0(const float *x, int64_t nb, uint8_t *y) {
+    for (int64_t i = 0; i < nb; i++, x += 32, y += 18) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (amax < fabsf(x[j])) {   /* strict: the first element of largest magnitude */
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = max / -8;
+        const float id = d ? 1.0f / d : 0.0f;
+        put_f16(y, d);
+        for (int j = 0; j < 16; j++) {
+            const float x0 = x[j] * id, x1 = x[16 + j] * id;
+            int8_t a = (int8_t)(x0 + 8.5f), b = (int8_t)(x1 + 8.5f);
+            const uint8_t q0 = (uint8_t)(a < 15 ? a : 15), q1 = (uint8_t)(b < 15 ? b : 15);
+            y[2 + j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+/* ggml's nearest_int: round half to even through the float mantissa (|v| < 2^22) */
+static int nearest_int(float v) {
+    float t = v + 12582912.f;
+    int i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* make_qkx2_quants: weighted least-squares fit of x ~ scale*L + min (min <= 0, L in [0, nmax]),
+ * trying nstep+1 candidate scales around nmax/(max-min); squared error (use_mad false). */
+static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                              float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep) {
+    float min = x[0], max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        float w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        int l = nearest_int(iscale * (x[i] - min));
+        L[i] = (uint8_t)clampi(l, 0, nmax);
+        float diff = scale * L[i] + min - x[i];
+        diff = diff * diff;
+        best_error += weights[i] * diff;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = clampi(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            Laux[i] = (uint8_t)l;
+            float w = weights[i];
+            sum_l += w * l;
+            sum_l2 += w * l * l;
+            sum_xl += w * l * x[i];
+        }
+        float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float err = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * Laux[i] + this_min - x[i];
+                diff = diff * diff;
+                err += weights[i] * diff;
+            }
+            if (err < best_error) {
+                for (int i = 0; i < n; ++i) L[i] = Laux[i];
+                best_error = err;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* get_scale_min_k4: the 6-bit scale and min of sub-block j from the packed scales[12] */
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+/* quantize_row_q4_K_ref: 8 sub-blocks of 32 each fitted by make_qkx2_quants (weights
+ * av_x + |x|), their scales/mins quantized to 6 bits against the super-block maxima, then the
+ * 4-bit values recomputed from the quantized scales. Block: f16 d, f16 dmin, scales[12], q[128]. */
+static void q4_k(const float *x, int64_t nb, uint8_t *y) {
+    uint8_t L[256], Laux[32];
+    float weights[32], mins[8], scales[8];
+    for (int64_t i = 0; i < nb; i++, x += 256, y += 144) {
+        uint8_t *sc = y + 4, *qs = y + 16;
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; ++j) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+            float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
+            scales[j] = make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+        float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+        memset(sc, 0, 12);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]);
+            uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
+            ls = ls < 63 ? ls : 63;
+            lm = lm < 63 ? lm : 63;
+            if (j < 4) {
+                sc[j] = ls;
+                sc[j + 4] = lm;
+            } else {
+                sc[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+                sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                sc[j - 0] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        put_f16(y, max_scale / 63.f);
+        put_f16(y + 2, max_min / 63.f);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t s, m;
+            scale_min_k4(j, sc, &s, &m);
+            const float d = get_f16(y) * s;
+            if (!d) continue;
+            const float dm = get_f16(y + 2) * m;
+            for (int ii = 0; ii < 32; ++ii) L[32 * j + ii] = (uint8_t)clampi(nearest_int((x[32 * j + ii] + dm) / d), 0, 15);
+        }
+        for (int j = 0; j < 256; j += 64)
+            for (int l = 0; l < 32; ++l) *qs++ = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+int g4_quantize_row(g4_dtype dt, const float *x, int64_t n, void *dst) {
+    uint8_t *y = dst;
+    const int block = g4_dtype_block(dt);
+    if (n < 0 || block <= 0 || n % block) return -1;
+    switch (dt) {
+    case G4_DT_F32: memcpy(y, x, (size_t)n * 4); return 0;
+    case G4_DT_F16:
+        for (int64_t i = 0; i < n; i++) put_f16(y + 2 * i, x[i]);
+        return 0;
+    case G4_DT_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = g4_f32_to_bf16(x[i]);
+            y[2 * i] = (uint8_t)h;
+            y[2 * i + 1] = (uint8_t)(h >> 8);
+        }
+        return 0;
+    case G4_DT_Q8_0: q8_0(x, n / 32, y); return 0;
+    case G4_DT_Q4_0: q4_0(x, n / 32, y); return 0;
+    case G4_DT_Q4_K: q4_k(x, n / 256, y); return 0;
+    default: return -1;
+    }
+}

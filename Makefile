@@ -8,6 +8,18 @@ WERROR   ?= -Werror
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -g $(OPT) -pthread -Iinclude -Isrc $(EXTRA_CFLAGS)
 LDLIBS   += -ljansson -lmicrohttpd -lz -lm -pthread $(EXTRA_LDLIBS)
 
+# Optional libraries, used when installed (scripts/install-deps.sh installs both): OpenMPI for the
+# mpi tensor-parallel backend, libnuma to place each rank on its own NUMA node.
+HAVE_MPI  := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
+ifeq ($(HAVE_MPI),1)
+  MPI_CFLAGS := -DG4_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+  LDLIBS     += $(shell pkg-config --libs ompi-c)
+endif
+ifneq ($(wildcard /usr/include/numa.h),)
+  NUMA_CFLAGS := -DG4_HAVE_NUMA
+  LDLIBS      += -lnuma
+endif
+
 # SKIP="src/tokenizer/%" leaves modules out of a local build (e.g. a colleague's half-written code)
 SKIP     ?=
 LIB_SRC  := $(filter-out $(SKIP),$(shell find src -name '*.c' -not -path 'src/cli/*' | sort))
@@ -22,6 +34,8 @@ all: $(BUILD)/gemma4c $(TESTS)
 
 # The hot kernels need full unrolling of their register blocks (2-3x faster than -O2).
 $(BUILD)/src/kernels/%.o: CFLAGS += -O3
+$(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/src/model/model.o: CFLAGS += $(NUMA_CFLAGS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

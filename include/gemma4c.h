@@ -38,7 +38,13 @@ typedef struct {
     int ctx;            /* context length per session slot (full-layer KV positions); default 4096 */
     int n_slots;        /* session slots (independent sequences) with their own KV; default 1 */
     int prefill_chunk;  /* positions per prefill step; default 64 */
+    int tp;             /* tensor-parallel ranks; default 1; 0 = unset: 1, or the mpirun size (mpi) */
+    int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
 } g4_model_opts;
+
+/* Tensor-parallel backends: ranks as thread groups of this process, or as MPI processes
+ * (`mpirun -np N gemma4c ... --tp-backend mpi`; rank 0 drives, the others serve it). */
+enum { G4_TP_THREADS = 0, G4_TP_MPI = 1 };
 
 void g4_model_opts_default(g4_model_opts *o);
 
@@ -57,11 +63,18 @@ typedef struct {
     int bos_id, eos_id, pad_id;   /* from config.json; -1 where absent */
     float final_logit_softcap;    /* 0 when absent */
     const char *architecture;     /* e.g. "Gemma4UnifiedForConditionalGeneration" */
-    size_t weight_bytes;          /* bytes of mapped weights */
-    size_t kv_bytes;              /* bytes of KV cache over all slots */
+    size_t weight_bytes;          /* bytes of weights (all ranks' shards with --tp) */
+    size_t kv_bytes;              /* bytes of KV cache over all slots (all ranks) */
+    int tp;                       /* tensor-parallel ranks */
 } g4_model_info;
 
 const g4_model_info *g4_model_get_info(const g4_model *m);
+
+/* This process's rank in an MPI group (0 otherwise). Only rank 0 drives the model; every other
+ * rank must call g4_model_work, which runs forward passes as rank 0 issues them and returns
+ * when rank 0 frees its model. */
+int g4_model_rank(const g4_model *m);
+g4_status g4_model_work(g4_model *m);
 
 /* ---------------------------------------------------------------- session slots */
 
@@ -79,6 +92,12 @@ g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *lo
  * writes logits[i * vocab ...] WITHOUT the softcap. Each slot's result is identical to what a
  * single-slot call would give. Slots must be distinct. */
 g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, float *logits);
+
+/* The same steps returning each row's greedy token — the argmax of the raw logits, first index
+ * on ties — instead of logits: with tensor parallelism a distributed argmax, so the vocabulary's
+ * logits are never gathered. */
+g4_status g4_prefill_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
+g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *ids, int32_t *next);
 
 /* Applies the final-logit softcap cap*tanh(x/cap) in place (no-op if the model has none). */
 void g4_softcap(const g4_model *m, float *logits, int n);

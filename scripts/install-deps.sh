@@ -8,6 +8,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config libjansson-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev \
+  libopenmpi-dev openmpi-bin libnuma-dev \
   python3 python3-pip >/dev/null
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 # The real model of the README's first command and of tests/py/test_gemma3_gguf.py: Google's Gemma 3

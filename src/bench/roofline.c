@@ -252,6 +252,11 @@ void g4_bench_model_cost(const g4_model *m, g4_model_cost *c) {
     }
     c->lm_head_bytes = mat_bytes(&m->lm_head);
     c->lm_head_params = mat_params(&m->lm_head);
+    /* with tensor parallelism these are rank 0's shards; every rank streams one of the same size */
+    c->layer_matrix_bytes *= m->plan.tp;
+    c->layer_params *= m->plan.tp;
+    c->lm_head_bytes *= m->plan.tp;
+    c->lm_head_params *= m->plan.tp;
     c->n_layers = cfg->n_layers;
     c->hidden = cfg->hidden_size;
     c->vocab = cfg->vocab_size;
@@ -280,7 +285,7 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n) {
         const g4_layer *L = &m->layers[l];
         for (int p = p0; p < p0 + n; p++) b += 2.0 * L->n_kv * L->head_dim * keys_seen(m, L, p) * sizeof(*m->kv);
     }
-    return b;
+    return b * m->plan.tp;   /* every rank reads its own heads' cache */
 }
 
 /* ---------------------------------------------------------------- kernel-only timing */

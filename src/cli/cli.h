@@ -22,6 +22,13 @@ int cli_report(g4_status st);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a decimal int option value in [lo, hi]; on failure reports and returns 0. */
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+/* Parses --tp-backend's value: "threads" or "mpi". */
+int cli_parse_tp_backend(const char *cmd, const char *v, int *out);
+/* g4_model_load for a subcommand. On an MPI rank other than 0 it serves rank 0 (g4_model_work)
+ * until rank 0 is done, frees the model and returns -1: the subcommand then exits with 0 without
+ * printing anything. Otherwise returns the exit code of the load (0 with *m set). */
+int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m);
+
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);
 

@@ -20,6 +20,7 @@ typedef struct {
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
     long threads, reps, ctx, chunk, tp, bw_mib, seed;
+    int tp_backend;
     int no_peaks, kernels;
 } bench_opts;
 
@@ -37,12 +38,14 @@ typedef struct {
 static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
-    "                     [--kernels]\n"
+    "                     [--kernels] [--tp N] [--tp-backend threads|mpi]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
     "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
-    "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n";
+    "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
+    "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
+    "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n";
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -66,7 +69,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     o->n[0] = 128; o->nn = 1;
     o->reps = 3;
     o->chunk = 64;
-    o->tp = 1;
+    o->tp = 0;   /* unset: 1, or the mpirun size */
     o->bw_mib = 1024;
     o->seed = 1234;
     for (int i = 1; i < argc; i++) {
@@ -81,7 +84,8 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--reps") || !strcmp(a, "-r")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->reps)) return 0; }
         else if (!strcmp(a, "--ctx")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 24, &o->ctx)) return 0; }
         else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 16, &o->chunk)) return 0; }
-        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1024, &o->tp)) return 0; }
+        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->tp)) return 0; }
+        else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend("bench", v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
@@ -90,7 +94,8 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 #undef NEEDV
     }
     if (!o->model) { cli_usage_error("bench", "-m MODEL is required"); return 0; }
-    if (o->tp != 1) { cli_usage_error("bench", "--tp %ld: tensor parallelism is not available yet", o->tp); return 0; }
+    /* MPI ranks would measure the machine all at once, and idle ranks poll: measure with threads */
+    if (o->tp_backend == G4_TP_MPI) o->no_peaks = 1;
     if (o->np + o->nn == 0 && !o->kernels) { cli_usage_error("bench", "nothing to measure: -p and -n are both 0"); return 0; }
     return 1;
 }
@@ -155,12 +160,14 @@ int cli_bench(int argc, char **argv) {
     mo.threads = (int)o.threads;
     mo.ctx = o.ctx ? (int)o.ctx : (int)((max_p > max_n ? max_p : max_n) + 1);   /* +1: the warm-up step */
     mo.prefill_chunk = (int)o.chunk;
+    mo.tp = (int)o.tp;
+    mo.tp_backend = o.tp_backend;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
     double t_load = g4_now();
-    int rc = cli_report(g4_model_load(o.model, &mo, &m));
-    if (rc) return rc;
+    int rc = cli_load_model(o.model, &mo, &m);
+    if (rc) return rc < 0 ? 0 : rc;
     t_load = g4_now() - t_load;
     const g4_model_info *info = g4_model_get_info(m);
     const int V = info->vocab_size;
@@ -184,7 +191,8 @@ int cli_bench(int argc, char **argv) {
     if (!st) {
         int slot = 0;
         g4_slot_reset(m, 0);
-        st = g4_decode(m, 1, &slot, ids, logits);
+        int32_t next;
+        st = g4_decode_argmax(m, 1, &slot, ids, &next);
     }
     t_warm = g4_now() - t_warm;
 
@@ -198,11 +206,13 @@ int cli_bench(int argc, char **argv) {
         for (int r = 0; !st && r < t->reps; r++) {
             g4_slot_reset(m, 0);
             double t0 = g4_now();
+            /* greedy steps: with --tp N the ranks exchange only their argmax, as `run` does */
+            int32_t next;
             if (!t->is_decode) {
-                st = g4_prefill(m, 0, ids, t->n_tokens, logits);
+                st = g4_prefill_argmax(m, 0, ids, t->n_tokens, &next);
             } else {
                 int slot = 0;
-                for (int k = 0; !st && k < t->n_tokens; k++) st = g4_decode(m, 1, &slot, ids + k, logits);
+                for (int k = 0; !st && k < t->n_tokens; k++) st = g4_decode_argmax(m, 1, &slot, ids + k, &next);
             }
             t->reps_tok_s[r] = t->n_tokens / (g4_now() - t0);
         }
@@ -238,7 +248,8 @@ int cli_bench(int argc, char **argv) {
 
     /* ---- human-readable report */
     printf("gemma4c bench: %s\n", o.model);
-    printf("machine: %d threads, kernels %s\n", (int)o.threads, kpath);
+    printf("machine: %d threads, kernels %s; --tp %d (%s)\n", (int)o.threads, kpath, g4_model_get_info(m)->tp,
+           o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     if (!o.no_peaks) {
         printf("  memory read bandwidth : %7.2f GB/s  (best of %d streaming reads of %zu MiB; median %.2f)\n",
                bw.gbps, bw.reps, bw.bytes >> 20, bw.median_gbps);
@@ -295,7 +306,8 @@ int cli_bench(int argc, char **argv) {
     FILE *f = stdout;
     fputs("{\"bench\":\"gemma4c\",\"model\":", f);
     json_str(f, o.model);
-    fprintf(f, ",\"threads\":%d,\"kernels\":", (int)o.threads);
+    fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
+            g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);
     fputs(",\"machine\":{\"read_bw_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.gbps);
     fputs(",\"read_bw_median_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.median_gbps);

@@ -3,6 +3,8 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,28 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long
     }
     *out = v;
     return 1;
+}
+
+int cli_parse_tp_backend(const char *cmd, const char *v, int *out) {
+    if (v && !strcmp(v, "threads")) *out = G4_TP_THREADS;
+    else if (v && !strcmp(v, "mpi")) *out = G4_TP_MPI;
+    else return cli_usage_error(cmd, "--tp-backend expects 'threads' or 'mpi', got '%s'", v ? v : "(missing)"), 0;
+    return 1;
+}
+
+int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m) {
+    *m = NULL;
+    g4_status st = g4_model_load(path, mo, m);
+    if (st) return cli_report(st);
+    if (g4_model_rank(*m) == 0) return 0;
+    /* mpirun forwards SIGTERM/SIGINT to every rank: workers leave when rank 0, which handles the
+     * signal (e.g. the server draining its requests), sends the stop message */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    st = g4_model_work(*m);   /* an MPI worker rank: run forward passes until rank 0 frees */
+    g4_model_free(*m);
+    *m = NULL;
+    return st ? cli_report(st) : -1;
 }
 
 char *cli_read_stdin(size_t *len) {

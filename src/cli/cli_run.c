@@ -16,6 +16,7 @@ typedef struct {
     const char *system;        /* --system TEXT (with --chat) */
     const char *out;
     long n_predict, threads, ctx, chunk, tp;
+    int tp_backend;
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
 } run_opts;
@@ -61,7 +62,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     o->n_predict = 64;
     o->ctx = 4096;
     o->chunk = 64;
-    o->tp = 1;
+    o->tp = 0;   /* unset: 1, or the mpirun size */
     g4_sampler_params_default(&o->sp);
     o->sp.temperature = 0.0f;   /* the CLI is greedy unless --temp is given */
     for (int i = 1; i < argc; i++) {
@@ -83,7 +84,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 4096, &o->threads)) return 0; }
         else if (!strcmp(a, "--ctx")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1 << 24, &o->ctx)) return 0; }
         else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1 << 16, &o->chunk)) return 0; }
-        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1024, &o->tp)) return 0; }
+        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 64, &o->tp)) return 0; }
+        else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend(cmd, v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
@@ -93,7 +95,6 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     if (!o->model) { cli_usage_error(cmd, "-m MODEL is required"); return 0; }
     if (!o->prompt_ids == !o->prompt) { cli_usage_error(cmd, "give exactly one of -p TEXT and --prompt-ids IDS"); return 0; }
     if (o->chat && !o->prompt) { cli_usage_error(cmd, "--chat needs -p TEXT"); return 0; }
-    if (o->tp != 1) { cli_usage_error(cmd, "--tp %ld: tensor parallelism is not available yet", o->tp); return 0; }
     return 1;
 }
 
@@ -103,7 +104,9 @@ static int load(const run_opts *o, g4_model **m) {
     mo.threads = (int)o->threads;
     mo.ctx = (int)o->ctx;
     mo.prefill_chunk = (int)o->chunk;
-    return cli_report(g4_model_load(o->model, &mo, m));
+    mo.tp = (int)o->tp;
+    mo.tp_backend = o->tp_backend;
+    return cli_load_model(o->model, &mo, m);
 }
 
 int cli_logits(int argc, char **argv) {
@@ -116,7 +119,7 @@ int cli_logits(int argc, char **argv) {
     if (!parse_ids("logits", o.prompt_ids, &ids, &n)) return 2;
     g4_model *m;
     int rc = load(&o, &m);
-    if (rc) { free(ids); return rc; }
+    if (rc) { free(ids); return rc < 0 ? 0 : rc; }
     const int V = g4_model_get_info(m)->vocab_size;
     float *logits = malloc((size_t)V * sizeof(float));
     g4_status st = logits ? g4_prefill(m, 0, ids, n, logits) : g4_fail(G4_ERR_NOMEM, "out of memory");
@@ -188,7 +191,7 @@ int cli_run(int argc, char **argv) {
     g4_model *m;
     double t0 = g4_now();
     int rc = load(&o, &m);
-    if (rc) { free(ids); return rc; }
+    if (rc) { free(ids); return rc < 0 ? 0 : rc; }
     if (!o.ids_out || o.prompt) {   /* text in or text out needs the model's tokenizer */
         if ((st = g4_tokenizer_load(o.model, &tok)) == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
         if (!st && o.prompt) st = text_to_ids(&o, tok, &ids, &n);
@@ -204,12 +207,15 @@ int cli_run(int argc, char **argv) {
     float *logits = malloc((size_t)V * sizeof(float));
     if (!logits) st = g4_fail(G4_ERR_NOMEM, "out of memory");
     if (!st) st = g4_sampler_new(&o.sp, V, info->final_logit_softcap, &smp);
-    if (!st) st = g4_prefill(m, 0, ids, n, logits);
+    /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
+    const int greedy = o.sp.temperature == 0 && o.sp.frequency_penalty == 0 && o.sp.presence_penalty == 0;
+    int32_t next = 0;
+    if (!st) st = greedy ? g4_prefill_argmax(m, 0, ids, n, &next) : g4_prefill(m, 0, ids, n, logits);
     double t2 = g4_now();
     int n_gen = 0;
     if (o.ids_out) printf("[");
     while (!st && n_gen < o.n_predict) {
-        int32_t t = g4_sampler_sample(smp, logits);
+        int32_t t = greedy ? next : g4_sampler_sample(smp, logits);
         n_gen++;
         int stop = !o.ignore_eos && t == info->eos_id;
         if (o.ids_out) printf("%s%d", n_gen > 1 ? "," : "", t);
@@ -217,7 +223,7 @@ int cli_run(int argc, char **argv) {
         fflush(stdout);
         if (stop || n_gen == o.n_predict || st) break;
         int slot = 0;
-        st = g4_decode(m, 1, &slot, &t, logits);
+        st = greedy ? g4_decode_argmax(m, 1, &slot, &t, &next) : g4_decode(m, 1, &slot, &t, logits);
     }
     if (ds && !st && !(st = g4_detok_stream_finish(ds, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
     printf(o.ids_out ? "]\n" : "\n");

@@ -88,8 +88,8 @@ static void att_task(void *ctx, int task, int thread) {
     att_job *j = ctx;
     g4_model *m = j->m;
     const g4_layer *L = j->L;
-    const int Hq = m->cfg.n_heads, D = L->head_dim, cap = L->kv_cap;
-    const int r = task / Hq, h = task % Hq, g = h / (Hq / L->n_kv);
+    const int Hq = L->n_q, D = L->head_dim, cap = L->kv_cap;
+    const int r = task / Hq, h = task % Hq, g = h / (Hq / L->n_kv);   /* the rank-local group size */
     const int p = j->pos[r];
     const int lo = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
     const float *q = m->q + ((size_t)r * Hq + h) * D;
@@ -105,7 +105,7 @@ static void att_task(void *ctx, int task, int thread) {
 
 static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos) {
     const g4_config *c = &m->cfg;
-    const int H = c->hidden_size, Hq = c->n_heads, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
+    const int H = c->hidden_size, Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
     const float eps = c->rms_norm_eps;
     for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_in, eps, H, m->h + (size_t)r * H);
 
@@ -135,6 +135,7 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
     att_job aj = {m, L, R, slots, pos};
     g4_pool_run(m->pool, R * Hq, att_task, &aj);
     matmul1(m, R, &L->o, m->att, m->tmp);
+    if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel o_proj */
     for (int r = 0; r < R; r++) {
         float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
         m->k->rmsnorm(t, L->w_post_attn, eps, H, t);
@@ -144,7 +145,7 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
 
 static void mlp_block(g4_model *m, const g4_layer *L, int R) {
     const g4_config *c = &m->cfg;
-    const int H = c->hidden_size, I = c->intermediate_size;
+    const int H = c->hidden_size, I = L->gate.rows;   /* this rank's slice of the intermediate size */
     const float eps = c->rms_norm_eps;
     for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_pre_ffw, eps, H, m->h + (size_t)r * H);
     mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
@@ -152,6 +153,7 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
     for (int r = 0; r < R; r++)
         m->k->gelu_mul(m->gate + (size_t)r * I, m->up + (size_t)r * I, I, m->gate + (size_t)r * I);
     matmul1(m, R, &L->down, m->gate, m->tmp);
+    if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel down_proj */
     for (int r = 0; r < R; r++) {
         float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
         m->k->rmsnorm(t, L->w_post_ffw, eps, H, t);
@@ -171,9 +173,16 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         int id = ids[r];
         for (int k = 0; k < 3; k++)   /* text-only: placeholders embed as <pad>, as HF does */
             if (id == c->mm_placeholder_ids[k] && c->pad_id >= 0) id = c->pad_id;
+        /* vocab-parallel embedding: the rank holding the row writes it, the others add zeros */
+        id -= m->vlo;
+        if (id < 0 || id >= m->vlen) {
+            memset(x, 0, (size_t)H * sizeof(float));
+            continue;
+        }
         g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)id * g4_dtype_row_bytes(m->embed.dt, H), (size_t)H, x);
         for (int i = 0; i < H; i++) x[i] *= m->embed_scale;
     }
+    if (m->comm) m->comm->allreduce_sum(m->comm, m->x, (size_t)R * H);
     for (int l = 0; l < c->n_layers; l++) {
         attention_block(m, &m->layers[l], R, slots, pos);
         mlp_block(m, &m->layers[l], R);
@@ -182,7 +191,7 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         int n = R - logit_row0;
         for (int r = 0; r < n; r++)
             m->k->rmsnorm(m->x + (size_t)(logit_row0 + r) * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
-        mm_op op = {&m->lm_head, m->h, logits, V};
+        mm_op op = {&m->lm_head, m->h, logits, m->vmax};   /* this rank's vocabulary slice */
         matmul_multi(m, n, 1, &op);
     }
     return G4_OK;

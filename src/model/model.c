@@ -1,26 +1,42 @@
 /* model.c — the model and session-slot half of the public API: load (config → mapped weights →
- * RoPE tables → KV cache and scratch, all sized once), prefill in chunks, batched decode, and
- * the softcap / argmax helpers. The layer math lives in gemma4.c. */
+ * this rank's shards → RoPE tables → KV cache and scratch, all sized once), prefill in chunks,
+ * batched decode, and the softcap / argmax helpers. With tensor parallelism the handle the caller
+ * holds is rank 0, the driver: each step is broadcast to the other ranks (threads of this process,
+ * or MPI processes running g4_model_work), every rank runs the same forward pass on its shard,
+ * and the vocab-parallel logits are gathered — or only their per-rank maxima, for greedy.
+ * The layer math lives in gemma4.c, the slicing in shard.c, the collectives in src/parallel. */
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef G4_HAVE_NUMA
+#include <numa.h>
+#endif
 
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/rope.h"
+
+enum { CMD_STOP = 0, CMD_STEP = 1 };
+enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
+#define CMD_HDR 4   /* op, R, logit_row0, out mode; then slots[R], pos[R], ids[R] */
 
 void g4_model_opts_default(g4_model_opts *o) {
     o->threads = 0;
     o->ctx = 4096;
     o->n_slots = 1;
     o->prefill_chunk = 64;
+    o->tp = 1;
+    o->tp_backend = G4_TP_THREADS;
 }
 
 static g4_status alloc_state(g4_model *m) {
     const g4_config *c = &m->cfg;
-    const int S = m->opts.n_slots, ctx = m->opts.ctx, Hq = c->n_heads;
+    const int S = m->opts.n_slots, ctx = m->opts.ctx;
     m->max_rows = m->opts.prefill_chunk > S ? m->opts.prefill_chunk : S;
-    int maxD = 0, maxKV = 0;
+    int maxD = 0, maxKV = 0, maxQ = 0;
     size_t off = 0;
     for (int l = 0; l < c->n_layers; l++) {
         g4_layer *L = &m->layers[l];
@@ -33,6 +49,7 @@ static g4_status alloc_state(g4_model *m) {
         L->inv_freq = L->is_full ? m->inv_freq_full : m->inv_freq_sliding;
         if (L->head_dim > maxD) maxD = L->head_dim;
         if (L->n_kv * L->head_dim > maxKV) maxKV = L->n_kv * L->head_dim;
+        if (L->n_q * L->head_dim > maxQ) maxQ = L->n_q * L->head_dim;
     }
     m->slot_floats = off;
     m->info.kv_bytes = off * sizeof(float) * (size_t)S;
@@ -42,18 +59,230 @@ static g4_status alloc_state(g4_model *m) {
     m->x = malloc(R * H * sizeof(float));
     m->h = malloc(R * H * sizeof(float));
     m->tmp = malloc(R * H * sizeof(float));
-    m->q = malloc(R * Hq * maxD * sizeof(float));
-    m->att = malloc(R * Hq * maxD * sizeof(float));
+    m->q = malloc(R * maxQ * sizeof(float));
+    m->att = malloc(R * maxQ * sizeof(float));
     m->kk = malloc(R * maxKV * sizeof(float));
     m->vv = malloc(R * maxKV * sizeof(float));
     m->gate = malloc(R * I * sizeof(float));
     m->up = malloc(R * I * sizeof(float));
     m->rope_cs = malloc(R * maxD * sizeof(float));
     m->scores = malloc((size_t)g4_pool_size(m->pool) * ctx * sizeof(float));
+    m->lg = malloc((size_t)S * m->vmax * sizeof(float));
+    m->cmd = malloc((CMD_HDR + 3 * R) * sizeof(int32_t));
+    if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));
     if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
-        !m->gate || !m->up || !m->rope_cs || !m->scores)
+        !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
         return g4_fail(G4_ERR_NOMEM, "out of memory allocating the KV cache (%zu MiB) and scratch for ctx %d x %d slots",
                        m->info.kv_bytes >> 20, ctx, S);
+    return G4_OK;
+}
+
+/* Pins the calling thread (and the memory it first touches) to the NUMA node of `rank` when the
+ * host has several nodes; a no-op on one node or without libnuma. */
+static void numa_bind_rank(int rank) {
+#ifdef G4_HAVE_NUMA
+    if (numa_available() < 0) return;
+    int nodes = numa_num_configured_nodes();
+    if (nodes < 2) return;
+    numa_run_on_node(rank % nodes);
+    numa_set_preferred(rank % nodes);
+#else
+    (void)rank;
+#endif
+}
+
+static int online_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* One rank: config, its shard of the weights, its KV cache and its worker threads. */
+static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g4_comm *comm, g4_model **out) {
+    *out = NULL;
+    const int tp = comm ? comm->size : 1;
+    g4_model *m = calloc(1, sizeof *m);
+    if (!m) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    m->opts = *o;
+    m->opts.tp = tp;
+    m->comm = comm;
+    g4_status st;
+    if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
+    if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
+        if ((st = g4_gguf_model_bind(m, path))) goto fail;
+        if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
+    } else {
+        if ((st = g4_config_load(path, &m->cfg))) goto fail;
+        if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
+        if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
+        if ((st = g4_weights_bind(m))) goto fail;
+    }
+    const g4_config *c = &m->cfg;
+    for (int t = 0; t < m->ts.n_tensors; t++) m->info.weight_bytes += m->ts.tensors[t].nbytes;
+    m->vlo = m->plan.vocab_lo;
+    m->vlen = m->plan.vocab_hi - m->plan.vocab_lo;
+    m->vmax = (c->vocab_size + tp - 1) / tp;
+    if (tp > 1 && !m->presharded) {
+        /* copy this rank's slices into its own memory, then let the checkpoint mapping go */
+        if ((st = g4_model_shard(m))) goto fail;
+        g4_st_close(&m->ts);
+        memset(&m->ts, 0, sizeof m->ts);
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        m->layers[l].n_q = m->plan.q_heads;
+        m->layers[l].n_kv = m->plan.kv_heads[l];
+    }
+    int Dsl = 0, Dfull = 0;
+    for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];
+    m->inv_freq_sliding = g4_rope_inv_freq(&c->rope_sliding, Dsl ? Dsl : 2);
+    m->inv_freq_full = g4_rope_inv_freq(&c->rope_full, Dfull ? Dfull : 2);
+    m->embed_scale = (float)sqrt((double)c->hidden_size);   /* float32 in the float32 reference */
+    /* threads <= 0: all online CPUs, shared out among the ranks of this process */
+    int threads = o->threads > 0 ? o->threads : online_cpus();
+    int sharing = comm && o->tp_backend == G4_TP_THREADS ? tp : 1;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");   /* MPI ranks on this host */
+    if (comm && o->tp_backend == G4_TP_MPI && o->threads <= 0 && local && atoi(local) > 0) sharing = atoi(local);
+    threads = threads / sharing > 0 ? threads / sharing : 1;
+    if (!(m->pool = g4_pool_new(threads))) { st = g4_fail(G4_ERR_RUNTIME, "cannot start worker threads"); goto fail; }
+    if (!m->inv_freq_sliding || !m->inv_freq_full) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); goto fail; }
+    if ((st = alloc_state(m))) goto fail;
+    g4_model_info *i = &m->info;
+    i->vocab_size = c->vocab_size;
+    i->hidden_size = c->hidden_size;
+    i->n_layers = c->n_layers;
+    i->ctx = o->ctx;
+    i->n_slots = o->n_slots;
+    i->bos_id = c->bos_id;
+    i->eos_id = c->n_eos ? c->eos_ids[0] : -1;
+    i->pad_id = c->pad_id;
+    i->final_logit_softcap = c->final_logit_softcap;
+    i->architecture = c->architecture;
+    i->tp = tp;
+    *out = m;
+    return G4_OK;
+fail:
+    m->comm = NULL;   /* the caller owns the communicator until the rank is up */
+    g4_model_free(m);
+    return st;
+}
+
+/* ---------------------------------------------------------------- threads backend group */
+
+typedef struct {
+    pthread_t th;
+    const char *path;
+    g4_model_opts opts;
+    int rank;
+    g4_comm *comm;
+    g4_model *m;
+    g4_status st;
+    char err[512];
+    struct g4_group *g;
+} rank_boot;
+
+struct g4_group {
+    int n;
+    rank_boot *boots;           /* [n]; boots[0] is the caller's rank */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int loaded;                 /* ranks 1..n-1 that finished loading */
+    int verdict;                /* 0 pending, 1 serve, -1 abort */
+};
+
+static void *rank_main(void *arg) {
+    rank_boot *b = arg;
+    struct g4_group *g = b->g;
+    numa_bind_rank(b->rank);
+    b->st = load_rank(b->path, &b->opts, b->rank, b->comm, &b->m);
+    if (b->st) snprintf(b->err, sizeof b->err, "%s", g4_last_error());
+    pthread_mutex_lock(&g->mu);
+    g->loaded++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->verdict) pthread_cond_wait(&g->cv, &g->mu);
+    int serve = g->verdict > 0;
+    pthread_mutex_unlock(&g->mu);
+    if (serve) g4_model_work(b->m);
+    if (b->m) g4_model_free(b->m);
+    else if (b->comm) b->comm->free(b->comm);
+    return NULL;
+}
+
+static void group_release(struct g4_group *g, int verdict) {
+    pthread_mutex_lock(&g->mu);
+    g->verdict = verdict;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void group_join(struct g4_group *g) {
+    for (int r = 1; r < g->n; r++)
+        if (g->boots[r].th) pthread_join(g->boots[r].th, NULL);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->boots);
+    free(g);
+}
+
+static g4_status load_threads_group(const char *path, const g4_model_opts *o, g4_model **out) {
+    const int n = o->tp;
+    g4_comm **comms = g4_comm_threads_new(n);
+    struct g4_group *g = calloc(1, sizeof *g);
+    if (!comms || !g || !(g->boots = calloc((size_t)n, sizeof *g->boots))) {
+        if (comms) for (int r = 0; r < n; r++) comms[r]->free(comms[r]);
+        free(comms);
+        if (g) free(g->boots);
+        free(g);
+        return g4_fail(G4_ERR_NOMEM, "out of memory");
+    }
+    g->n = n;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g4_status st = G4_OK;
+    int started = 1;
+    for (int r = 1; r < n; r++) {
+        rank_boot *b = &g->boots[r];
+        *b = (rank_boot){.path = path, .opts = *o, .rank = r, .comm = comms[r], .g = g};
+        if (pthread_create(&b->th, NULL, rank_main, b)) {
+            b->th = 0;
+            for (int k = r; k < n; k++) comms[k]->free(comms[k]);
+            st = g4_fail(G4_ERR_RUNTIME, "cannot start the thread of rank %d", r);
+            break;
+        }
+        started++;
+    }
+    g4_model *m = NULL;
+    if (!st) {
+        numa_bind_rank(0);
+        if ((st = load_rank(path, o, 0, comms[0], &m))) comms[0]->free(comms[0]);
+    } else {
+        comms[0]->free(comms[0]);
+    }
+    free(comms);
+    char err[600];
+    snprintf(err, sizeof err, "%s", g4_last_error());
+    /* wait for every rank, then serve only if all of them loaded */
+    pthread_mutex_lock(&g->mu);
+    while (g->loaded < started - 1) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    for (int r = 1; r < started && !st; r++)
+        if ((st = g->boots[r].st)) snprintf(err, sizeof err, "rank %d: %s", r, g->boots[r].err);
+    if (st) {
+        group_release(g, -1);
+        group_join(g);
+        if (m) {   /* the other ranks never entered g4_model_work: no stop message */
+            m->comm->free(m->comm);
+            m->comm = NULL;
+            g4_model_free(m);
+        }
+        return g4_fail(st, "%s", err);
+    }
+    for (int r = 1; r < n; r++) {   /* the whole group's weights, for the roofline */
+        m->local_weight_bytes += g->boots[r].m->local_weight_bytes;
+        m->info.kv_bytes += g->boots[r].m->info.kv_bytes;
+    }
+    m->info.weight_bytes = m->local_weight_bytes;
+    m->group = g;
+    group_release(g, 1);
+    *out = m;
     return G4_OK;
 }
 
@@ -64,56 +293,122 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     if (opts) o = *opts;
     if (o.ctx <= 0 || o.n_slots <= 0 || o.prefill_chunk <= 0)
         return g4_fail(G4_ERR_INPUT, "ctx, n_slots and prefill_chunk must be positive");
-    g4_model *m = calloc(1, sizeof *m);
-    if (!m) return g4_fail(G4_ERR_NOMEM, "out of memory");
-    m->opts = o;
-    g4_status st;
-    if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
-        if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
-        if ((st = g4_gguf_model_bind(m, path))) goto fail;
-    } else {
-        if ((st = g4_config_load(path, &m->cfg))) goto fail;
-        if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
-        if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
-        if ((st = g4_weights_bind(m))) goto fail;
+    if (o.tp_backend != G4_TP_THREADS && o.tp_backend != G4_TP_MPI)
+        return g4_fail(G4_ERR_INPUT, "unknown tensor-parallel backend %d", o.tp_backend);
+    if (o.tp < 0 || o.tp > 64) return g4_fail(G4_ERR_INPUT, "--tp %d: must be between 1 and 64", o.tp);
+    if (o.tp == 0 && o.tp_backend == G4_TP_THREADS) o.tp = 1;   /* 0: unset (mpi: the mpirun size) */
+    if (o.tp_backend == G4_TP_MPI) {
+        g4_comm *comm;
+        g4_status st = g4_comm_mpi_new(o.tp, &comm);
+        if (st) return st;
+        o.tp = comm->size;
+        numa_bind_rank(comm->rank);
+        if (comm->size == 1) {   /* a group of one needs no collectives */
+            comm->free(comm);
+            return load_rank(path, &o, 0, NULL, out);
+        }
+        st = load_rank(path, &o, comm->rank, comm, out);
+        if (st) { comm->free(comm); return st; }
+        (*out)->info.weight_bytes = (*out)->local_weight_bytes * (size_t)comm->size;
+        (*out)->info.kv_bytes *= (size_t)comm->size;
+        return G4_OK;
     }
-    const g4_config *c = &m->cfg;
-    int Dsl = 0, Dfull = 0;
-    for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];
-    m->inv_freq_sliding = g4_rope_inv_freq(&c->rope_sliding, Dsl ? Dsl : 2);
-    m->inv_freq_full = g4_rope_inv_freq(&c->rope_full, Dfull ? Dfull : 2);
-    m->embed_scale = (float)sqrt((double)c->hidden_size);   /* float32 in the float32 reference */
-    if (!(m->pool = g4_pool_new(o.threads))) { st = g4_fail(G4_ERR_RUNTIME, "cannot start worker threads"); goto fail; }
-    if (!m->inv_freq_sliding || !m->inv_freq_full) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); goto fail; }
-    if ((st = alloc_state(m))) goto fail;
-    g4_model_info *i = &m->info;
-    i->vocab_size = c->vocab_size;
-    i->hidden_size = c->hidden_size;
-    i->n_layers = c->n_layers;
-    i->ctx = o.ctx;
-    i->n_slots = o.n_slots;
-    i->bos_id = c->bos_id;
-    i->eos_id = c->n_eos ? c->eos_ids[0] : -1;
-    i->pad_id = c->pad_id;
-    i->final_logit_softcap = c->final_logit_softcap;
-    i->architecture = c->architecture;
-    for (int t = 0; t < m->ts.n_tensors; t++) i->weight_bytes += m->ts.tensors[t].nbytes;
-    *out = m;
-    return G4_OK;
-fail:
-    g4_model_free(m);
-    return st;
+    if (o.tp == 1) return load_rank(path, &o, 0, NULL, out);
+    return load_threads_group(path, &o, out);
+}
+
+/* ---------------------------------------------------------------- one step on every rank */
+
+/* Runs the broadcast step m->cmd on this rank; rank 0 collects the result into `logits`
+ * [n][V] or `next` [n]. */
+static void rank_step(g4_model *m, float *logits, int32_t *next) {
+    const int32_t *c = m->cmd;
+    const int R = c[1], row0 = c[2], mode = c[3];
+    const int *slots = c + CMD_HDR, *pos = slots + R;
+    const int32_t *ids = pos + R;
+    const int n = R - row0, V = m->cfg.vocab_size;
+    g4_forward(m, R, slots, pos, ids, row0, mode == OUT_NONE ? NULL : m->lg);
+    if (mode == OUT_NONE) return;
+    g4_comm *cm = m->comm;
+    if (mode == OUT_LOGITS) {
+        cm->gather(cm, m->lg, (size_t)n * m->vmax * sizeof(float), m->lg_all);
+        if (cm->rank) return;
+        for (int r = 0; r < cm->size; r++) {
+            const int lo = r * m->vmax, len = V - lo < m->vmax ? V - lo : m->vmax;
+            for (int i = 0; i < n && len > 0; i++)
+                memcpy(logits + (size_t)i * V + lo, m->lg_all + ((size_t)r * n + i) * m->vmax, (size_t)len * sizeof(float));
+        }
+        return;
+    }
+    /* distributed argmax: each rank's best (value, global index), rank 0 picks among them */
+    struct best { float v; int32_t id; } mine[n], *all = (struct best *)m->lg_all;
+    for (int i = 0; i < n; i++) {
+        const float *row = m->lg + (size_t)i * m->vmax;
+        int b = 0;
+        for (int k = 1; k < m->vlen; k++)
+            if (row[k] > row[b]) b = k;
+        mine[i] = (struct best){m->vlen ? row[b] : -INFINITY, m->vlo + b};
+    }
+    cm->gather(cm, mine, sizeof mine, all);
+    if (cm->rank) return;
+    for (int i = 0; i < n; i++) {
+        struct best b = all[i];
+        for (int r = 1; r < cm->size; r++)   /* ranks hold ascending ids: strict > keeps the first */
+            if (all[(size_t)r * n + i].v > b.v) b = all[(size_t)r * n + i];
+        next[i] = b.id;
+    }
+}
+
+/* Rank 0: one forward pass of R rows over the whole group. */
+static void group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
+                          int row0, float *logits, int32_t *next) {
+    const int n = R - row0, V = m->cfg.vocab_size;
+    if (!m->comm) {
+        g4_forward(m, R, slots, pos, ids, row0, next ? m->lg : logits);
+        for (int i = 0; next && i < n; i++) next[i] = g4_argmax(m->lg + (size_t)i * V, V);
+        return;
+    }
+    int32_t *c = m->cmd;
+    c[0] = CMD_STEP;
+    c[1] = R;
+    c[2] = row0;
+    c[3] = next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE;
+    memcpy(c + CMD_HDR, slots, (size_t)R * sizeof(int));
+    memcpy(c + CMD_HDR + R, pos, (size_t)R * sizeof(int));
+    memcpy(c + CMD_HDR + 2 * R, ids, (size_t)R * sizeof(int32_t));
+    m->comm->bcast(m->comm, c, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t));
+    rank_step(m, logits, next);
+}
+
+int g4_model_rank(const g4_model *m) { return m->comm ? m->comm->rank : 0; }
+
+g4_status g4_model_work(g4_model *m) {
+    if (!m->comm || !m->comm->rank) return g4_fail(G4_ERR_INPUT, "g4_model_work: rank 0 drives the model");
+    for (;;) {
+        m->comm->bcast(m->comm, m->cmd, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t));
+        if (m->cmd[0] != CMD_STEP) return G4_OK;
+        rank_step(m, NULL, NULL);
+    }
 }
 
 void g4_model_free(g4_model *m) {
     if (!m) return;
+    if (m->comm && m->comm->rank == 0 && m->cmd) {   /* the driver releases the other ranks */
+        m->cmd[0] = CMD_STOP;
+        m->comm->bcast(m->comm, m->cmd, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t));
+    }
+    if (m->group) group_join(m->group);
+    if (m->comm) m->comm->free(m->comm);
     g4_weights_free(m);
     g4_st_close(&m->ts);
+    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
     if (m->pool) g4_pool_free(m->pool);
     free(m->inv_freq_sliding); free(m->inv_freq_full);
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
+    free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }
 
@@ -127,7 +422,7 @@ int g4_slot_pos(const g4_model *m, int slot) {
     return slot >= 0 && slot < m->opts.n_slots ? m->slot_pos[slot] : -1;
 }
 
-g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits) {
+static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits, int32_t *next) {
     if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
     if (n <= 0) return g4_fail(G4_ERR_INPUT, "empty prompt");
     if ((long)m->slot_pos[slot] + n > m->opts.ctx)
@@ -141,15 +436,22 @@ g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *lo
         int R = n - done < m->opts.prefill_chunk ? n - done : m->opts.prefill_chunk;
         for (int r = 0; r < R; r++) { slots[r] = slot; pos[r] = m->slot_pos[slot] + r; }
         int last = done + R == n;
-        g4_status st = g4_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, last ? logits : NULL);
-        if (st) return st;
+        group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, last ? logits : NULL, last ? next : NULL);
         m->slot_pos[slot] += R;
         done += R;
     }
     return G4_OK;
 }
 
-g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, float *logits) {
+g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits) {
+    return prefill(m, slot, ids, n, logits, NULL);
+}
+
+g4_status g4_prefill_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next) {
+    return prefill(m, slot, ids, n, NULL, next);
+}
+
+static g4_status decode(g4_model *m, int n, const int *slots, const int32_t *ids, float *logits, int32_t *next) {
     if (n <= 0 || n > m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "decode batch of %d slots (have %d)", n, m->opts.n_slots);
     int pos[n];
     for (int i = 0; i < n; i++) {
@@ -158,12 +460,21 @@ g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, fl
             if (slots[j] == slots[i]) return g4_fail(G4_ERR_INPUT, "slot %d appears twice in one decode batch", slots[i]);
         if (m->slot_pos[slots[i]] >= m->opts.ctx)
             return g4_fail(G4_ERR_CONTEXT, "slot %d is full: the context of %d tokens (--ctx) is used up", slots[i], m->opts.ctx);
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
+            return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[i], m->cfg.vocab_size);
         pos[i] = m->slot_pos[slots[i]];
     }
-    g4_status st = g4_forward(m, n, slots, pos, ids, 0, logits);
-    if (st) return st;
+    group_forward(m, n, slots, pos, ids, 0, logits, next);
     for (int i = 0; i < n; i++) m->slot_pos[slots[i]]++;
     return G4_OK;
+}
+
+g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, float *logits) {
+    return decode(m, n, slots, ids, logits, NULL);
+}
+
+g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *ids, int32_t *next) {
+    return decode(m, n, slots, ids, NULL, next);
 }
 
 void g4_softcap(const g4_model *m, float *logits, int n) {

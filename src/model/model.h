@@ -8,6 +8,8 @@
 #include "io/hfconfig.h"
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
+#include "parallel/comm.h"
+#include "parallel/tp_plan.h"
 
 typedef struct {
     g4_dtype dt;
@@ -16,9 +18,10 @@ typedef struct {
 } g4_mat;
 
 typedef struct {
-    int is_full, head_dim, n_kv, has_v;
-    g4_mat q, k, v, o;          /* q:[Hq*D][H] k,v:[Hkv*D][H] o:[H][Hq*D] */
-    g4_mat gate, up, down;      /* gate,up:[I][H] down:[H][I] */
+    int is_full, head_dim, has_v;
+    int n_q, n_kv;              /* this rank's query and KV heads (all of them when tp == 1) */
+    g4_mat q, k, v, o;          /* q:[n_q*D][H] k,v:[n_kv*D][H] o:[H][n_q*D] (rank-local) */
+    g4_mat gate, up, down;      /* gate,up:[I/tp][H] down:[H][I/tp] */
     float *w_in, *w_post_attn, *w_pre_ffw, *w_post_ffw;   /* [H] (float32 copies: tiny) */
     float *w_qnorm, *w_knorm;                             /* [D] */
     float layer_scalar;
@@ -32,8 +35,8 @@ struct g4_model {
     g4_model_info info;
     g4_tensor_set ts;
     g4_layer *layers;
-    g4_mat embed;               /* [V][H] */
-    g4_mat lm_head;             /* [V][H]: the embedding when tied */
+    g4_mat embed;               /* [vlen][H]: vocabulary rows [vlo, vlo + vlen) of this rank */
+    g4_mat lm_head;             /* [vlen][H]: the embedding when tied */
     float *w_final;             /* [H] */
     float embed_scale;
     float *inv_freq_sliding, *inv_freq_full;
@@ -50,6 +53,18 @@ struct g4_model {
     float *x, *h, *q, *kk, *vv, *att, *gate, *up, *tmp;
     float *scores;              /* [threads][ctx] attention scores */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
+    /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
+    g4_tp_plan plan;
+    g4_comm *comm;
+    int vlo, vlen, vmax;        /* vocabulary rows of this rank; vmax = ceil(V / tp), the row stride of lg */
+    float *lg;                  /* [n_slots][vmax] this rank's logits of one step */
+    float *lg_all;              /* rank 0 of a group: [tp][n_slots][vmax] gathered */
+    int32_t *cmd;               /* [4 + 3 * max_rows] the step rank 0 broadcasts (model.c) */
+    void **owned;               /* weight shards this rank copied (shard.c) */
+    int n_owned;
+    size_t local_weight_bytes;  /* bytes of this rank's weight matrices */
+    int presharded;             /* the tensor set is already this rank's shard (a .g4c pack) */
+    struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (model.c) */
 };
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
@@ -58,8 +73,12 @@ void g4_weights_free(g4_model *m);
 /* Config and weights from one GGUF file (gguf_bind.c; Gemma 3 text); frees with g4_weights_free. */
 g4_status g4_gguf_model_bind(g4_model *m, const char *path);
 
+/* Replaces every weight view with this rank's slice under m->plan (shard.c). */
+g4_status g4_model_shard(g4_model *m);
+
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and
- * writes raw logits for rows [logit_row0, R) into logits[(r - logit_row0) * vocab]. */
+ * writes this rank's raw logits (vocabulary rows [vlo, vlo + vlen)) for rows [logit_row0, R) into
+ * logits[(r - logit_row0) * vmax]. Every rank of a group calls it with the same arguments. */
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, float *logits);
 

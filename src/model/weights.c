@@ -30,7 +30,14 @@ static g4_status find(binder *b, const char *name, int n_dims, const int64_t *sh
     return G4_OK;
 }
 
-static g4_status bind_mat(binder *b, const char *suffix, int rows, int cols, g4_mat *out) {
+/* A matrix of `role` with full shape [rows][cols]; a pre-sharded (packed) set holds only this
+ * rank's slice of it under the plan, so that is the shape checked there. */
+static g4_status bind_mat(binder *b, const char *suffix, g4_role role, int layer, int rows, int cols, g4_mat *out) {
+    if (b->m->presharded) {
+        g4_shard s = g4_tp_shard(&b->m->plan, &b->m->cfg, role, layer);
+        if (s.kind == G4_SHARD_ROWS) rows = (int)(s.hi - s.lo);
+        if (s.kind == G4_SHARD_COLS) cols = (int)(s.hi - s.lo);
+    }
     char name[256];
     snprintf(name, sizeof name, "%s%s", b->prefix, suffix);
     int64_t shape[2] = {rows, cols};
@@ -72,13 +79,13 @@ g4_status g4_weights_bind(g4_model *m) {
     const char *base = c->conditional ? "model.language_model." : "model.";
     g4_status st;
     snprintf(b.prefix, sizeof b.prefix, "%s", base);
-    if ((st = bind_mat(&b, "embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed)) ||
+    if ((st = bind_mat(&b, "embed_tokens.weight", G4_ROLE_EMBED, -1, c->vocab_size, c->hidden_size, &m->embed)) ||
         (st = bind_vec(&b, "norm.weight", c->hidden_size, &m->w_final)))
         return st;
     if (c->tie_word_embeddings) m->lm_head = m->embed;
     else {
         b.prefix[0] = 0;
-        if ((st = bind_mat(&b, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head))) return st;
+        if ((st = bind_mat(&b, "lm_head.weight", G4_ROLE_LM_HEAD, -1, c->vocab_size, c->hidden_size, &m->lm_head))) return st;
     }
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return g4_fail(G4_ERR_NOMEM, "out of memory");
@@ -91,13 +98,13 @@ g4_status g4_weights_bind(g4_model *m) {
         L->has_v = c->has_v_proj[l];
         const int D = L->head_dim, Hkv = L->n_kv;
         snprintf(b.prefix, sizeof b.prefix, "%slayers.%d.", base, l);
-        if ((st = bind_mat(&b, "self_attn.q_proj.weight", Hq * D, H, &L->q)) ||
-            (st = bind_mat(&b, "self_attn.k_proj.weight", Hkv * D, H, &L->k)) ||
-            (L->has_v && (st = bind_mat(&b, "self_attn.v_proj.weight", Hkv * D, H, &L->v))) ||
-            (st = bind_mat(&b, "self_attn.o_proj.weight", H, Hq * D, &L->o)) ||
-            (st = bind_mat(&b, "mlp.gate_proj.weight", I, H, &L->gate)) ||
-            (st = bind_mat(&b, "mlp.up_proj.weight", I, H, &L->up)) ||
-            (st = bind_mat(&b, "mlp.down_proj.weight", H, I, &L->down)) ||
+        if ((st = bind_mat(&b, "self_attn.q_proj.weight", G4_ROLE_Q, l, Hq * D, H, &L->q)) ||
+            (st = bind_mat(&b, "self_attn.k_proj.weight", G4_ROLE_K, l, Hkv * D, H, &L->k)) ||
+            (L->has_v && (st = bind_mat(&b, "self_attn.v_proj.weight", G4_ROLE_V, l, Hkv * D, H, &L->v))) ||
+            (st = bind_mat(&b, "self_attn.o_proj.weight", G4_ROLE_O, l, H, Hq * D, &L->o)) ||
+            (st = bind_mat(&b, "mlp.gate_proj.weight", G4_ROLE_GATE, l, I, H, &L->gate)) ||
+            (st = bind_mat(&b, "mlp.up_proj.weight", G4_ROLE_UP, l, I, H, &L->up)) ||
+            (st = bind_mat(&b, "mlp.down_proj.weight", G4_ROLE_DOWN, l, H, I, &L->down)) ||
             (st = bind_vec(&b, "input_layernorm.weight", H, &L->w_in)) ||
             (st = bind_vec(&b, "post_attention_layernorm.weight", H, &L->w_post_attn)) ||
             (st = bind_vec(&b, "pre_feedforward_layernorm.weight", H, &L->w_pre_ffw)) ||

@@ -20,6 +20,7 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->prefill_chunk = 64;
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
+    o->tp = 0;   /* unset: 1, or the mpirun size */
 }
 
 /* Fallback when the template loader refuses the directory (e.g. a tokenizer_config.json it cannot
@@ -52,12 +53,16 @@ static void *loader(void *arg) {
     mo.ctx = s->opts.ctx;
     mo.n_slots = s->opts.parallel;
     mo.prefill_chunk = s->opts.prefill_chunk;
+    mo.tp = s->opts.tp;
+    mo.tp_backend = s->opts.tp_backend;
     const char *dir = s->opts.model_path;
     double t0 = g4_now();
     /* Test hook: hold the loading state so tests can see /health answer 503. */
     const char *delay = getenv("G4_TEST_LOAD_DELAY_MS");
     if (delay && atoi(delay) > 0) nanosleep(&(struct timespec){atoi(delay) / 1000, (atoi(delay) % 1000) * 1000000L}, NULL);
-    g4_status st = g4_model_load(dir, &mo, &s->model);
+    g4_status st = G4_OK;
+    if (s->opts.model) s->model = s->opts.model;
+    else st = g4_model_load(dir, &mo, &s->model);
     if (!st) st = g4_tokenizer_load(dir, &s->tok);
     if (!st && g4_template_load(dir, &s->tmpl)) {
         s->tmpl = NULL;
@@ -120,6 +125,7 @@ int g4_server_main(const g4_server_opts *o) {
     g4_status st = g4_http_start(s, &port);
     if (st) {
         fprintf(stderr, "gemma4c serve: %s\n", g4_last_error());
+        g4_model_free(o->model);   /* a preloaded model's other ranks wait for its stop message */
         g4_metrics_free(s->mx);
         free(s);
         return st == G4_ERR_INPUT ? 2 : 1;

@@ -21,6 +21,8 @@ typedef struct {
     int ctx, parallel, threads, prefill_chunk;
     size_t max_body;         /* request body limit in bytes */
     double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
+    int tp, tp_backend;      /* tensor parallelism (g4_model_opts) */
+    g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 
 void g4_server_opts_default(g4_server_opts *o);

@@ -1,0 +1,70 @@
+/* shard.c — turns the full weight views a binder produced (weights.c, gguf_bind.c) into this
+ * rank's shards under the tensor-parallel plan: each slice is copied into memory the rank's own
+ * thread allocates and first touches (so it lands on the rank's NUMA node), after which the
+ * checkpoint mapping can be released. Column slices of block-quantized types must fall on block
+ * boundaries. A packed .g4c file arrives already sharded and skips this step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+
+static g4_status keep(g4_model *m, void *p) {
+    void **o = realloc(m->owned, (size_t)(m->n_owned + 1) * sizeof *o);
+    if (!o) { free(p); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
+    m->owned = o;
+    m->owned[m->n_owned++] = p;
+    return G4_OK;
+}
+
+/* mat := its slice `s`, copied into rank-owned memory. */
+static g4_status slice(g4_model *m, g4_mat *w, g4_shard s, const char *what, int layer) {
+    const size_t full_rb = g4_dtype_row_bytes(w->dt, w->cols);
+    int rows = w->rows, cols = w->cols;
+    size_t src_off = 0;
+    if (s.kind == G4_SHARD_ROWS) {
+        rows = (int)(s.hi - s.lo);
+        src_off = (size_t)s.lo * full_rb;
+    } else if (s.kind == G4_SHARD_COLS) {
+        const int blk = g4_dtype_block(w->dt);
+        if (s.lo % blk || s.hi % blk)
+            return g4_fail(G4_ERR_INPUT, "--tp %d: layer %d %s: the input slice [%lld, %lld) is not a multiple of the %s block (%d)",
+                           m->plan.tp, layer, what, (long long)s.lo, (long long)s.hi, g4_dtype_name(w->dt), blk);
+        cols = (int)(s.hi - s.lo);
+        src_off = g4_dtype_row_bytes(w->dt, s.lo);
+    }
+    const size_t rb = g4_dtype_row_bytes(w->dt, cols), bytes = rb * (size_t)rows;
+    void *dst = NULL;
+    if (posix_memalign(&dst, 64, bytes ? bytes : 64)) return g4_fail(G4_ERR_NOMEM, "out of memory copying a weight shard");
+    const char *src = (const char *)w->data + src_off;
+    if (s.kind == G4_SHARD_COLS)
+        for (int r = 0; r < rows; r++) memcpy((char *)dst + (size_t)r * rb, src + (size_t)r * full_rb, rb);
+    else
+        memcpy(dst, src, bytes);
+    w->data = dst;
+    w->rows = rows;
+    w->cols = cols;
+    m->local_weight_bytes += bytes;
+    return keep(m, dst);
+}
+
+g4_status g4_model_shard(g4_model *m) {
+    const g4_config *c = &m->cfg;
+    const g4_tp_plan *p = &m->plan;
+    const int tied = m->lm_head.data == m->embed.data;
+    g4_status st;
+    if ((st = slice(m, &m->embed, g4_tp_shard(p, c, G4_ROLE_EMBED, -1), "embedding", -1))) return st;
+    if (tied) m->lm_head = m->embed;
+    else if ((st = slice(m, &m->lm_head, g4_tp_shard(p, c, G4_ROLE_LM_HEAD, -1), "lm_head", -1))) return st;
+    for (int l = 0; l < c->n_layers; l++) {
+        g4_layer *L = &m->layers[l];
+        struct { g4_mat *w; g4_role role; const char *name; } mats[] = {
+            {&L->q, G4_ROLE_Q, "q_proj"}, {&L->k, G4_ROLE_K, "k_proj"}, {&L->v, G4_ROLE_V, "v_proj"},
+            {&L->o, G4_ROLE_O, "o_proj"}, {&L->gate, G4_ROLE_GATE, "gate_proj"},
+            {&L->up, G4_ROLE_UP, "up_proj"}, {&L->down, G4_ROLE_DOWN, "down_proj"}};
+        for (size_t i = 0; i < sizeof mats / sizeof *mats; i++) {
+            if (!mats[i].w->data) continue;   /* k_eq_v layers have no v_proj */
+            if ((st = slice(m, mats[i].w, g4_tp_shard(p, c, mats[i].role, l), mats[i].name, l))) return st;
+        }
+    }
+    return G4_OK;
+}

@@ -1,11 +1,15 @@
 /* tokenizer_gguf.c — a g4_tokenizer and chat template from a GGUF file's metadata
- * (tokenizer.ggml.{model,tokens,token_type,...}, tokenizer.chat_template), built the way
- * transformers' GGUF loader builds Gemma's (integrations/gguf/gguf_tokenizer_mapping.py,
- * gemma_tokenizer + GemmaTokenizer): the file has no merges, so they are rebuilt from the vocabulary
- * — every split of a token into two tokens, ranked by the merged token's position in the file, longer
- * left part first (generate_merges) — and whitespace-only tokens containing a space are respelled as
- * that many "▁". The result is written as tokenizer.json text and read by the ordinary loader, so
- * encoding and decoding are the same code as for a HuggingFace directory. */
+ * (tokenizer.ggml.{model,tokens,token_type,merges,...}, tokenizer.chat_template), written as
+ * tokenizer.json text and read by the ordinary loader, so encoding and decoding are the same code
+ * as for a HuggingFace directory. Two vocabularies:
+ *   "llama" (Gemma 3 GGUFs): built the way transformers' GGUF loader builds Gemma's
+ *     (integrations/gguf/gguf_tokenizer_mapping.py, gemma_tokenizer + GemmaTokenizer): the file has
+ *     no merges, so they are rebuilt from the vocabulary — every split of a token into two tokens,
+ *     ranked by the merged token's position in the file, longer left part first (generate_merges) —
+ *     and whitespace-only tokens containing a space are respelled as that many "▁".
+ *   "gemma4" (llama.cpp's Gemma4Model.set_vocab): the HF tokenizer.json's vocabulary verbatim and its
+ *     merges in tokenizer.ggml.merges ("a b"); the Gemma 4 tokenizer.json around them (normalizer,
+ *     pre-tokenizer, byte-fallback BPE, <bos> template) is the same as Gemma 3's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +119,7 @@ typedef struct {
     tk_str *tok;             /* [n] spelled as transformers respells them, in `arena` */
     char *arena;
     const g4_gguf_kv *types; /* int32 [n] or NULL */
+    int verbatim;            /* 1: tokens as stored (gemma4), 0: respell whitespace tokens (llama) */
 } vocab_t;
 
 static int32_t ttype(const vocab_t *v, uint64_t i) { return v->types ? (int32_t)g4_gguf_arr_i64(v->types, i) : 1; }
@@ -156,7 +161,7 @@ static g4_status read_vocab(vocab_t *v) {
             all_ws &= is_ws((unsigned char)s[k]);
         }
         v->tok[i].s = w;
-        if (space && all_ws) {   /* " " in t and not t.strip(): "▁" * len(t) */
+        if (space && all_ws && !v->verbatim) {   /* " " in t and not t.strip(): "▁" * len(t) */
             for (uint64_t k = 0; k < len; k++) { memcpy(w, "\xe2\x96\x81", 3); w += 3; }
             v->tok[i].len = (uint32_t)(3 * len);
         } else {
@@ -176,6 +181,16 @@ static int32_t find_tok(const vocab_t *v, const char *piece) {
     return -1;
 }
 
+/* llama.cpp's converter types only the tokenizer's named specials (<bos>, <eos>, ...) CONTROL and a
+ * few chat markers USER_DEFINED; Gemma 4's other markers (<|turn>, <turn|>, <|image|>, ...) come as
+ * NORMAL, while its tokenizer.json has them as added special tokens, matched whole in any text. They
+ * are recognized by that spelling: "<|...>" or "<...|>". */
+static int gemma4_control(const tk_str *t) {
+    const char *s = t->s;
+    const uint32_t n = t->len;
+    return n >= 4 && s[0] == '<' && s[n - 1] == '>' && (s[1] == '|' || s[n - 2] == '|');
+}
+
 static g4_status build_json(vocab_t *v, sbuf *b) {
     g4_status st;
     const char *model;
@@ -186,10 +201,18 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
     const char *arch = "";
     size_t al = 0;
     if ((st = g4_gguf_get_str(v->g, "general.architecture", &arch, &al, &found))) return st;
-    if (!(ml == 5 && !memcmp(model, "llama", 5)) || al < 5 || memcmp(arch, "gemma", 5))
-        return g4_fail(G4_ERR_INPUT, "%s: tokenizer.ggml.model '%.*s' for architecture '%.*s' is not supported "
-                       "(the sentencepiece vocabulary of Gemma models is)", v->path, (int)(ml < 32 ? ml : 32), model,
+    v->verbatim = ml == 6 && !memcmp(model, "gemma4", 6);
+    if (!(ml == 5 && !memcmp(model, "llama", 5)) && !v->verbatim)
+        return g4_fail(G4_ERR_INPUT, "%s: tokenizer.ggml.model '%.*s' is not supported (llama: Gemma's sentencepiece "
+                       "vocabulary; gemma4)", v->path, (int)(ml < 32 ? ml : 32), model);
+    if (al < 5 || memcmp(arch, "gemma", 5))
+        return g4_fail(G4_ERR_INPUT, "%s: tokenizer of architecture '%.*s' is not supported (Gemma models' are)", v->path,
                        (int)(al < 32 ? al : 32), arch);
+    const g4_gguf_kv *merges = NULL;
+    if (v->verbatim) {
+        if ((st = g4_gguf_get_arr(v->g, "tokenizer.ggml.merges", G4_GGUF_STRING, &merges))) return st;
+        if (!merges) return g4_fail(G4_ERR_INPUT, "%s: metadata 'tokenizer.ggml.merges' is missing (the gemma4 vocabulary needs it)", v->path);
+    }
     if ((st = read_vocab(v))) return st;
     int add_bos = 1;
     if ((st = g4_gguf_get_bool(v->g, "tokenizer.ggml.add_bos_token", &add_bos, &found))) return st;
@@ -206,7 +229,9 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
     int first = 1;
     for (uint64_t i = 0; i < v->n; i++) {
         int32_t ty = ttype(v, i);   /* 3 CONTROL: special; 4 USER_DEFINED: plain added token */
+        if (v->verbatim && ty == 1 && gemma4_control(&v->tok[i])) ty = 3;
         if (ty != 3 && ty != 4) continue;
+        if (v->verbatim) ty = 3;   /* Gemma 4's tokenizer.json marks every added token special */
         char head[64];
         snprintf(head, sizeof head, "%s{\"id\":%llu,\"content\":", first ? "" : ",", (unsigned long long)i);
         puts_(b, head);
@@ -245,6 +270,25 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
         puts_(b, id);
     }
     puts_(b, "},\"merges\":[");
+    if (v->verbatim) {   /* the file's merges, "left right" split at the first space after byte 0, as llama.cpp does */
+        const uint8_t *p = merges->val;
+        for (uint64_t i = 0; i < merges->n; i++) {
+            const char *m;
+            uint64_t len, k = 1;
+            p = g4_gguf_str_next(p, &m, &len);
+            while (k < len && m[k] != ' ') k++;
+            if (k >= len || tk_utf8_check(m, len) != len)
+                return g4_fail(G4_ERR_INPUT, "%s: tokenizer.ggml.merges[%llu] is not two UTF-8 pieces separated by a space",
+                               v->path, (unsigned long long)i);
+            put(b, i ? ",[" : "[", i ? 2 : 1);
+            put_jstr(b, m, k);
+            put(b, ",", 1);
+            put_jstr(b, m + k + 1, len - k - 1);
+            put(b, "]", 1);
+        }
+        puts_(b, "]}}");
+        return b->oom ? g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path) : G4_OK;
+    }
     /* merges: for each piece in file order (its final id: a respelled duplicate keeps the last),
      * each split into two pieces of the vocabulary, longer left part first */
     tk_strmap map;
@@ -303,8 +347,8 @@ g4_status tk_template_load_gguf(const char *path, g4_template **out) {
     if ((st = g4_gguf_get_str(g, "tokenizer.chat_template", &src, &len, &found)) ||
         (st = g4_gguf_get_str(g, "general.architecture", &arch, &al, &fa)))
         goto done;
-    if (!found) {
-        if (!fa || al < 5 || memcmp(arch, "gemma", 5)) {
+    if (!found) {   /* Gemma 4's template is nothing like Gemma 3's: no fallback for it */
+        if (!fa || al < 5 || memcmp(arch, "gemma", 5) || (al == 6 && !memcmp(arch, "gemma4", 6))) {
             st = g4_fail(G4_ERR_INPUT, "%s: metadata 'tokenizer.chat_template' is missing", path);
             goto done;
         }

@@ -1,0 +1,151 @@
+"""Gemma 4 from GGUF files written by llama.cpp's converter (tests/fixtures/g4-gguf/, made by
+tools/reference/make_gemma4_gguf.py from the random-weight fixtures g4-cond-tiny and
+g4-causal-tiny; the llama.cpp commit is in convert.json). Each .gguf runs alone: config, weights,
+tokenizer and chat template all come from the file.
+
+  * bf16: greedy tokens and last-position logits equal transformers' on the HF fixture (its
+    goldens.json; logits within 1e-4 relative), for prefill chunks 1, 7 and 64.
+  * Q8_0, exact semantics: equal to transformers running the HF fixture with the GGUF's Q8_0
+    tensors dequantized in float32 (q8_0_goldens.json, record_gemma4_gguf_goldens.py).
+  * Q8_0 against llama.cpp (llamacpp_greedy.json, record_llamacpp_greedy.py): llama.cpp's CPU
+    matmuls round the activations to Q8_0 (and to bf16 for bf16 weights), gemma4c keeps them
+    float32, so on these chaotic random-weight models the logits differ by up to ~1.2 (of ~10) and
+    greedy paths part at near-ties — llama.cpp parts from itself as often with an f16 instead of an
+    f32 KV cache. Checked: last-position logits within LC_LOGIT_TOL of llama.cpp's, and the greedy
+    tokens identical up to llama.cpp's first step whose top-1 margin is below that bound.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, run_g4
+
+G = FIXTURES / "g4-gguf"
+REL_TOL = 1e-4
+CHUNKS = [1, 7, 64]
+LC_LOGIT_TOL = 1.25   # max |gemma4c - llama.cpp| logit on the Q8_0 files is 1.16 (measured)
+
+HF = {f: json.loads((FIXTURES / f / "goldens.json").read_text())["cases"] for f in ("g4-cond-tiny", "g4-causal-tiny")}
+BF16 = [(f"{p}-bf16.gguf", fx, c) for p, fx in (("cond", "g4-cond-tiny"), ("causal", "g4-causal-tiny")) for c in HF[fx]]
+Q8 = json.loads((G / "q8_0_goldens.json").read_text())["files"]
+Q8_CASES = [(name, c) for name, f in Q8.items() for c in f["cases"]]
+LC = json.loads((G / "llamacpp_greedy.json").read_text())
+LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c in f["cases"]]
+
+
+def _greedy(g4_bin, path, prompt, n, chunk=64):
+    r = run_g4(g4_bin, "run", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
+               "--ignore-eos", "--prefill-chunk", chunk, "--ctx", 512)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def _logits(g4_bin, tmp_path, path, prompt, chunk=64):
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-o", out,
+               "--prefill-chunk", chunk, "--ctx", 512)
+    assert r.returncode == 0, r.stderr.decode()
+    return np.fromfile(out, dtype="<f4")
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize("name,fixture,case", BF16, ids=[f"{n}:{c['name']}" for n, _, c in BF16])
+def test_bf16_matches_hf(g4_bin, tmp_path, name, fixture, case, chunk):
+    assert _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), chunk) == case["greedy"]
+    got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], chunk)
+    want = np.fromfile(FIXTURES / fixture / case["logits_file"], dtype="<f4")
+    assert got.shape == want.shape
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+
+
+@pytest.mark.parametrize("chunk", [1, 64])
+@pytest.mark.parametrize("name,case", Q8_CASES, ids=[f"{n}:{c['name']}" for n, c in Q8_CASES])
+def test_q8_0_matches_dequantized_reference(g4_bin, tmp_path, name, case, chunk):
+    if case["placeholder_hit"]:
+        pytest.skip("a multimodal placeholder id: HF embeds it as <pad>, a GGUF engine as itself")
+    assert _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), chunk) == case["greedy"]
+    got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], chunk)
+    want = np.fromfile(G / case["logits_file"], dtype="<f4")
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+
+
+@pytest.mark.parametrize("name,case", LC_CASES, ids=[f"{n}:{c['name']}" for n, c in LC_CASES])
+def test_q8_0_vs_llamacpp(g4_bin, tmp_path, name, case):
+    got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"])
+    want = np.fromfile(G / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() <= LC_LOGIT_TOL
+    tokens = _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]))
+    tie = next((i for i, m in enumerate(case["margin"]) if m < LC_LOGIT_TOL), len(case["margin"]))
+    assert tokens[:tie] == case["greedy"][:tie], f"differs before llama.cpp's first near-tie (step {tie})"
+
+
+def test_q8_0_llamacpp_agreement_summary(g4_bin):
+    """Not a pass/fail bound per case: the share of the 64-token runs and of the steps before the
+    first divergence, printed with -s; guards against a wholesale break (e.g. a wrong RoPE) that
+    the tie rule above would let through on cases that tie at step 0."""
+    same_first = 0
+    for name, case in LC_CASES:
+        tokens = _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]))
+        same_first += tokens[0] == case["greedy"][0]
+    print(f"first greedy token equal to llama.cpp's on {same_first}/{len(LC_CASES)} Q8_0 prompts")
+    assert same_first >= len(LC_CASES) - 2
+
+
+def test_tokenizer_and_template_from_gguf(g4_bin):
+    """The GGUF's tokenizer (vocabulary + merges) and chat template act as the HF directory's."""
+    texts = ["Hello world, this is a test.", "  two  spaces\tand\nnew\n\nlines", "ünïcödé 日本語 🙂",
+             "<|turn>user\nHi<turn|>\n<|turn>model\n", "<bos>x<eos> <|image|> <|\"|>"]
+    for name, d in (("cond-bf16.gguf", "g4-cond-tiny"), ("causal-q8_0.gguf", "g4-causal-tiny")):
+        for t in texts:
+            a = run_g4(g4_bin, "tokenize", "-m", G / name, "--bos", input=t.encode())
+            b = run_g4(g4_bin, "tokenize", "-m", FIXTURES / d, "--bos", input=t.encode())
+            assert a.returncode == 0 and b.returncode == 0, a.stderr.decode() + b.stderr.decode()
+            assert json.loads(a.stdout) == json.loads(b.stdout), (name, t)
+            ids = a.stdout
+            a = run_g4(g4_bin, "detokenize", "-m", G / name, input=ids)
+            b = run_g4(g4_bin, "detokenize", "-m", FIXTURES / d, input=ids)
+            assert a.returncode == 0 and a.stdout == b.stdout, (name, t)
+        req = json.dumps({"messages": [{"role": "user", "content": "What is the capital of France?"}],
+                          "add_generation_prompt": True}).encode()
+        a = run_g4(g4_bin, "template", "-m", G / name, input=req)
+        b = run_g4(g4_bin, "template", "-m", FIXTURES / d, input=req)
+        assert a.returncode == 0, a.stderr.decode()
+        assert a.stdout == b.stdout and a.stdout.startswith(b"<bos><|turn>user\n")
+
+
+def test_chat_from_gguf(g4_bin):
+    """--chat on the bf16 GGUF alone gives the HF directory's tokens."""
+    args = ["--chat", "-p", "What is the capital of France?", "-n", 16, "--ids"]
+    a = run_g4(g4_bin, "run", "-m", G / "cond-bf16.gguf", *args)
+    b = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", *args)
+    assert a.returncode == 0, a.stderr.decode()
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+
+
+def _bad(g4_bin, path, *want):
+    r = run_g4(g4_bin, "run", "-m", path, "--prompt-ids", "2", "-n", 1)
+    err = r.stderr.decode().strip()
+    assert r.returncode == 2, err
+    assert len(err.splitlines()) == 1 and path.name in err, err
+    for w in want:
+        assert w in err, err
+
+
+def test_bad_gemma4_gguf(g4_bin, tmp_path):
+    data = (G / "cond-q8_0.gguf").read_bytes()
+    for n in (100, 50_000, len(data) - 1000):
+        cut = tmp_path / f"cut{n}.gguf"
+        cut.write_bytes(data[:n])
+        _bad(g4_bin, cut)
+    # a required metadata key, a tensor and the window pattern, each renamed in place (same length)
+    for old, new, want in ((b"gemma4.attention.key_length_swa", b"gemma4.attention.key_lengtX_swa", "key_length_swa"),
+                           (b"blk.3.attn_q.weight", b"blk.3.attn_X.weight", "blk.3.attn_q.weight"),
+                           (b"gemma4.attention.sliding_window_pattern", b"gemma4.attention.sliding_window_patterX",
+                            "sliding_window_pattern")):
+        assert data.count(old) == 1
+        p = tmp_path / "renamed.gguf"
+        p.write_bytes(data.replace(old, new))
+        _bad(g4_bin, p, want)

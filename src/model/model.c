@@ -16,6 +16,7 @@
 #endif
 
 #include "io/gguf.h"
+#include "io/pack.h"
 #include "model/model.h"
 #include "model/rope.h"
 
@@ -110,6 +111,20 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
         if ((st = g4_gguf_model_bind(m, path))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
+    } else if (g4_is_pack(path)) {   /* a .g4c: config inside, this rank's shard mapped alone */
+        const char *cj;
+        size_t cj_len;
+        if ((st = g4_pack_open(path, rank, &m->pack))) goto fail;
+        if (g4_pack_tp(m->pack) != tp) {
+            st = g4_fail(G4_ERR_INPUT, "%s was packed for --tp %d; it cannot be loaded with --tp %d (repack it with gemma4c pack --tp %d)",
+                         path, g4_pack_tp(m->pack), tp, tp);
+            goto fail;
+        }
+        if ((st = g4_pack_file(m->pack, "config.json", &cj, &cj_len)) || (st = g4_config_parse(cj, cj_len, path, &m->cfg)) ||
+            (st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan)) || (st = g4_pack_tensors(m->pack, &m->ts)))
+            goto fail;
+        m->presharded = 1;
+        if ((st = g4_weights_bind(m))) goto fail;
     } else {
         if ((st = g4_config_load(path, &m->cfg))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
@@ -128,9 +143,17 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
         memset(&m->ts, 0, sizeof m->ts);
     }
     for (int l = 0; l < c->n_layers; l++) {
-        m->layers[l].n_q = m->plan.q_heads;
-        m->layers[l].n_kv = m->plan.kv_heads[l];
+        g4_layer *L = &m->layers[l];
+        L->n_q = m->plan.q_heads;
+        L->n_kv = m->plan.kv_heads[l];
+        const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (int i = 0; i < 7; i++)
+            if (ws[i]->data) m->local_weight_bytes += g4_dtype_row_bytes(ws[i]->dt, ws[i]->cols) * (size_t)ws[i]->rows;
     }
+    m->local_weight_bytes += g4_dtype_row_bytes(m->embed.dt, m->embed.cols) * (size_t)m->embed.rows;
+    if (m->lm_head.data != m->embed.data)
+        m->local_weight_bytes += g4_dtype_row_bytes(m->lm_head.dt, m->lm_head.cols) * (size_t)m->lm_head.rows;
+    if (m->presharded) m->info.weight_bytes = m->local_weight_bytes;
     int Dsl = 0, Dfull = 0;
     for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];
     m->inv_freq_sliding = g4_rope_inv_freq(&c->rope_sliding, Dsl ? Dsl : 2);
@@ -296,7 +319,14 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     if (o.tp_backend != G4_TP_THREADS && o.tp_backend != G4_TP_MPI)
         return g4_fail(G4_ERR_INPUT, "unknown tensor-parallel backend %d", o.tp_backend);
     if (o.tp < 0 || o.tp > 64) return g4_fail(G4_ERR_INPUT, "--tp %d: must be between 1 and 64", o.tp);
-    if (o.tp == 0 && o.tp_backend == G4_TP_THREADS) o.tp = 1;   /* 0: unset (mpi: the mpirun size) */
+    if (o.tp == 0 && o.tp_backend == G4_TP_THREADS) {   /* 0: unset: a pack's own size, else 1 (mpi: the mpirun size) */
+        g4_pack *p;
+        o.tp = 1;
+        if (g4_is_pack(path) && !g4_pack_open_meta(path, &p)) {
+            o.tp = g4_pack_tp(p);
+            g4_pack_close(p);
+        }
+    }
     if (o.tp_backend == G4_TP_MPI) {
         g4_comm *comm;
         g4_status st = g4_comm_mpi_new(o.tp, &comm);
@@ -401,6 +431,7 @@ void g4_model_free(g4_model *m) {
     if (m->comm) m->comm->free(m->comm);
     g4_weights_free(m);
     g4_st_close(&m->ts);
+    g4_pack_close(m->pack);
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
     if (m->pool) g4_pool_free(m->pool);

@@ -64,6 +64,7 @@ struct g4_model {
     int n_owned;
     size_t local_weight_bytes;  /* bytes of this rank's weight matrices */
     int presharded;             /* the tensor set is already this rank's shard (a .g4c pack) */
+    struct g4_pack *pack;       /* the open pack the tensor set points into, or NULL */
     struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (model.c) */
 };
 

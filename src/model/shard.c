@@ -43,7 +43,6 @@ static g4_status slice(g4_model *m, g4_mat *w, g4_shard s, const char *what, int
     w->data = dst;
     w->rows = rows;
     w->cols = cols;
-    m->local_weight_bytes += bytes;
     return keep(m, dst);
 }
 

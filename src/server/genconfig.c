@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "io/pack.h"
 #include "server/server.h"
 
 /* An int or a list of ints into a malloc'ed array. */
@@ -35,11 +36,25 @@ g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     json_error_t je;
     json_t *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        root = json_loadf(f, 0, &je);
-        fclose(f);
-        if (!root) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
+    if (g4_is_pack(dir)) {   /* a .g4c carries the checkpoint's generation_config.json inside */
+        g4_pack *p;
+        const char *data;
+        size_t len;
+        snprintf(path, sizeof path, "%s:generation_config.json", dir);
+        g4_status st = g4_pack_open_meta(dir, &p);
+        if (st) return st;
+        if (g4_pack_has_file(p, "generation_config.json") && !g4_pack_file(p, "generation_config.json", &data, &len))
+            root = json_loadb(data, len, 0, &je);
+        int bad = g4_pack_has_file(p, "generation_config.json") && !root;
+        g4_pack_close(p);
+        if (bad) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
+    } else {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            root = json_loadf(f, 0, &je);
+            fclose(f);
+            if (!root) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
+        }
     }
     g4_status st = G4_OK;
     if (root) {

@@ -213,3 +213,47 @@ def test_serve_with_tp2_matches_cli(g4_bin, backend):
         rc = p.wait(60)
     # mpirun reports a job it forwarded SIGTERM to as failed; rank 0 must still drain and stop
     assert rc == 0 or (backend == "mpi" and any("gemma4c serve: stopped" in line for line in log)), "".join(log)
+
+
+# ------------------------------------------------------------------ packs
+
+
+@pytest.fixture(scope="module")
+def pack_tp2(g4_bin, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pack") / "cond-tp2.g4c"
+    r = run_g4(g4_bin, "pack", "-m", FIXTURES / "g4-cond-tiny", "-o", out, "--tp", "2")
+    assert r.returncode == 0, r.stderr.decode()
+    return out
+
+
+def test_pack_tp2_runs_on_both_backends(g4_bin, tmp_path, pack_tp2):
+    fixture = FIXTURES / "g4-cond-tiny"
+    case = next(c for d, c in CASES if d == fixture and c["name"] == "chunk_cross")
+    # --tp unset: the pack's own size
+    assert greedy(g4_bin, pack_tp2, case, 2) == case["greedy"]
+    args = ["run", "-m", pack_tp2, "--prompt-ids", ",".join(map(str, case["prompt_ids"])), "-n", 8, "--ids", "--ignore-eos"]
+    r = run_g4(g4_bin, *args)
+    assert r.returncode == 0 and json.loads(r.stdout) == case["greedy"][:8], r.stderr.decode()
+    got = logits(g4_bin, tmp_path, pack_tp2, case, 2)
+    assert np.array_equal(got, logits(g4_bin, tmp_path, fixture, case, 2)), "pack and directory shards differ"
+    if MPIRUN:
+        assert greedy(g4_bin, pack_tp2, case, 2, mpi=True) == case["greedy"]
+
+
+def test_pack_for_tp2_refuses_tp4(g4_bin, pack_tp2):
+    r = run_g4(g4_bin, "run", "-m", pack_tp2, "--prompt-ids", "2,3", "--tp", "4")
+    assert r.returncode == 2
+    assert b"was packed for --tp 2; it cannot be loaded with --tp 4" in r.stderr
+
+
+def test_corrupt_pack_is_refused(g4_bin, tmp_path, pack_tp2):
+    data = bytearray(pack_tp2.read_bytes())
+    bad = tmp_path / "bad.g4c"
+    data[len(data) - 4096] ^= 0x5A   # inside rank 1's segment: only its checksum can tell
+    bad.write_bytes(bytes(data))
+    r = run_g4(g4_bin, "run", "-m", bad, "--prompt-ids", "2,3", "-n", 2)
+    assert r.returncode == 2 and b"bad.g4c" in r.stderr and b"crc" in r.stderr.lower(), r.stderr
+    short = tmp_path / "short.g4c"
+    short.write_bytes(bytes(data[: len(data) // 2]))
+    r = run_g4(g4_bin, "run", "-m", short, "--prompt-ids", "2,3", "-n", 2)
+    assert r.returncode == 2 and b"truncated" in r.stderr, r.stderr

@@ -113,6 +113,23 @@ static void test_vector_ops(void **state) {
     }
 }
 
+/* The vector GELU (x / (1 + e^-2z)) against libm's tanhf form over the whole useful range,
+ * including the saturated tails where e^-2z under/overflows. The reference's 1 + tanh(z)
+ * cancels for negative x (absolute error ~ ulp(1) |x| / 2), hence the absolute term. */
+static void test_gelu_range(void **state) {
+    (void)state;
+    enum { N = 4001 };
+    static float g[N], u[N], y0[N], y1[N];
+    for (int i = 0; i < N; i++) g[i] = -20.0f + 0.01f * (float)i, u[i] = 1.0f - 0.0003f * (float)i;
+    for (int p = 1; p < n_paths; p++) {
+        paths[0]->gelu_mul(g, u, N, y0);
+        paths[p]->gelu_mul(g, u, N, y1);
+        for (int i = 0; i < N; i++)
+            if (!(fabsf(y0[i] - y1[i]) <= 4e-7f * fabsf(y0[i]) + 1.5e-7f * fabsf(g[i] * u[i])))
+                fail_msg("%s gelu(%g)*%g: %.9g vs %.9g", paths[p]->name, g[i], u[i], y0[i], y1[i]);
+    }
+}
+
 static void test_reference_ops_by_hand(void **state) {
     (void)state;
     const g4_kernels *r = g4_kernels_scalar();
@@ -133,6 +150,7 @@ int main(void) {
         cmocka_unit_test(test_reference_ops_by_hand),
         cmocka_unit_test(test_matmul_paths),
         cmocka_unit_test(test_vector_ops),
+        cmocka_unit_test(test_gelu_range),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -37,6 +37,7 @@ struct g4_sched {
     float *logits;             /* [n_slots, V] */
     int *dslots;               /* [n_slots] */
     int32_t *dids;             /* [n_slots] */
+    int32_t *dnext;            /* [n_slots] argmax tokens of an all-greedy step */
     g4_req **dreqs;            /* [n_slots] */
 };
 
@@ -95,8 +96,9 @@ g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config
     s->logits = malloc((size_t)s->n_slots * (size_t)s->V * sizeof *s->logits);
     s->dslots = malloc((size_t)s->n_slots * sizeof *s->dslots);
     s->dids = malloc((size_t)s->n_slots * sizeof *s->dids);
+    s->dnext = malloc((size_t)s->n_slots * sizeof *s->dnext);
     s->dreqs = malloc((size_t)s->n_slots * sizeof *s->dreqs);
-    if (!s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dreqs) {
+    if (!s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dnext || !s->dreqs) {
         g4_sched_free(s);
         return NULL;
     }
@@ -139,12 +141,26 @@ static int is_eos(const g4_sched *s, int32_t tok) {
 }
 
 /* Samples r's next token from `logits` [V] and publishes it. Returns 1 when r finished. */
-static int emit(g4_sched *s, g4_req *r, float *logits) {
-    for (int i = 0; i < s->gen->n_suppress; i++)
-        if (s->gen->suppress[i] < s->V) logits[s->gen->suppress[i]] = -INFINITY;
-    const int32_t tok = g4_sampler_sample(r->sampler, logits);
+/* 1 when the request's next token is the plain argmax of the raw logits (greedy, no penalties,
+ * no logprobs, nothing suppressed): the model then returns only the argmax, which with --tp N
+ * saves gathering the vocabulary's logits from every rank. */
+static int argmax_only(const g4_sched *s, const g4_req *r) {
+    return s->gen->n_suppress == 0 && r->n_top_logprobs < 0 && r->sp.temperature == 0 &&
+           r->sp.frequency_penalty == 0 && r->sp.presence_penalty == 0;
+}
+
+/* Takes the next token of `r`: sampled from `logits`, or `argmax` when logits is NULL. */
+static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
+    int32_t tok = argmax;
+    if (logits) {
+        for (int i = 0; i < s->gen->n_suppress; i++)
+            if (s->gen->suppress[i] < s->V) logits[s->gen->suppress[i]] = -INFINITY;
+        tok = g4_sampler_sample(r->sampler, logits);
+    } else {
+        g4_sampler_accept(r->sampler, tok);
+    }
     g4_tok_info ti = {.id = tok};
-    if (r->n_top_logprobs >= 0)
+    if (logits && r->n_top_logprobs >= 0)
         ti.n_top = g4_logprobs(logits, s->V, s->info->final_logit_softcap, tok, r->n_top_logprobs, &ti.lp,
                                ti.top_ids, ti.top_lps);
     const double now = g4_now();
@@ -283,11 +299,14 @@ static void *sched_main(void *arg) {
             const int left = pr->n_prompt - pr->n_prefilled;
             const int n = left < s->chunk ? left : s->chunk;
             const int last = n == left;
-            g4_status st = g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
+            const int am = last && argmax_only(s, pr);
+            int32_t next = 0;
+            g4_status st = am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
+                              : g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
             if (st) finish(s, pr, G4_FIN_ERROR, g4_last_error());
             else {
                 pr->n_prefilled += n;
-                if (last) emit(s, pr, s->logits);
+                if (last) emit(s, pr, am ? NULL : s->logits, next);
             }
         }
 
@@ -302,11 +321,14 @@ static void *sched_main(void *arg) {
             }
         }
         if (n) {
-            g4_status st = g4_decode(s->m, n, s->dslots, s->dids, s->logits);
+            int am = 1;
+            for (int i = 0; i < n; i++) am &= argmax_only(s, s->dreqs[i]);
+            g4_status st = am ? g4_decode_argmax(s->m, n, s->dslots, s->dids, s->dnext)
+                              : g4_decode(s->m, n, s->dslots, s->dids, s->logits);
             g4_metrics_decode_step(s->mx, n);
             for (int i = 0; i < n; i++) {
                 if (st) finish(s, s->dreqs[i], G4_FIN_ERROR, g4_last_error());
-                else emit(s, s->dreqs[i], s->logits + (size_t)i * s->V);
+                else emit(s, s->dreqs[i], am ? NULL : s->logits + (size_t)i * s->V, am ? s->dnext[i] : 0);
             }
         }
 
@@ -371,6 +393,7 @@ void g4_sched_free(g4_sched *s) {
     free(s->logits);
     free(s->dslots);
     free(s->dids);
+    free(s->dnext);
     free(s->dreqs);
     free(s);
 }

@@ -1,6 +1,15 @@
 /* kernels.h — the table of compute kernels the forward pass calls, filled once at start-up
  * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2). Every path is tested
- * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller. */
+ * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller
+ * (the AVX2 GEMM keeps its 16 KB weight panel on the calling thread's stack).
+ *
+ * Paths: "scalar" (reference) and "avx2" (AVX2 + FMA + F16C): bf16/f16 weights widened to fp32
+ * in registers (exact), fp32 accumulation — decode GEMV streams the weights with software
+ * prefetch; prefill GEMM packs 16-row fp32 panels and runs a 6x16 FMA microkernel.
+ * Not implemented: the opt-in bf16 fast prefill (`--prefill-bf16`: activations rounded to bf16,
+ * AVX512-BF16 vdpbf16ps / AMX-BF16 tiles). The development machine (AMD EPYC Zen3: AVX2/FMA/F16C
+ * only, no AVX-512, no AVX512-BF16, no AMX) cannot run or measure it, so no such path or flag
+ * exists rather than an untested one; `gemma4c bench` reports the bf16 peak as n/a there. */
 #ifndef G4_KERNELS_H
 #define G4_KERNELS_H
 

@@ -19,51 +19,68 @@ typedef struct {
     int ldy;
 } mm_op;
 
+enum { MM_MAX_TASKS = 256 };   /* ~45 for the LM head at 2 threads, ~120 at 8 */
+
+/* The ops' rows laid end to end ("virtual rows"); task i covers [bound[i], bound[i+1]), which
+ * may span two ops. */
 typedef struct {
     const g4_kernels *k;
     int T;
     mm_op ops[3];
     int n_ops;
-    int rows_per_task;
-    int task_end[3];   /* cumulative task counts per op */
+    int op_end[3];                   /* cumulative row counts per op */
+    int bound[MM_MAX_TASKS + 1];
 } mm_job;
 
 static void mm_task(void *ctx, int task, int thread) {
     (void)thread;
     mm_job *j = ctx;
-    int o = 0;
-    while (task >= j->task_end[o]) o++;
-    int local = task - (o ? j->task_end[o - 1] : 0);
-    const mm_op *op = &j->ops[o];
-    int n0 = local * j->rows_per_task, n1 = n0 + j->rows_per_task;
-    if (n1 > op->w->rows) n1 = op->w->rows;
-    j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, n0, n1, op->y, op->ldy);
+    const int r0 = j->bound[task], r1 = j->bound[task + 1];
+    for (int o = 0, base = 0; o < j->n_ops; base = j->op_end[o], o++) {
+        int a = r0 > base ? r0 - base : 0, b = (r1 < j->op_end[o] ? r1 : j->op_end[o]) - base;
+        if (a >= b) continue;
+        const mm_op *op = &j->ops[o];
+        j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+    }
 }
 
-/* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up). */
+/* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up).
+ * Guided split: tasks shrink from ~1/(3 x threads) of the rows down to a floor, so each thread
+ * streams long contiguous ranges (decode is a pure weight stream, and every task start costs
+ * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
+ * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
+ * tenants preempt holds at most the share it claimed. Boundaries are multiples of 16 rows (the
+ * GEMM's panel; the GEMV's 4-row blocks) whenever each op's row count is. */
 static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
     mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
-    int total_rows = 0;
-    for (int i = 0; i < n_ops; i++) { j.ops[i] = ops[i]; total_rows += ops[i].w->rows; }
-    /* ~8 tasks per thread balances load; keep rows a multiple of 4 for the kernels' blocking */
-    int want = g4_pool_size(m->pool) * 8;
-    int rpt = (total_rows + want - 1) / want;
-    rpt = (rpt + 15) & ~15;   /* the GEMM works on panels of 16 weight rows */
-    if (rpt < 16) rpt = 16;
-    j.rows_per_task = rpt;
-    int acc = 0;
+    int total = 0;
     for (int i = 0; i < n_ops; i++) {
-        acc += (ops[i].w->rows + rpt - 1) / rpt;
-        j.task_end[i] = acc;
+        j.ops[i] = ops[i];
+        total += ops[i].w->rows;
+        j.op_end[i] = total;
     }
+    const int nth = g4_pool_size(m->pool);
+    /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
+    const int floor_rows = T < 4 ? 64 : 32;
+    int n = 0;
+    for (int r = 0; r < total && n < MM_MAX_TASKS; n++) {
+        j.bound[n] = r;
+        int left = total - r, sz = (left + 3 * nth - 1) / (3 * nth);
+        sz = (sz + 15) & ~15;
+        if (sz < floor_rows) sz = floor_rows;
+        if (n == MM_MAX_TASKS - 1 || sz > left) sz = left;
+        r += sz;
+    }
+    j.bound[n] = total;
     /* below ~1M multiply-adds a wake-up of the other threads costs more than it saves */
     double macs = 0;
     for (int i = 0; i < n_ops; i++) macs += (double)ops[i].w->rows * ops[i].w->cols * T;
-    if (macs < (1 << 20)) {
-        for (int t = 0; t < acc; t++) mm_task(&j, t, 0);
+    if (macs < (1 << 20) || nth == 1) {
+        j.bound[1] = total;
+        mm_task(&j, 0, 0);
         return;
     }
-    g4_pool_run(m->pool, acc, mm_task, &j);
+    g4_pool_run(m->pool, n, mm_task, &j);
 }
 
 static void matmul1(g4_model *m, int T, const g4_mat *w, const float *x, float *y) {

@@ -117,11 +117,52 @@ static void test_matmul(void **state) {
     }
 }
 
+/* Prefill (T >= 4) through the blocked GEMM: 16-row panels dequantized once, the rows past the
+ * last full panel fused. 37 rows (the fixture's 4 repeated), split at 5 so one range has no full
+ * panel and the other two panels and a tail; against dequantize-then-dot in double. */
+static void test_gemm_prefill(void **state) {
+    (void)state;
+    enum { N = 37, TMAX = 13 };
+    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    unsigned seed = 9;
+    for (int p = 0; p < 2; p++) {
+        if (!paths[p]) continue;
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+            g4_dtype dt = types[i];
+            size_t rb = g4_dtype_row_bytes(dt, COLS);
+            uint8_t *blocks = load(dt, "blocks", ROWS * rb), *w = malloc(N * rb);
+            float *wf = load(dt, "f32", ROWS * COLS * sizeof(float));
+            for (int n = 0; n < N; n++) memcpy(w + n * rb, blocks + (n % ROWS) * rb, rb);
+            static float x[TMAX * COLS], y[TMAX * N];
+            for (int T = 4; T <= TMAX; T += 3 + (T == 4)) {   /* 4, 8, 11 */
+                for (int k = 0; k < T * COLS; k++) x[k] = frand(&seed);
+                memset(y, 0, sizeof y);
+                paths[p]->matmul[dt](x, T, COLS, w, 0, 5, y, N);
+                paths[p]->matmul[dt](x, T, COLS, w, 5, N, y, N);
+                for (int t = 0; t < T; t++)
+                    for (int n = 0; n < N; n++) {
+                        double ref = 0, mag = 0;
+                        for (int k = 0; k < COLS; k++) {
+                            ref += (double)x[t * COLS + k] * wf[(n % ROWS) * COLS + k];
+                            mag += fabs((double)x[t * COLS + k] * wf[(n % ROWS) * COLS + k]);
+                        }
+                        if (fabs(y[t * N + n] - ref) > 1e-5 * mag + 1e-6)
+                            fail_msg("%s %s T=%d t=%d n=%d: %g vs %g", paths[p]->name, g4_dtype_name(dt), T, t, n, y[t * N + n], ref);
+                    }
+            }
+            free(blocks);
+            free(w);
+            free(wf);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_dequant_exact),
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_gemm_prefill),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }

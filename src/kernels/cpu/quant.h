@@ -23,6 +23,11 @@ void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
 void g4_mm_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* Blocked prefill GEMM (T >= 4) over quantized rows [n0, n1): dequantizes 16-row panels once
+ * and runs the fp32 microkernel (avx2.c). Computes whole 16-row panels only; returns the first
+ * row it did not compute (n0 if K does not suit it). */
+int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
+                       int ldy);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
 
 #endif

@@ -24,6 +24,7 @@ static inline __m256 q8_chunk(const uint8_t *q, int k) {
 }
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    if (T >= 4) n0 = g4_gemm_quant_avx2(G4_DT_Q8_0, x, T, K, w, n0, n1, y, ldy);   /* prefill: panels */
     const int nb = K / 32;
     const size_t rb = (size_t)nb * 34;
     for (int n = n0; n < n1; n++) {
@@ -167,11 +168,14 @@ static void mm_fused(blk_dot_fn f, int bs, size_t bb, const float *x, int T, int
     }
 }
 
-#define MM_FUSED(NAME, F, BS, BB)                                                               \
+/* decode (T < 4): fused per block; prefill: dequantized panels through the fp32 GEMM, with the
+ * rows past its last full 16-row panel fused */
+#define MM_FUSED(NAME, DT, F, BS, BB)                                                           \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        if (T >= 4) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                   \
         mm_fused(F, BS, BB, x, T, K, w, n0, n1, y, ldy);                                        \
     }
-MM_FUSED(g4_mm_q4_0_avx2, blk_q4_0, 32, 18)
-MM_FUSED(g4_mm_q5_0_avx2, blk_q5_0, 32, 22)
-MM_FUSED(g4_mm_q4_k_avx2, blk_q4_k, 256, 144)
-MM_FUSED(g4_mm_q6_k_avx2, blk_q6_k, 256, 210)
+MM_FUSED(g4_mm_q4_0_avx2, G4_DT_Q4_0, blk_q4_0, 32, 18)
+MM_FUSED(g4_mm_q5_0_avx2, G4_DT_Q5_0, blk_q5_0, 32, 22)
+MM_FUSED(g4_mm_q4_k_avx2, G4_DT_Q4_K, blk_q4_k, 256, 144)
+MM_FUSED(g4_mm_q6_k_avx2, G4_DT_Q6_K, blk_q6_k, 256, 210)

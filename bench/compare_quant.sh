@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# compare_quant.sh — quantized weights side by side (issue 7, item 4): gemma4c on its own packs
+# (`gemma4c pack --dtype q8_0|q4_0|q4_k`), gemma4c on llama.cpp's GGUF files of the same checkpoint
+# (convert_hf_to_gguf.py --outtype bf16|q8_0, then llama-quantize Q4_0 / Q4_K_M from the bf16 file),
+# and llama-bench on those same GGUF files, at equal threads. Same approach as compare_llamacpp.sh:
+# llama.cpp is built OUTSIDE the repository, large files stay outside it, rounds alternate the
+# engines (per type: llama-bench on the GGUF, gemma4c on the GGUF, gemma4c on the pack; reversed in
+# even rounds), and bench/compare_quant_report.py turns the raw outputs into the "Quantized weights"
+# section of bench/RESULTS.md (between <!-- quant:begin --> and <!-- quant:end -->; the rest of the
+# file is kept). Nothing from llama.cpp is ever copied into the repository.
+#
+# Usage:  bench/compare_quant.sh            (every preparation step is skipped when its output exists)
+# Knobs (environment): THREADS=2 ROUNDS=2 REPS=2 PROMPTS=64,512 NGEN=128 TYPES="q8_0 q4_0 q4_k" (add bf16 for the
+#   baseline: HF directory and bf16 GGUF)  MODEL=/tmp/g4-bench QDIR=/tmp/g4-quant (GGUF files and packs) LLAMA_DIR=/tmp/llama.cpp
+#   G4_BIN=build/gemma4c REF_PY=/opt/refenv/bin/python (transformers + torch for the converter)
+#   OUT=/tmp/g4-quant-compare-DATE RESULTS=bench/RESULTS.md
+#   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
+#   REPACK=1 (repack existing packs)  DRY=1: prepare everything, then run one round with -p 16 -n 8 --reps 1 (checks the pipeline)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-2}
+REPS=${REPS:-2}
+PROMPTS=${PROMPTS:-64,512}
+NGEN=${NGEN:-128}
+TYPES=${TYPES:-q8_0 q4_0 q4_k}
+MODEL=${MODEL:-/tmp/g4-bench}
+QDIR=${QDIR:-/tmp/g4-quant}
+LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
+G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
+REF_PY=${REF_PY:-/opt/refenv/bin/python}
+OUT=${OUT:-/tmp/g4-quant-compare-$(date -u +%Y%m%d-%H%M%S)}
+RESULTS=${RESULTS:-$REPO/bench/RESULTS.md}
+ACCURACY=${ACCURACY:-}
+if [ "${DRY:-0}" = 1 ]; then ROUNDS=1 REPS=1 PROMPTS=16 NGEN=8; fi
+
+log() { echo "[compare-quant $(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "compare_quant.sh: $*" >&2; exit 1; }
+
+case "$(realpath -m "$LLAMA_DIR")/" in "$REPO"/*) die "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it";; esac
+case "$(realpath -m "$QDIR")/" in "$REPO"/*) die "QDIR=$QDIR is inside the repository; large files stay outside it";; esac
+[ -x "$G4_BIN" ] || die "no gemma4c binary at $G4_BIN (run make, or set G4_BIN)"
+[ -f "$MODEL/config.json" ] || die "no checkpoint at $MODEL (tools/reference/make_bench_model.py writes one)"
+mkdir -p "$OUT" "$QDIR"
+LB="$LLAMA_DIR/build/bin"
+
+# 1. llama-bench and llama-quantize (CPU only, native ISA), in the llama.cpp checkout's build dir
+if [ ! -x "$LB/llama-bench" ] || [ ! -x "$LB/llama-quantize" ]; then
+  [ -f "$LLAMA_DIR/CMakeLists.txt" ] || die "no llama.cpp checkout at $LLAMA_DIR (bench/compare_llamacpp.sh clones one)"
+  if [ ! -f "$LLAMA_DIR/build/CMakeCache.txt" ]; then
+    cmake -S "$LLAMA_DIR" -B "$LLAMA_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+      -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF > "$OUT/llama-cmake.log"
+  fi
+  log "building llama-bench and llama-quantize in $LLAMA_DIR/build"
+  cmake --build "$LLAMA_DIR/build" --target llama-bench llama-quantize -j"$(nproc)" > "$OUT/llama-build.log"
+fi
+
+# 2. GGUF files: llama.cpp's converter (with make_gemma4_gguf.py's config shim) for bf16 and Q8_0,
+#    llama-quantize from the bf16 file for Q4_0 and Q4_K_M (its default recipe: token_embd, which is
+#    also the tied LM head, becomes Q6_K; Q4_K_M also keeps some attn_v/ffn_down in Q6_K)
+convert() {  # outtype file
+  [ -f "$2" ] && return
+  log "converting $MODEL -> $2 ($1)"
+  "$REF_PY" - "$LLAMA_DIR" "$MODEL" "$1" "$2" > "$OUT/convert-$1.log" 2>&1 <<EOF || { tail -20 "$OUT/convert-$1.log" >&2; die "conversion failed"; }
+import os, pathlib, subprocess, sys, tempfile
+sys.path.insert(0, "$REPO/tools/reference")
+from make_gemma4_gguf import SHIM
+lc, model, outtype, out = sys.argv[1:5]
+with tempfile.TemporaryDirectory() as tmp:
+    shim = pathlib.Path(tmp) / "shim.py"
+    shim.write_text(SHIM)
+    env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH=str(pathlib.Path(lc) / "gguf-py"))
+    sys.exit(subprocess.run([sys.executable, str(shim), lc, model, "--outtype", outtype, "--outfile", out], env=env).returncode)
+EOF
+}
+convert bf16 "$QDIR/g4-bench-bf16.gguf"
+declare -A GGUF=([bf16]="$QDIR/g4-bench-bf16.gguf" [q8_0]="$QDIR/g4-bench-q8_0.gguf" [q4_0]="$QDIR/g4-bench-q4_0.gguf" [q4_k]="$QDIR/g4-bench-q4_k_m.gguf")
+declare -A LQ=([q4_0]=Q4_0 [q4_k]=Q4_K_M)
+for t in $TYPES; do
+  f=${GGUF[$t]}
+  [ -f "$f" ] && continue
+  if [ "$t" = q8_0 ] || [ "$t" = bf16 ]; then convert "$t" "$f"; continue; fi
+  log "llama-quantize ${LQ[$t]} -> $f"
+  "$LB/llama-quantize" "$QDIR/g4-bench-bf16.gguf" "$f" "${LQ[$t]}" "$THREADS" > "$QDIR/quantize-$t.log" 2>&1 ||
+    { tail -20 "$QDIR/quantize-$t.log" >&2; die "llama-quantize failed"; }
+done
+
+# 3. our packs (tp 1); REPACK=1 rewrites existing ones (q4_k takes ~2 min on 2 cores). TYPES may
+#    include bf16: then "pack" is the HF directory itself (the baseline), "GGUF" the converter's bf16 file.
+pack_of() { if [ "$1" = bf16 ]; then echo "$MODEL"; else echo "$QDIR/g4-bench-$1.g4c"; fi; }
+for t in $TYPES; do
+  [ "$t" = bf16 ] && continue
+  p="$QDIR/g4-bench-$t.g4c"
+  if [ ! -f "$p" ] || [ "${REPACK:-0}" = 1 ]; then
+    log "gemma4c pack --dtype $t -> $p"
+    "$G4_BIN" pack -m "$MODEL" -o "$p" --dtype "$t" > "$OUT/pack-$t.log" 2>&1 || { cat "$OUT/pack-$t.log" >&2; die "pack failed"; }
+  fi
+done
+
+# 4. what each file holds (tensor types), for the report
+for t in $TYPES; do
+  "$REF_PY" - "${GGUF[$t]}" > "$OUT/gguf-types-$t.txt" <<'EOF' || true
+import collections, sys
+from gguf import GGUFReader
+r = GGUFReader(sys.argv[1])
+c = collections.Counter(t.tensor_type.name for t in r.tensors if len(t.shape) >= 2 or t.tensor_type.name not in ("F32",))
+emb = [t.tensor_type.name for t in r.tensors if t.name == "token_embd.weight"]
+print(", ".join(f"{n} x{k}" for n, k in sorted(c.items())) + f"; token_embd (tied LM head) {emb[0] if emb else '?'}")
+EOF
+done
+ls -l "$QDIR" > "$OUT/files.txt"
+
+# 5. rounds
+lscpu > "$OUT/lscpu.txt"
+git -C "$LLAMA_DIR" rev-parse HEAD > "$OUT/llama-commit.txt" 2>/dev/null || cat "$LLAMA_DIR/COMMIT" > "$OUT/llama-commit.txt" 2>/dev/null || echo unknown > "$OUT/llama-commit.txt"
+git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
+git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
+echo "$TYPES" > "$OUT/types.txt"
+LLAMA_ARGS=(-p "$PROMPTS" -n "$NGEN" -t "$THREADS" -r "$REPS" -o json)
+G4_ARGS=(-p "$PROMPTS" -n "$NGEN" --threads "$THREADS" --reps "$REPS")
+{ printf '%q ' "$LB/llama-bench" -m '<GGUF>' "${LLAMA_ARGS[@]}"; echo; printf '%q ' "$G4_BIN" bench -m '<GGUF or .g4c>' "${G4_ARGS[@]}"; echo; } > "$OUT/cmds.txt"
+run_llama() {  # type round
+  log "round $2: llama-bench ${GGUF[$1]}"
+  "$LB/llama-bench" -m "${GGUF[$1]}" "${LLAMA_ARGS[@]}" > "$OUT/llama-$1-r$2.json" 2> "$OUT/llama-$1-r$2.log" ||
+    { tail -20 "$OUT/llama-$1-r$2.log" >&2; die "llama-bench failed"; }
+}
+run_g4() {  # kind(gguf|pack) type round
+  local m=${GGUF[$2]}; [ "$1" = pack ] && m=$(pack_of "$2")
+  log "round $3: gemma4c bench $m"
+  "$G4_BIN" bench -m "$m" "${G4_ARGS[@]}" > "$OUT/g4$1-$2-r$3.txt" 2> "$OUT/g4$1-$2-r$3.log" ||
+    { tail -20 "$OUT/g4$1-$2-r$3.log" >&2; die "gemma4c bench failed"; }
+  grep -E '^  (pp|tg)' "$OUT/g4$1-$2-r$3.txt" | sed 's/reps:.*//' >&2 || true
+}
+for r in $(seq 1 "$ROUNDS"); do
+  cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-r$r.txt"
+  for t in $TYPES; do
+    if [ $((r % 2)) -eq 1 ]; then run_llama "$t" "$r"; run_g4 gguf "$t" "$r"; run_g4 pack "$t" "$r"
+    else run_g4 pack "$t" "$r"; run_g4 gguf "$t" "$r"; run_llama "$t" "$r"; fi
+  done
+done
+uptime > "$OUT/uptime.txt"
+
+# 6. the section of RESULTS.md
+python3 "$REPO/bench/compare_quant_report.py" "$OUT" ${ACCURACY:+--accuracy "$ACCURACY"} > "$OUT/section.md"
+if [ "${DRY:-0}" = 1 ]; then log "dry run: section in $OUT/section.md (RESULTS.md untouched)"; cat "$OUT/section.md"; exit 0; fi
+python3 - "$RESULTS" "$OUT/section.md" <<'EOF'
+import sys
+res, sec = sys.argv[1], open(sys.argv[2]).read().strip() + "\n"
+b, e = "<!-- quant:begin -->", "<!-- quant:end -->"
+try:
+    text = open(res).read()
+except OSError:
+    text = ""
+block = f"{b}\n{sec}{e}\n"
+if b in text and e in text:
+    text = text[:text.index(b)] + block + text[text.index(e) + len(e):].lstrip("\n")
+else:
+    text = text.rstrip("\n") + "\n\n" + block
+open(res, "w").write(text)
+EOF
+log "updated $RESULTS (raw outputs in $OUT)"
+cat "$OUT/section.md"

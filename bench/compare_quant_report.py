@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Turn the raw outputs of bench/compare_quant.sh (one directory) into the "Quantized weights"
+section of bench/RESULTS.md on stdout: per quantization type and test (ppN, tgN) the median over
+rounds of gemma4c on its pack, gemma4c on llama.cpp's GGUF file and llama-bench on that same file;
+the ratios; decode against the bandwidth roofline (bytes of the quantized weights read per token /
+the bandwidth gemma4c bench measured in the same round); the files; optionally the accuracy tables
+of bench/quant_accuracy.py; the machine, the load, the commands. Standard library only.
+
+Usage: python3 bench/compare_quant_report.py OUT_DIR [--accuracy ACCURACY.md] > section.md"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_report import fmt, lscpu_summary, med, read  # noqa: E402
+
+GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (convert_hf_to_gguf --outtype q8_0)", "q4_0": "Q4_0 (llama-quantize)",
+             "q4_k": "Q4_K_M (llama-quantize)"}
+
+
+def rnd(p):
+    return int(re.search(r"-r(\d+)\.", p).group(1))
+
+
+def load_llama(out, t):
+    res = {}
+    for p in sorted(glob.glob(os.path.join(out, f"llama-{t}-r*.json")), key=rnd):
+        for rec in json.loads(read(p, "[]") or "[]"):
+            npr, ngen = rec.get("n_prompt", 0), rec.get("n_gen", 0)
+            name = f"pp{npr}" if npr and not ngen else f"tg{ngen}"
+            res.setdefault(name, []).append(float(rec["avg_ts"]))
+    return res
+
+
+def load_g4(out, kind, t):
+    res, runs = {}, []
+    for p in sorted(glob.glob(os.path.join(out, f"g4{kind}-{t}-r*.txt")), key=rnd):
+        lines = [ln for ln in read(p).splitlines() if ln.startswith("{")]
+        if not lines:
+            continue
+        j = json.loads(lines[-1])
+        runs.append(j)
+        for x in j["tests"]:
+            res.setdefault(x["test"], []).append(float(x["tok_s"]))
+    return res, runs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--accuracy", default=None)
+    a = ap.parse_args()
+    out = a.out
+    types = read(os.path.join(out, "types.txt"), "q8_0 q4_0 q4_k").split()
+    w = sys.stdout.write
+    data = {t: (load_llama(out, t), load_g4(out, "pack", t), load_g4(out, "gguf", t)) for t in types}
+    any_runs = next((r for t in types for r in (data[t][1][1] + data[t][2][1])), None)
+    tests = [x["test"] for x in any_runs["tests"]] if any_runs else []
+    n_rounds = max((len(data[t][1][1]) for t in types), default=0)
+
+    w("## Quantized weights (issue 7, item 4)\n\n")
+    w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_quant.sh` (raw outputs were "
+      f"in `{out}`) and `bench/quant_accuracy.py`. The same random-weight checkpoint as above (`/tmp/g4-bench`, "
+      "983 M parameters, real 262k vocabulary), quantized three ways and run three ways: **gemma4c on its own pack** "
+      "(`gemma4c pack --dtype D`, every 2-D matrix including the tied embedding / LM head in D), **gemma4c on "
+      "llama.cpp's GGUF** of the same checkpoint, and **llama-bench on that same GGUF**.\n\n")
+    w(f"Median over {n_rounds} rounds; per round and type the order is llama-bench, gemma4c on the GGUF, gemma4c on the "
+      "pack (reversed in even rounds); gemma4c reports the median of its reps, llama-bench the mean of its reps. "
+      "For bf16 (the baseline, if run) \"pack\" is the HF directory. Ratio = gemma4c / llama.cpp on the same GGUF file (> 1: gemma4c faster); \"pack / llama\" compares "
+      "gemma4c's pack with llama.cpp's file of the same nominal type (not byte-identical: see Files).\n\n")
+    w("| weights | test | gemma4c pack | gemma4c GGUF | llama.cpp GGUF | gemma4c GGUF / llama | pack / llama | "
+      "per round: pack; GGUF; llama |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+    for t in types:
+        ll, (gp, _), (gg, _) = data[t]
+        for x in tests:
+            p, g, lc = med(gp.get(x, [])), med(gg.get(x, [])), med(ll.get(x, []))
+            w(f"| {t} | {x} | {fmt(p)} | {fmt(g)} | {fmt(lc)} | {fmt(g / lc if g and lc else None)}x | "
+              f"{fmt(p / lc if p and lc else None)}x | {', '.join(fmt(v) for v in gp.get(x, []))}; "
+              f"{', '.join(fmt(v) for v in gg.get(x, []))}; {', '.join(fmt(v) for v in ll.get(x, []))} |\n")
+
+    tg = [x for x in tests if x.startswith("tg")]
+    if tg and any_runs:
+        x = tg[0]
+        bws = [r["machine"]["read_bw_gbs"] for t in types for r in data[t][1][1] + data[t][2][1]
+               if r["machine"].get("read_bw_gbs")]
+        bw = med(bws)
+        w(f"\n### Decode ({x}) against the bandwidth roofline\n\n")
+        w(f"Roofline tok/s = measured read bandwidth / bytes of weights read per decoded token (every layer matrix "
+          f"plus the LM head, at the file's own types, as `gemma4c bench` counts them on that file). Bandwidth: "
+          f"median of the {len(bws)} measurements `gemma4c bench` made in these rounds, **{fmt(bw)} GB/s** "
+          f"(range {fmt(min(bws))}–{fmt(max(bws))}; multi-threaded streaming read, best of 10). llama.cpp's fraction "
+          f"uses the same bytes (same file) and the same bandwidth.\n\n")
+        w("| weights | file | GB read / token (layers + LM head) | roofline tok/s | gemma4c tok/s | gemma4c % of roofline | "
+          "llama.cpp tok/s | llama.cpp % of roofline |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+        for t in types:
+            ll, (gp, rp), (gg, rg) = data[t]
+            for kind, res, runs in (("pack", gp, rp), ("GGUF", gg, rg)):
+                if not runs:
+                    continue
+                mi = runs[0]["model_info"]
+                by = mi["decode_weight_bytes_per_token"]
+                roof = bw * 1e9 / by
+                g = med(res.get(x, []))
+                lc = med(ll.get(x, [])) if kind == "GGUF" else None
+                w(f"| {t} | {kind} | {by / 1e9:.3f} ({mi['layer_matrix_bytes'] / 1e9:.3f} + {mi['lm_head_bytes'] / 1e9:.3f}) | "
+                  f"{fmt(roof)} | {fmt(g)} | {fmt(None if g is None else 100 * g / roof, 1)}% | "
+                  f"{fmt(lc) if lc else '—'} | {fmt(100 * lc / roof, 1) + '%' if lc else '—'} |\n")
+        pps = [x for x in tests if x.startswith("pp")]
+        if pps:
+            w(f"\nPrefill against the fp32 FMA peak (FLOPs per token as in the bf16 table above; gemma4c's quantized "
+              f"prefill dequantizes weight panels into its fp32 GEMM), gemma4c on the pack:\n\n| weights | test | tok/s | % of fp32 FMA peak |\n|---|---|---:|---:|\n")
+            for t in types:
+                rp = data[t][1][1]
+                for x in pps:
+                    recs = [y for r in rp for y in r["tests"] if y["test"] == x]
+                    fr = med([y["roofline_fraction"] for y in recs if y.get("roofline_fraction") is not None])
+                    w(f"| {t} | {x} | {fmt(med([y['tok_s'] for y in recs]))} | {fmt(None if fr is None else 100 * fr, 1)}% |\n")
+
+    w("\n### Files\n\n")
+    w("| weights | pack (.g4c, tokenizer included) | GGUF | GGUF tensor types |\n|---|---:|---:|---|\n")
+    sizes = {}
+    for ln in read(os.path.join(out, "files.txt")).splitlines():
+        f = ln.split()
+        if len(f) >= 9:
+            sizes[f[-1]] = int(f[4])
+    for t in types:
+        gname = {"bf16": "g4-bench-bf16.gguf", "q8_0": "g4-bench-q8_0.gguf", "q4_0": "g4-bench-q4_0.gguf", "q4_k": "g4-bench-q4_k_m.gguf"}[t]
+        psz = "HF directory" if t == "bf16" else f"{sizes.get(f'g4-bench-{t}.g4c', 0) / 1e6:.0f} MB"
+        w(f"| {t} | {psz} | {sizes.get(gname, 0) / 1e6:.0f} MB, "
+          f"{GGUF_NAME[t]} | {read(os.path.join(out, f'gguf-types-{t}.txt'), '?')} |\n")
+    w("\nOur packs quantize every matrix to the named type (q4_k: all of this model's rows are multiples of "
+      "256 wide, so nothing falls back); llama-quantize's recipes keep the tied token embedding / LM head in Q6_K "
+      "(Q4_0, Q4_K_M) and Q4_K_M some attn_v / ffn_down in Q6_K, so its Q4 files read more bytes per token.\n")
+
+    if a.accuracy and os.path.exists(a.accuracy):
+        w("\n### Accuracy against bf16\n\n")
+        w(read(a.accuracy) + "\n")
+
+    w("\n### Machine, load, commands\n\n```\n" + lscpu_summary(read(os.path.join(out, "lscpu.txt"))) + "\n```\n")
+    loads = [read(p) for p in sorted(glob.glob(os.path.join(out, "load-r*.txt")), key=rnd)]
+    if loads:
+        w("\nLoad average (1/5/15 min) at the start of each round: " +
+          "; ".join(f"r{i + 1}: {x}" for i, x in enumerate(loads)) + f" on {os.cpu_count()} CPUs. After the run: "
+          f"`{read(os.path.join(out, 'uptime.txt'))}` (shared machine: other tenants' load is round-to-round spread).\n")
+    w(f"\ngemma4c commit {read(os.path.join(out, 'gemma4c-commit.txt'))}; llama.cpp {read(os.path.join(out, 'llama-commit.txt'))}.\n")
+    dirty = read(os.path.join(out, "gemma4c-dirty.txt"))
+    if dirty:
+        w("Working tree had uncommitted changes under src/include at run time:\n\n```\n" + dirty + "\n```\n")
+    w("\n```sh\nbench/compare_quant.sh   # converts, quantizes, packs, then per round and type:\n" +
+      read(os.path.join(out, "cmds.txt")) + "\n```\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,16 @@
-/* kernels_bench.c — times the matmul kernels on 12B-shaped bf16 weights: decode GEMV (T=1)
- * against memory bandwidth and prefill GEMM (T=64) against FLOP/s, single- and multi-threaded
- * through the same thread pool the model uses. Usage: kernels_bench [threads] [isa] */
+/* kernels_bench.c — times the matmul kernels on bf16 weights of one shape (default the 12B's
+ * gate/up, 15360 x 3840; 0.1 GB, larger than L3): decode GEMV (T=1) against the streaming read
+ * bandwidth measured in this process (g4_bench_read_bw) and prefill GEMM (T=64) against FLOP/s,
+ * through the same thread pool the model uses.
+ * Usage: kernels_bench [threads] [isa] [N K]
+ * Build: cc -O2 -Iinclude -Isrc bench/kernels_bench.c build-kern/libgemma4c.a -lm -pthread */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/threadpool.h"
+#include "bench/roofline.h"
 #include "kernels/kernels.h"
 
 static double now(void) {
@@ -28,7 +32,10 @@ int main(int argc, char **argv) {
     if (argc > 2) setenv("G4_CPU_ISA", argv[2], 1);
     const g4_kernels *k = g4_kernels_get();
     g4_pool *pool = g4_pool_new(threads);
-    const int K = 3840, N = 15360;   /* the 12B's gate/up projection */
+    const int N = argc > 4 ? atoi(argv[3]) : 15360, K = argc > 4 ? atoi(argv[4]) : 3840;
+    g4_bw_result bw;
+    if (g4_bench_read_bw(threads, (size_t)512 << 20, 5, &bw) == G4_OK)
+        printf("streaming read (%d threads, 512 MiB, best of 5): %.1f GB/s\n", bw.threads, bw.gbps);
     uint16_t *w = malloc((size_t)N * K * 2);
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16((float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f);
     float *x = malloc(sizeof(float) * 64 * K), *y = malloc(sizeof(float) * 64 * N);

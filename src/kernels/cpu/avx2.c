@@ -28,9 +28,13 @@ static inline float hsum(__m256 v) {
  * window cannot cover with enough misses in flight, so the kernel prefetches the weight bytes
  * G4_PF_BYTES ahead in the block's linear address range (rows n..n+3 are contiguous, so the
  * prefetch runs on into the next blocks at the rate the FMAs consume them). Prefetching past the
- * last row is harmless (a hint never faults). Measured on Zen3, K = 1536, 2 threads: 4-row block
- * 67% -> 93% of a pure streaming read. */
+ * last row is harmless (a hint never faults). Measured on Zen3 (shared, noisy), K = 1536, 2
+ * threads, 400 MB of weights: 67-76% -> 88-93% of a pure streaming read in the same process;
+ * 16-32 KB ahead were best, 4 KB or none far worse; prefetching a single-row stream did not help.
+ * Rows of 8 KB and more (o_proj, down_proj) already streamed at ~97% without it, and measured
+ * lower with it, so it is off for them. */
 #define G4_PF_BYTES 32768
+#define G4_PF_MAX_ROW 8192
 
 /* One (NR weight rows) x (TR activation rows) block over the full K. With a single activation
  * row (decode) the loop takes 16 columns per step into 2 accumulators per row, so each row
@@ -50,10 +54,12 @@ static inline float hsum(__m256 v) {
         for (int j = 0; j < 3; j++) xr[j] = x + (size_t)(j < TR ? j : 0) * K;                 \
         /* the block's bytes [0, 4K*sizeof) advance 4*sizeof bytes per column */              \
         const char *pf = (const char *)w + G4_PF_BYTES;                                       \
+        const int pf_on = (size_t)K * sizeof(TYPE) < G4_PF_MAX_ROW;                           \
         int k = 0;                                                                            \
         for (; k + 8 * u <= K; k += 8 * u) {                                                  \
-            for (int l = 0; l < (int)(4 * 8 * sizeof(TYPE)) * u; l += 64)                    \
-                _mm_prefetch(pf + (size_t)k * 4 * sizeof(TYPE) + l, _MM_HINT_T0);             \
+            if (pf_on)                                                                        \
+                for (int l = 0; l < (int)(4 * 8 * sizeof(TYPE)) * u; l += 64)                \
+                    _mm_prefetch(pf + (size_t)k * 4 * sizeof(TYPE) + l, _MM_HINT_T0);         \
             for (int v = 0; v < u; v++) {                                                     \
                 __m256 xv0 = _mm256_loadu_ps(xr[0] + k + 8 * v);                              \
                 __m256 xv1 = TR > 1 ? _mm256_loadu_ps(xr[1] + k + 8 * v) : xv0;               \

@@ -49,8 +49,8 @@ static void mm_task(void *ctx, int task, int thread) {
  * streams long contiguous ranges (decode is a pure weight stream, and every task start costs
  * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
  * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
- * tenants preempt holds at most the share it claimed. Boundaries are multiples of 16 rows (the
- * GEMM's panel; the GEMV's 4-row blocks) whenever each op's row count is. */
+ * tenants preempt holds at most the share it claimed. Boundaries fall on multiples of 16 rows of
+ * each op (the GEMM's panel; the GEMV's 4-row blocks). */
 static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
     mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
     int total = 0;
@@ -63,13 +63,20 @@ static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;
     int n = 0;
-    for (int r = 0; r < total && n < MM_MAX_TASKS; n++) {
+    for (int r = 0, o = 0; r < total && n < MM_MAX_TASKS; n++) {
         j.bound[n] = r;
         int left = total - r, sz = (left + 3 * nth - 1) / (3 * nth);
-        sz = (sz + 15) & ~15;
         if (sz < floor_rows) sz = floor_rows;
         if (n == MM_MAX_TASKS - 1 || sz > left) sz = left;
         r += sz;
+        /* snap to a multiple of 16 rows from the start of the op it falls in (TP shards need
+         * not be multiples of 16, so the grid restarts at every op) */
+        while (o < n_ops - 1 && r >= j.op_end[o]) o++;
+        const int base = o ? j.op_end[o - 1] : 0;
+        if (r < j.op_end[o]) {
+            const int snapped = base + ((r - base + 15) & ~15);
+            r = snapped < j.op_end[o] ? snapped : j.op_end[o];
+        }
     }
     j.bound[n] = total;
     /* below ~1M multiply-adds a wake-up of the other threads costs more than it saves */

@@ -119,6 +119,11 @@ done
 uptime > "$OUT/uptime.txt"
 
 # 5. the table
-python3 "$REPO/bench/compare_report.py" "$OUT" > "$RESULTS"
+new="$OUT/RESULTS.md"
+python3 "$REPO/bench/compare_report.py" "$OUT" > "$new"
+# keep the sections other scripts own (<!-- name:begin --> ... <!-- name:end -->: quantized weights,
+# tensor parallelism) when rewriting the bf16 side-by-side
+[ -f "$RESULTS" ] && awk '/<!-- [a-z0-9_-]+:begin -->/{keep=1} keep{print} /<!-- [a-z0-9_-]+:end -->/{keep=0}' "$RESULTS" >> "$new"
+cp "$new" "$RESULTS"
 log "wrote $RESULTS (raw outputs in $OUT)"
 cat "$RESULTS"

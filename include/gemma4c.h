@@ -40,6 +40,8 @@ typedef struct {
     int prefill_chunk;  /* positions per prefill step; default 64 */
     int tp;             /* tensor-parallel ranks; default 1; 0 = unset: 1, or the mpirun size (mpi) */
     int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
+    int no_mmap;        /* 1: copy the weights into huge-page memory at load (slower load, faster
+                         * decode: 4 KiB file pages break the weight streams); default 0 */
 } g4_model_opts;
 
 /* Tensor-parallel backends: ranks as thread groups of this process, or as MPI processes

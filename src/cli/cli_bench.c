@@ -20,7 +20,7 @@ typedef struct {
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
     long threads, reps, ctx, chunk, tp, bw_mib, seed;
-    int tp_backend;
+    int tp_backend, no_mmap;
     int no_peaks, kernels;
 } bench_opts;
 
@@ -38,14 +38,15 @@ typedef struct {
 static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
-    "                     [--kernels] [--tp N] [--tp-backend threads|mpi]\n"
+    "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
     "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
     "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
-    "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n";
+    "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
+    "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n";
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -89,6 +90,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
+        else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--kernels")) o->kernels = 1;
         else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
 #undef NEEDV
@@ -162,6 +164,7 @@ int cli_bench(int argc, char **argv) {
     mo.prefill_chunk = (int)o.chunk;
     mo.tp = (int)o.tp;
     mo.tp_backend = o.tp_backend;
+    mo.no_mmap = o.no_mmap;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;

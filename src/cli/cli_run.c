@@ -16,7 +16,7 @@ typedef struct {
     const char *system;        /* --system TEXT (with --chat) */
     const char *out;
     long n_predict, threads, ctx, chunk, tp;
-    int tp_backend;
+    int tp_backend, no_mmap;
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
 } run_opts;
@@ -87,6 +87,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 64, &o->tp)) return 0; }
         else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend(cmd, v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
+        else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else { cli_usage_error(cmd, "unknown option '%s'", a); return 0; }
@@ -106,6 +107,7 @@ static int load(const run_opts *o, g4_model **m) {
     mo.prefill_chunk = (int)o->chunk;
     mo.tp = (int)o->tp;
     mo.tp_backend = o->tp_backend;
+    mo.no_mmap = o->no_mmap;
     return cli_load_model(o->model, &mo, m);
 }
 

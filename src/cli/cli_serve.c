@@ -9,7 +9,7 @@
 static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--ctx 4096] [--parallel 1]\n"
                "                     [--threads N] [--prefill-chunk 64] [--alias NAME] [--max-body BYTES]\n"
-               "                     [--shutdown-grace SECONDS] [--tp N] [--tp-backend threads|mpi]\n"
+               "                     [--shutdown-grace SECONDS] [--tp N] [--tp-backend threads|mpi] [--no-mmap]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr).\n");
 }
@@ -36,6 +36,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-body")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 30, &n)) return 2; o.max_body = (size_t)n; }
         else if (!strcmp(a, "--shutdown-grace")) { int g; INTV(0, 3600, g); o.shutdown_grace_s = g; }
         else if (!strcmp(a, "--tp")) INTV(1, 64, o.tp);
+        else if (!strcmp(a, "--no-mmap")) o.no_mmap = 1;
         else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend(cmd, v, &o.tp_backend)) return 2; }
         else return cli_usage_error(cmd, "unknown option '%s'", a);
 #undef INTV
@@ -52,6 +53,7 @@ int cli_serve(int argc, char **argv) {
         mo.prefill_chunk = o.prefill_chunk;
         mo.tp = o.tp;
         mo.tp_backend = o.tp_backend;
+        mo.no_mmap = o.no_mmap;
         int rc = cli_load_model(o.model_path, &mo, &o.model);
         if (rc) return rc < 0 ? 0 : rc;
     }

@@ -31,6 +31,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->prefill_chunk = 64;
     o->tp = 1;
     o->tp_backend = G4_TP_THREADS;
+    o->no_mmap = 0;
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -136,11 +137,13 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     m->vlo = m->plan.vocab_lo;
     m->vlen = m->plan.vocab_hi - m->plan.vocab_lo;
     m->vmax = (c->vocab_size + tp - 1) / tp;
-    if (tp > 1 && !m->presharded) {
+    if ((tp > 1 && !m->presharded) || o->no_mmap) {
         /* copy this rank's slices into its own memory, then let the checkpoint mapping go */
         if ((st = g4_model_shard(m))) goto fail;
         g4_st_close(&m->ts);
         memset(&m->ts, 0, sizeof m->ts);
+        g4_pack_close(m->pack);
+        m->pack = NULL;
     }
     for (int l = 0; l < c->n_layers; l++) {
         g4_layer *L = &m->layers[l];

@@ -74,7 +74,8 @@ void g4_weights_free(g4_model *m);
 /* Config and weights from one GGUF file (gguf_bind.c; Gemma 3 text); frees with g4_weights_free. */
 g4_status g4_gguf_model_bind(g4_model *m, const char *path);
 
-/* Replaces every weight view with this rank's slice under m->plan (shard.c). */
+/* Replaces every weight view with a copy of this rank's slice under m->plan (whole tensors for a
+ * pre-sharded pack) in 2 MiB-aligned, huge-page-advised memory (shard.c). */
 g4_status g4_model_shard(g4_model *m);
 
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and

@@ -2,9 +2,11 @@
  * rank's shards under the tensor-parallel plan: each slice is copied into memory the rank's own
  * thread allocates and first touches (so it lands on the rank's NUMA node), after which the
  * checkpoint mapping can be released. Column slices of block-quantized types must fall on block
- * boundaries. A packed .g4c file arrives already sharded and skips this step. */
+ * boundaries. A packed .g4c file arrives already sharded: with --no-mmap its tensors are copied
+ * whole, otherwise this step is skipped. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "model/model.h"
 
@@ -34,7 +36,12 @@ static g4_status slice(g4_model *m, g4_mat *w, g4_shard s, const char *what, int
     }
     const size_t rb = g4_dtype_row_bytes(w->dt, cols), bytes = rb * (size_t)rows;
     void *dst = NULL;
-    if (posix_memalign(&dst, 64, bytes ? bytes : 64)) return g4_fail(G4_ERR_NOMEM, "out of memory copying a weight shard");
+    /* 2 MiB-aligned and advised huge: the decode GEMV streams these, and 4 KiB pages cut each stream
+     * into page-sized pieces for the hardware prefetcher and the TLB */
+    const size_t huge = (size_t)2 << 20;
+    if (posix_memalign(&dst, bytes >= huge ? huge : 64, bytes ? bytes : 64))
+        return g4_fail(G4_ERR_NOMEM, "out of memory copying a weight shard");
+    if (bytes >= huge) madvise(dst, (bytes + huge - 1) & ~(huge - 1), MADV_HUGEPAGE);
     const char *src = (const char *)w->data + src_off;
     if (s.kind == G4_SHARD_COLS)
         for (int r = 0; r < rows; r++) memcpy((char *)dst + (size_t)r * rb, src + (size_t)r * full_rb, rb);
@@ -46,14 +53,19 @@ static g4_status slice(g4_model *m, g4_mat *w, g4_shard s, const char *what, int
     return keep(m, dst);
 }
 
+/* The slice of a tensor, or all of it when the set is already this rank's shard (a pack). */
+static g4_shard plan_or_whole(const g4_model *m, g4_role role, int layer) {
+    if (m->presharded) return (g4_shard){G4_SHARD_WHOLE, 0, 0};
+    return g4_tp_shard(&m->plan, &m->cfg, role, layer);
+}
+
 g4_status g4_model_shard(g4_model *m) {
     const g4_config *c = &m->cfg;
-    const g4_tp_plan *p = &m->plan;
     const int tied = m->lm_head.data == m->embed.data;
     g4_status st;
-    if ((st = slice(m, &m->embed, g4_tp_shard(p, c, G4_ROLE_EMBED, -1), "embedding", -1))) return st;
+    if ((st = slice(m, &m->embed, plan_or_whole(m, G4_ROLE_EMBED, -1), "embedding", -1))) return st;
     if (tied) m->lm_head = m->embed;
-    else if ((st = slice(m, &m->lm_head, g4_tp_shard(p, c, G4_ROLE_LM_HEAD, -1), "lm_head", -1))) return st;
+    else if ((st = slice(m, &m->lm_head, plan_or_whole(m, G4_ROLE_LM_HEAD, -1), "lm_head", -1))) return st;
     for (int l = 0; l < c->n_layers; l++) {
         g4_layer *L = &m->layers[l];
         struct { g4_mat *w; g4_role role; const char *name; } mats[] = {
@@ -62,7 +74,7 @@ g4_status g4_model_shard(g4_model *m) {
             {&L->up, G4_ROLE_UP, "up_proj"}, {&L->down, G4_ROLE_DOWN, "down_proj"}};
         for (size_t i = 0; i < sizeof mats / sizeof *mats; i++) {
             if (!mats[i].w->data) continue;   /* k_eq_v layers have no v_proj */
-            if ((st = slice(m, mats[i].w, g4_tp_shard(p, c, mats[i].role, l), mats[i].name, l))) return st;
+            if ((st = slice(m, mats[i].w, plan_or_whole(m, mats[i].role, l), mats[i].name, l))) return st;
         }
     }
     return G4_OK;

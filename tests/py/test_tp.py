@@ -259,3 +259,23 @@ def test_corrupt_pack_is_refused(g4_bin, tmp_path, pack_tp2):
     short.write_bytes(bytes(data[: len(data) // 2]))
     r = run_g4(g4_bin, "run", "-m", short, "--prompt-ids", "2,3", "-n", 2)
     assert r.returncode == 2 and b"truncated" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ --no-mmap
+
+
+@pytest.mark.parametrize("source", ["dir", "pack", "gguf"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_no_mmap_copies_give_identical_logits(g4_bin, tmp_path, pack_tp2, source, tp):
+    """--no-mmap copies the weights (whole, or this rank's slices) into huge-page memory; the
+    arithmetic must not change by a bit."""
+    model = {"dir": FIXTURES / "g4-cond-tiny", "pack": pack_tp2,
+             "gguf": FIXTURES / "g4-gguf" / "cond-q8_0.gguf"}[source]
+    if source == "pack" and tp != 2:
+        pytest.skip("the pack is made for --tp 2")
+    args = ["logits", "-m", model, "--prompt-ids", "2,10,20,30,40,50,60,70", "--tp", tp, "--prefill-chunk", 3]
+    a, b = tmp_path / "mmap.f32", tmp_path / "copy.f32"
+    r1 = run_g4(g4_bin, *args, "-o", a)
+    r2 = run_g4(g4_bin, *args, "-o", b, "--no-mmap")
+    assert r1.returncode == 0 and r2.returncode == 0, r2.stderr.decode()
+    assert np.array_equal(np.fromfile(a, "<f4"), np.fromfile(b, "<f4"))

@@ -15,7 +15,7 @@
 #   G4_BIN=build/gemma4c REF_PY=/opt/refenv/bin/python (transformers + torch for the converter)
 #   OUT=/tmp/g4-quant-compare-DATE RESULTS=bench/RESULTS.md
 #   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
-#   REPACK=1 (repack existing packs)  DRY=1: prepare everything, then run one round with -p 16 -n 8 --reps 1 (checks the pipeline)
+#   G4_SRC="what G4_BIN was built from" (when not this working tree)  REPACK=1 (repack existing packs)  DRY=1: prepare everything, then run one round with -p 16 -n 8 --reps 1 (checks the pipeline)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,8 +114,12 @@ ls -l "$QDIR" > "$OUT/files.txt"
 # 5. rounds
 lscpu > "$OUT/lscpu.txt"
 git -C "$LLAMA_DIR" rev-parse HEAD > "$OUT/llama-commit.txt" 2>/dev/null || cat "$LLAMA_DIR/COMMIT" > "$OUT/llama-commit.txt" 2>/dev/null || echo unknown > "$OUT/llama-commit.txt"
-git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
-git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+if [ -n "${G4_SRC:-}" ]; then   # G4_BIN was built elsewhere, e.g. from `git archive HEAD` of this repo
+  echo "$G4_SRC" > "$OUT/gemma4c-commit.txt"; : > "$OUT/gemma4c-dirty.txt"
+else
+  git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
+  git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+fi
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 echo "$TYPES" > "$OUT/types.txt"
 LLAMA_ARGS=(-p "$PROMPTS" -n "$NGEN" -t "$THREADS" -r "$REPS" -o json)

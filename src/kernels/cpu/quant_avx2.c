@@ -9,6 +9,10 @@
 
 #include "kernels/cpu/quant.h"
 
+/* F16C's exact half -> float (the scalar g4_f16_to_f32 is an out-of-line bit-by-bit decode, and
+ * a decode step converts one scale per 32 weights) */
+static inline float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -34,7 +38,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
             __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int b = 0; b < nb; b++) {
                 const uint8_t *blk = row + (size_t)b * 34;
-                const __m256 d = _mm256_set1_ps(g4_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
+                const __m256 d = _mm256_set1_ps(f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
                 const __m256 w0 = q8_chunk(blk + 2, 0), w1 = q8_chunk(blk + 2, 1), w2 = q8_chunk(blk + 2, 2),
                              w3 = q8_chunk(blk + 2, 3);
                 for (int i = 0; i < tn; i++) {
@@ -84,14 +88,14 @@ static inline __m256i nibbles32(const uint8_t *q16) {   /* q[16] -> low nibbles 
 typedef __m256 (*blk_dot_fn)(const uint8_t *blk, const float *x);   /* one block · x, as a vector */
 
 static __m256 blk_q4_0(const uint8_t *b, const float *x) {
-    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
     __m256 lo, hi;
     dot32_i8(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), x, &lo, &hi);
     return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(lo, hi));
 }
 
 static __m256 blk_q5_0(const uint8_t *b, const float *x) {
-    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
     uint32_t qh;
     memcpy(&qh, b + 2, 4);
     __m256i q = _mm256_or_si256(nibbles32(b + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
@@ -106,7 +110,7 @@ static inline void k4_scale_min(int j, const uint8_t *q, int *d, int *m) {   /* 
 }
 
 static __m256 blk_q4_k(const uint8_t *b, const float *x) {   /* sum_j d*sc_j*(q·x) - dmin*m_j*sum(x) */
-    const float d = g4_f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = g4_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = f16_to_f32((uint16_t)(b[2] | b[3] << 8));
     const uint8_t *sc = b + 4, *qs = b + 16;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
@@ -130,7 +134,7 @@ static __m256 blk_q4_k(const uint8_t *b, const float *x) {   /* sum_j d*sc_j*(q�
 }
 
 static __m256 blk_q6_k(const uint8_t *b, const float *x) {
-    const float d = g4_f16_to_f32((uint16_t)(b[208] | b[209] << 8));
+    const float d = f16_to_f32((uint16_t)(b[208] | b[209] << 8));
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int h = 0; h < 2; h++) {

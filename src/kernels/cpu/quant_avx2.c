@@ -31,6 +31,30 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
     if (T >= 4) n0 = g4_gemm_quant_avx2(G4_DT_Q8_0, x, T, K, w, n0, n1, y, ldy);   /* prefill: panels */
     const int nb = K / 32;
     const size_t rb = (size_t)nb * 34;
+    if (T == 1) {
+        /* decode: 4 weight rows per pass, so four independent block chains overlap (one row's
+         * mul -> 3 fma -> scale chain per block is latency-bound); each row's arithmetic is the
+         * same as the general loop below, bit for bit */
+        for (; n0 + 4 <= n1; n0 += 4) {
+            const uint8_t *row = (const uint8_t *)w + (size_t)n0 * rb;
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            for (int b = 0; b < nb; b++) {
+                const float *xb = x + (size_t)b * 32;
+                const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16),
+                             x3 = _mm256_loadu_ps(xb + 24);
+                for (int r = 0; r < 4; r++) {
+                    const uint8_t *blk = row + (size_t)r * rb + (size_t)b * 34;
+                    const __m256 d = _mm256_set1_ps(f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
+                    __m256 s = _mm256_mul_ps(q8_chunk(blk + 2, 0), x0);
+                    s = _mm256_fmadd_ps(q8_chunk(blk + 2, 1), x1, s);
+                    s = _mm256_fmadd_ps(q8_chunk(blk + 2, 2), x2, s);
+                    s = _mm256_fmadd_ps(q8_chunk(blk + 2, 3), x3, s);
+                    acc[r] = _mm256_fmadd_ps(d, s, acc[r]);
+                }
+            }
+            for (int r = 0; r < 4; r++) y[n0 + r] = hsum(acc[r]);
+        }
+    }
     for (int n = n0; n < n1; n++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;
         for (int t0 = 0; t0 < T; t0 += 4) {

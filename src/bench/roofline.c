@@ -236,9 +236,7 @@ const char *g4_bench_kernel_path(void) {
 
 /* ---------------------------------------------------------------- the model's cost */
 
-static double mat_bytes(const g4_mat *w) {
-    return w->data ? (double)w->rows * (double)g4_dtype_row_bytes(w->dt, w->cols) : 0;   /* block types: bytes per row */
-}
+static double mat_bytes(const g4_mat *w) { return (double)g4_mat_bytes(w); }
 static double mat_params(const g4_mat *w) { return w->data ? (double)w->rows * w->cols : 0; }
 
 void g4_bench_model_cost(const g4_model *m, g4_model_cost *c) {

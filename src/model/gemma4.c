@@ -198,8 +198,8 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         for (int k = 0; k < 3; k++)   /* text-only: placeholders embed as <pad>, as HF does */
             if (id == c->mm_placeholder_ids[k] && c->pad_id >= 0) id = c->pad_id;
         /* vocab-parallel embedding: the rank holding the row writes it, the others add zeros */
-        id -= m->vlo;
-        if (id < 0 || id >= m->vlen) {
+        id -= m->plan.vocab_lo;
+        if (id < 0 || id >= m->plan.vocab_hi - m->plan.vocab_lo) {
             memset(x, 0, (size_t)H * sizeof(float));
             continue;
         }

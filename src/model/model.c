@@ -134,8 +134,6 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     }
     const g4_config *c = &m->cfg;
     for (int t = 0; t < m->ts.n_tensors; t++) m->info.weight_bytes += m->ts.tensors[t].nbytes;
-    m->vlo = m->plan.vocab_lo;
-    m->vlen = m->plan.vocab_hi - m->plan.vocab_lo;
     m->vmax = (c->vocab_size + tp - 1) / tp;
     if ((tp > 1 && !m->presharded) || o->no_mmap) {
         /* copy this rank's slices into its own memory, then let the checkpoint mapping go */
@@ -150,12 +148,10 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
         L->n_q = m->plan.q_heads;
         L->n_kv = m->plan.kv_heads[l];
         const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++)
-            if (ws[i]->data) m->local_weight_bytes += g4_dtype_row_bytes(ws[i]->dt, ws[i]->cols) * (size_t)ws[i]->rows;
+        for (int i = 0; i < 7; i++) m->local_weight_bytes += g4_mat_bytes(ws[i]);
     }
-    m->local_weight_bytes += g4_dtype_row_bytes(m->embed.dt, m->embed.cols) * (size_t)m->embed.rows;
-    if (m->lm_head.data != m->embed.data)
-        m->local_weight_bytes += g4_dtype_row_bytes(m->lm_head.dt, m->lm_head.cols) * (size_t)m->lm_head.rows;
+    m->local_weight_bytes += g4_mat_bytes(&m->embed);
+    if (m->lm_head.data != m->embed.data) m->local_weight_bytes += g4_mat_bytes(&m->lm_head);
     if (m->presharded) m->info.weight_bytes = m->local_weight_bytes;
     int Dsl = 0, Dfull = 0;
     for (int l = 0; l < c->n_layers; l++) *(c->is_full[l] ? &Dfull : &Dsl) = c->head_dim[l];
@@ -375,12 +371,13 @@ static void rank_step(g4_model *m, float *logits, int32_t *next) {
     }
     /* distributed argmax: each rank's best (value, global index), rank 0 picks among them */
     struct best { float v; int32_t id; } mine[n], *all = (struct best *)m->lg_all;
+    const int vlen = m->plan.vocab_hi - m->plan.vocab_lo;
     for (int i = 0; i < n; i++) {
         const float *row = m->lg + (size_t)i * m->vmax;
         int b = 0;
-        for (int k = 1; k < m->vlen; k++)
+        for (int k = 1; k < vlen; k++)
             if (row[k] > row[b]) b = k;
-        mine[i] = (struct best){m->vlen ? row[b] : -INFINITY, m->vlo + b};
+        mine[i] = (struct best){vlen ? row[b] : -INFINITY, m->plan.vocab_lo + b};
     }
     cm->gather(cm, mine, sizeof mine, all);
     if (cm->rank) return;

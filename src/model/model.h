@@ -17,6 +17,11 @@ typedef struct {
     int rows, cols;
 } g4_mat;
 
+/* Bytes of a weight matrix as stored (0 for an absent one, e.g. v_proj in k_eq_v layers). */
+static inline size_t g4_mat_bytes(const g4_mat *w) {
+    return w->data ? g4_dtype_row_bytes(w->dt, w->cols) * (size_t)w->rows : 0;
+}
+
 typedef struct {
     int is_full, head_dim, has_v;
     int n_q, n_kv;              /* this rank's query and KV heads (all of them when tp == 1) */
@@ -56,7 +61,7 @@ struct g4_model {
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;
     g4_comm *comm;
-    int vlo, vlen, vmax;        /* vocabulary rows of this rank; vmax = ceil(V / tp), the row stride of lg */
+    int vmax;                   /* ceil(V / tp): the row stride of lg (this rank's rows: plan.vocab_lo..hi) */
     float *lg;                  /* [n_slots][vmax] this rank's logits of one step */
     float *lg_all;              /* rank 0 of a group: [tp][n_slots][vmax] gathered */
     int32_t *cmd;               /* [4 + 3 * max_rows] the step rank 0 broadcasts (model.c) */

@@ -37,6 +37,15 @@ typedef struct {
      * out = softmax_t(q·K[t] * scale) · V[t].  q,out:[D]  K,V:[cap][D]  scores: [hi-lo+1] scratch */
     void (*attend)(const float *q, const float *K, const float *V, int cap, int lo, int hi, int D,
                    float scale, float *scores, float *out);
+    /* attend for a block of query rows that share one KV head: G heads x P positions, so K and
+     * V are read once for the block instead of once per row (prefill's many rows per head).
+     * Row (p, h) reads q + p*ldq + h*D, writes out + p*ldo + h*D, and attends over t in
+     * [lo[p], hi[p]] (ring index t % cap) with attend's result to float rounding.
+     * q: [P][ldq]  out: [P][ldo]  lo, hi: [P]  K, V: [cap][D]
+     * scores: [G*P][max(hi) - min(lo) + 1] scratch */
+    void (*attend_block)(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                         const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                         float *scores);
 } g4_kernels;
 
 /* The scalar attend, shared by the vector paths (which plug their own dot/axpy into it). */

@@ -97,10 +97,13 @@ static void matmul1(g4_model *m, int T, const g4_mat *w, const float *x, float *
 
 /* ---------------------------------------------------------------- attention */
 
+/* Attention runs as tasks of (block of up to P consecutive rows of one slot, KV head g, sub-group
+ * of Gs of the heads sharing g): attend_block reads that head's K and V once per task, instead of
+ * once per (row, head). Gs x P <= m->att_rows (the per-thread scores scratch). */
 typedef struct {
     g4_model *m;
     const g4_layer *L;
-    int R;
+    int R, P, Gs, n_sub, n_blocks;
     const int *slots, *pos;
 } att_job;
 
@@ -112,17 +115,47 @@ static void att_task(void *ctx, int task, int thread) {
     att_job *j = ctx;
     g4_model *m = j->m;
     const g4_layer *L = j->L;
-    const int Hq = L->n_q, D = L->head_dim, cap = L->kv_cap;
-    const int r = task / Hq, h = task % Hq, g = h / (Hq / L->n_kv);   /* the rank-local group size */
-    const int p = j->pos[r];
-    const int lo = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
-    const float *q = m->q + ((size_t)r * Hq + h) * D;
-    const float *K = slot_k(m, j->slots[r], L) + (size_t)g * cap * D;
-    const float *V = K + (size_t)L->n_kv * cap * D;
-    float *out = m->att + ((size_t)r * Hq + h) * D;
+    const int Hq = L->n_q, D = L->head_dim, cap = L->kv_cap, G = Hq / L->n_kv;   /* rank-local group size */
+    const int per_block = L->n_kv * j->n_sub;
+    const int b = j->n_blocks - 1 - task / per_block;   /* last rows (longest spans) first */
+    const int g = task % per_block / j->n_sub, h0 = g * G + task % j->n_sub * j->Gs;
+    const int nh = G - (h0 - g * G) < j->Gs ? G - (h0 - g * G) : j->Gs;
+    const int r_end = (b + 1) * j->P < j->R ? (b + 1) * j->P : j->R;
     /* Gemma 4 attention scaling is 1.0: the q/k norms replace 1/sqrt(D); Gemma 3 sets attn_scale */
     const float scale = m->cfg.attn_scale ? m->cfg.attn_scale : 1.0f;
-    m->k->attend(q, K, V, cap, lo, p, D, scale, m->scores + (size_t)thread * m->info.ctx, out);
+    float *scores = m->scores + (size_t)thread * m->att_rows * m->info.ctx;
+    int lo[G4_ATT_ROWS_MAX], hi[G4_ATT_ROWS_MAX];   /* [P], P <= att_rows */
+    for (int r0 = b * j->P, r1; r0 < r_end; r0 = r1) {   /* runs of rows in one slot share its cache */
+        for (r1 = r0; r1 < r_end && j->slots[r1] == j->slots[r0]; r1++) {
+            const int p = j->pos[r1];
+            hi[r1 - r0] = p;
+            lo[r1 - r0] = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
+        }
+        const float *K = slot_k(m, j->slots[r0], L) + (size_t)g * cap * D;
+        const float *V = K + (size_t)L->n_kv * cap * D;
+        const size_t off = ((size_t)r0 * Hq + h0) * D;
+        m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores);
+    }
+}
+
+/* Splits R rows into tasks: blocks of P rows when they all belong to one slot (a prefill chunk),
+ * single rows otherwise (decode across slots); heads split into sub-groups until there are at
+ * least two tasks per thread (a decode step's full layer has one KV head). */
+static void attention_rows(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos) {
+    const int G = L->n_q / L->n_kv, A = m->att_rows, nth = g4_pool_size(m->pool);
+    int one_slot = 1;
+    for (int r = 1; r < R; r++) one_slot &= slots[r] == slots[0];
+    att_job aj = {.m = m, .L = L, .R = R, .slots = slots, .pos = pos};
+    aj.Gs = G < A ? G : A;
+    aj.P = one_slot ? A / aj.Gs : 1;
+    if (aj.P > R) aj.P = R;
+    aj.n_blocks = (R + aj.P - 1) / aj.P;
+    for (;;) {
+        aj.n_sub = (G + aj.Gs - 1) / aj.Gs;
+        if (aj.Gs == 1 || aj.n_blocks * L->n_kv * aj.n_sub >= 2 * nth) break;
+        aj.Gs = (aj.Gs + 1) / 2;
+    }
+    g4_pool_run(m->pool, aj.n_blocks * L->n_kv * aj.n_sub, att_task, &aj);
 }
 
 /* ---------------------------------------------------------------- the layer loop */
@@ -156,8 +189,7 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
             else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
         }
     }
-    att_job aj = {m, L, R, slots, pos};
-    g4_pool_run(m->pool, R * Hq, att_task, &aj);
+    attention_rows(m, L, R, slots, pos);
     matmul1(m, R, &L->o, m->att, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel o_proj */
     for (int r = 0; r < R; r++) {

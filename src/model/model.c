@@ -68,7 +68,9 @@ static g4_status alloc_state(g4_model *m) {
     m->gate = malloc(R * I * sizeof(float));
     m->up = malloc(R * I * sizeof(float));
     m->rope_cs = malloc(R * maxD * sizeof(float));
-    m->scores = malloc((size_t)g4_pool_size(m->pool) * ctx * sizeof(float));
+    /* attend_block's scores: one row per (head, position) of a block over at most ctx keys */
+    m->att_rows = (1 << 20) / ctx < 1 ? 1 : (1 << 20) / ctx > G4_ATT_ROWS_MAX ? G4_ATT_ROWS_MAX : (1 << 20) / ctx;
+    m->scores = malloc((size_t)g4_pool_size(m->pool) * m->att_rows * ctx * sizeof(float));
     m->lg = malloc((size_t)S * m->vmax * sizeof(float));
     m->cmd = malloc((CMD_HDR + 3 * R) * sizeof(int32_t));
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));

@@ -35,6 +35,8 @@ typedef struct {
     size_t kv_offset;           /* floats from the slot's base to this layer's K; V follows */
 } g4_layer;
 
+enum { G4_ATT_ROWS_MAX = 32 };   /* attention block rows (heads x positions) at short contexts */
+
 struct g4_model {
     g4_config cfg;
     g4_model_info info;
@@ -56,7 +58,9 @@ struct g4_model {
     int *slot_pos;              /* [n_slots] next position of each slot */
     /* scratch, sized once for max_rows */
     float *x, *h, *q, *kk, *vv, *att, *gate, *up, *tmp;
-    float *scores;              /* [threads][ctx] attention scores */
+    float *scores;              /* [threads][att_rows][ctx] attention scores */
+    int att_rows;               /* query rows per attention block (gemma4.c), <= G4_ATT_ROWS_MAX;
+                                 * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;

@@ -155,6 +155,57 @@ static void test_attend_vector(void **state) {
             }
 }
 
+/* attend_block on every path against the scalar attend row by row: full (causal from 0) and
+ * sliding masks, rings that wrap inside the block, 1..64 positions, several heads per KV head
+ * (one row quad, partial quads, many quads), and head sizes that do not fill a 16-column strip
+ * (which take the row-by-row fallback). Query and output rows have strides wider than G*D so a
+ * write outside a row shows up as a changed guard value. */
+static void test_attend_block(void **state) {
+    (void)state;
+    enum { CAP = 90, DMAX = 512, PMAX = 64, GMAX = 8, LD = GMAX * DMAX + 8 };
+    static float K[CAP * DMAX], V[CAP * DMAX], q[PMAX * LD], o0[PMAX * LD], o1[PMAX * LD];
+    static float sc[GMAX * PMAX * 512];
+    unsigned s = 5;
+    for (int i = 0; i < CAP * DMAX; i++) K[i] = frand(&s), V[i] = frand(&s);
+    for (int i = 0; i < PMAX * LD; i++) q[i] = frand(&s) * 0.3f;
+    /* {D, G, P, window (0: full), first position, cap} */
+    const int cases[][6] = {
+        {256, 2, 16, 24, 70, 24 + 16 - 1},   /* sliding ring wrapping mid-block */
+        {256, 2, 1, 24, 100, 24},            /* one decode row on a wrapped ring */
+        {512, 8, 4, 0, 0, CAP},              /* full causal from position 0 */
+        {512, 8, 2, 0, 50, CAP},             /* full, later in the prompt */
+        {256, 1, 64, 0, 0, 64},              /* 64 positions, one head */
+        {256, 3, 5, 7, 33, 7 + 5 - 1},       /* partial quads, short window */
+        {64, 5, 13, 20, 90, 20 + 13 - 1},    /* long ring wraps */
+        {16, 2, 7, 5, 11, 5 + 7 - 1},
+        {80, 2, 6, 9, 40, 9 + 6 - 1},        /* D % 16 != 0: the row-by-row fallback */
+        {256, 4, 33, 0, 2, 40},
+        {256, 2, 64, 16, 200, 16 + 64 - 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int D = cases[c][0], G = cases[c][1], P = cases[c][2], W = cases[c][3], p0 = cases[c][4], cap = cases[c][5];
+        int lo[PMAX], hi[PMAX];
+        for (int p = 0; p < P; p++) {
+            hi[p] = p0 + p;
+            lo[p] = W && hi[p] - W + 1 > 0 ? hi[p] - W + 1 : 0;
+            assert_true(hi[p] - lo[p] < cap);
+        }
+        for (int i = 0; i < PMAX * LD; i++) o0[i] = o1[i] = 12345.0f;
+        for (int p = 0; p < P; p++)
+            for (int h = 0; h < G; h++)
+                paths[0]->attend(q + (size_t)p * LD + h * D, K, V, cap, lo[p], hi[p], D, 0.9f, sc,
+                                 o0 + (size_t)p * LD + h * D);
+        for (int pa = 0; pa < n_paths; pa++) {
+            for (int i = 0; i < PMAX * LD; i++) o1[i] = 12345.0f;
+            paths[pa]->attend_block(q, LD, o1, LD, G, P, lo, hi, K, V, cap, D, 0.9f, sc);
+            for (int i = 0; i < PMAX * LD; i++)
+                if (fabsf(o1[i] - o0[i]) > 2e-5f)
+                    fail_msg("%s attend_block case %zu (D=%d G=%d P=%d W=%d p0=%d cap=%d) at %d: %.9g vs attend %.9g",
+                             paths[pa]->name, c, D, G, P, W, p0, cap, i, o1[i], o0[i]);
+        }
+    }
+}
+
 static void test_reference_ops_by_hand(void **state) {
     (void)state;
     const g4_kernels *r = g4_kernels_scalar();
@@ -177,6 +228,7 @@ int main(void) {
         cmocka_unit_test(test_vector_ops),
         cmocka_unit_test(test_gelu_range),
         cmocka_unit_test(test_attend_vector),
+        cmocka_unit_test(test_attend_block),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/cpu/attn.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
@@ -431,6 +432,7 @@ static const g4_kernels avx2_table = {
     .rmsnorm = rmsnorm,
     .gelu_mul = gelu_mul,
     .attend = attend,
+    .attend_block = g4_attend_block_avx2,
 };
 
 const g4_kernels *g4_kernels_avx2(void) {

@@ -105,6 +105,16 @@ static void attend(const float *q, const float *K, const float *V, int cap, int 
     g4_attend_generic(q, K, V, cap, lo, hi, D, scale, scores, out, dot, axpy);
 }
 
+/* The reference block: attend row by row (K and V re-read for every row). */
+static void attend_block(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                         const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                         float *scores) {
+    for (int p = 0; p < P; p++)
+        for (int h = 0; h < G; h++)
+            attend(q + (size_t)p * ldq + (size_t)h * D, K, V, cap, lo[p], hi[p], D, scale, scores,
+                   out + (size_t)p * ldo + (size_t)h * D);
+}
+
 static const g4_kernels scalar_table = {
     .name = "scalar",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_REF},
@@ -113,6 +123,7 @@ static const g4_kernels scalar_table = {
     .rmsnorm = rmsnorm,
     .gelu_mul = gelu_mul,
     .attend = attend,
+    .attend_block = attend_block,
 };
 
 const g4_kernels *g4_kernels_scalar(void) { return &scalar_table; }

@@ -1,0 +1,13 @@
+/* attn.h — the blocked attention kernels behind g4_kernels.attend_block: the AVX2 one
+ * (attn_avx2.c). Internal to src/kernels; the scalar reference lives in ref.c. */
+#ifndef G4_KERNELS_ATTN_H
+#define G4_KERNELS_ATTN_H
+
+#include "kernels/kernels.h"
+
+/* Same contract as g4_kernels.attend_block. */
+void g4_attend_block_avx2(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                          const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                          float *scores);
+
+#endif

@@ -17,8 +17,17 @@ typedef struct {
 } g4_bw_result;
 
 /* Multi-threaded streaming read (AVX2 loads where available) over a freshly allocated and touched
- * buffer of `bytes` (>> L3), `reps` times; the buffer is freed before returning. */
+ * buffer of `bytes` (>> L3, in 2 MiB pages where the kernel gives them, as the weights are),
+ * `reps` times; the buffer is freed before returning. */
 g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *out);
+
+/* The same read kept ready (buffer and threads) to be re-measured right before each decode rep:
+ * on a shared host the bandwidth drifts during a run, so each rep is compared with the
+ * bandwidth of its own moment as well as with the best read at start-up. */
+typedef struct g4_bw_probe g4_bw_probe;
+g4_status g4_bw_probe_new(int threads, size_t bytes, g4_bw_probe **out);
+double g4_bw_probe_read(g4_bw_probe *p, int reps);            /* best of `reps`, GB/s */
+void g4_bw_probe_free(g4_bw_probe *p);
 
 /* fp32 FMA peak in GFLOP/s (1 FMA = 2 FLOP): register-only FMA chains on every thread, best of
  * `reps`. AVX2+FMA when the CPU has it, scalar otherwise (named in *isa). */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/roofline.h"
+#include "io/filemap.h"
 #include "cli/cli.h"
 #include "base/clock.h"
 
@@ -32,6 +33,8 @@ typedef struct {
     /* cost model */
     double flops_per_token, bytes_per_token, kv_bytes_per_token;
     double roofline_tok_s, fraction;
+    double reps_bw[64];       /* decode: GB/s read right before each rep (0: not measured) */
+    double fraction_adjacent; /* decode: median over reps of weight GB/s / that rep's bandwidth */
     double achieved;   /* GFLOP/s (prefill) or GB/s of weights (decode) */
 } bench_test;
 
@@ -198,6 +201,11 @@ int cli_bench(int argc, char **argv) {
         st = g4_decode_argmax(m, 1, &slot, ids, &next);
     }
     t_warm = g4_now() - t_warm;
+    const long long huge = g4_huge_mapped_bytes();   /* after the warm-up has mapped every page */
+
+    /* a smaller buffer than the start-up read (>> L3 all the same), kept for the decode reps */
+    g4_bw_probe *probe = NULL;
+    if (!st && !o.no_peaks && o.nn > 0) st = g4_bw_probe_new((int)o.threads, (size_t)256 << 20, &probe);
 
     for (int i = 0; !st && i < o.np + o.nn; i++) {
         bench_test *t = &tests[nt];
@@ -208,6 +216,7 @@ int cli_bench(int argc, char **argv) {
         t->reps = (int)o.reps;
         for (int r = 0; !st && r < t->reps; r++) {
             g4_slot_reset(m, 0);
+            t->reps_bw[r] = t->is_decode && probe ? g4_bw_probe_read(probe, 3) : 0;
             double t0 = g4_now();
             /* greedy steps: with --tp N the ranks exchange only their argmax, as `run` does */
             int32_t next;
@@ -238,10 +247,17 @@ int cli_bench(int argc, char **argv) {
             t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, 0, n) / n;
             t->achieved = t->tok_s * decode_bytes / 1e9;
             t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / decode_bytes : -1;
+            double f[64];
+            int nf = 0;
+            for (int r = 0; r < t->reps; r++)
+                if (t->reps_bw[r] > 0) f[nf++] = t->reps_tok_s[r] * decode_bytes / 1e9 / t->reps_bw[r];
+            g4_sort_doubles(f, nf);
+            t->fraction_adjacent = !nf ? -1 : nf % 2 ? f[nf / 2] : 0.5 * (f[nf / 2 - 1] + f[nf / 2]);
         }
         t->fraction = t->roofline_tok_s > 0 ? t->tok_s / t->roofline_tok_s : -1;
         nt++;
     }
+    g4_bw_probe_free(probe);
     if (st) {
         rc = cli_report(st);
         free(ids); free(logits);
@@ -262,6 +278,9 @@ int cli_bench(int argc, char **argv) {
     }
     printf("model: %s, %d layers, hidden %d, vocab %d; %.3f GB mapped, load %.2f s, warm-up step %.2f s\n",
            info->architecture, info->n_layers, info->hidden_size, V, info->weight_bytes / 1e9, t_load, t_warm);
+    if (huge >= 0)
+        printf("  in 2 MiB pages: %.3f GB (%.0f%% of the weights; 4 KiB pages break every weight stream)\n",
+               huge / 1e9, 100.0 * (double)huge / (double)info->weight_bytes);
     printf("  weights read per decode token: %.3f GB (layer matrices %.3f GB + LM head %.3f GB); "
            "%.1f M params + %.1f M LM head\n", decode_bytes / 1e9, cost.layer_matrix_bytes / 1e9,
            cost.lm_head_bytes / 1e9, cost.layer_params / 1e6, cost.lm_head_params / 1e6);
@@ -274,6 +293,11 @@ int cli_bench(int argc, char **argv) {
                 printf("; roofline %.2f tok/s (%.2f GB/s / %.3f GB) -> %5.1f%% of bandwidth", t->roofline_tok_s,
                        bw.gbps, t->bytes_per_token / 1e9, 100 * t->fraction);
             printf("  [+KV reads %.1f MB/token]", t->kv_bytes_per_token / 1e6);
+            if (t->fraction_adjacent >= 0) {
+                printf("\n         %5.1f%% of the bandwidth read just before each rep (median; GB/s:", 100 * t->fraction_adjacent);
+                for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_bw[r]);
+                printf(")");
+            }
         } else {
             printf("  = %6.1f GFLOP/s", t->achieved);
             if (t->fraction >= 0)
@@ -322,9 +346,9 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"n_layers\":%d,\"hidden\":%d,\"vocab\":%d,\"weight_bytes_mapped\":%zu,"
                "\"decode_weight_bytes_per_token\":%.0f,\"layer_matrix_bytes\":%.0f,\"lm_head_bytes\":%.0f,"
                "\"layer_params\":%.0f,\"lm_head_params\":%.0f,\"prefill_chunk\":%ld,\"ctx\":%d,\"rss_bytes\":%ld,"
-               "\"load_s\":%.3f}",
+               "\"load_s\":%.3f,\"huge_page_bytes\":%lld}",
             info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
-            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load);
+            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge);
     fputs(",\"tests\":[", f);
     for (int i = 0; i < nt; i++) {
         const bench_test *t = &tests[i];
@@ -343,6 +367,12 @@ int cli_bench(int argc, char **argv) {
         }
         fputs(",\"roofline_tok_s\":", f); json_num(f, t->roofline_tok_s);
         fputs(",\"roofline_fraction\":", f); json_num(f, t->fraction);
+        if (t->is_decode) {
+            fputs(",\"roofline_fraction_adjacent\":", f); json_num(f, t->fraction_adjacent);
+            fputs(",\"read_bw_before_reps_gbs\":[", f);
+            for (int r = 0; r < t->reps; r++) { if (r) fputc(',', f); json_num(f, t->reps_bw[r]); }
+            fputc(']', f);
+        }
         fputc('}', f);
     }
     fputc(']', f);

@@ -4,6 +4,7 @@
  * general.alignment, then the data. A lying or truncated file is refused with one line naming the
  * file and the field or tensor; nothing is read before its bounds are checked. */
 #include "io/gguf.h"
+#include "io/filemap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -264,7 +265,7 @@ g4_status g4_gguf_open(const char *path, g4_gguf **out) {
         close(fd);
         return g4_fail(G4_ERR_INPUT, "%s: not a regular non-empty file", path);
     }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = g4_map_weights(fd, (size_t)sb.st_size, 0);
     close(fd);
     if (map == MAP_FAILED) return g4_fail(G4_ERR_RUNTIME, "%s: mmap failed: %s", path, strerror(errno));
     g4_status st = g4_gguf_parse(map, (size_t)sb.st_size, path, out);

@@ -3,6 +3,7 @@
  * truncated, corrupt or hostile file is refused with a message instead of being read out of
  * bounds. A rank maps only the prefix and its own segment. */
 #include "io/pack.h"
+#include "io/filemap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -367,7 +368,7 @@ static g4_status open_impl(const char *path, int rank, g4_pack **out) {
         const rank_entry *re = &p->ranks[rank];
         p->seg_map_len = (size_t)re->seg_len;
         /* seg_off is a multiple of 2 MiB, hence of the page size: the rank maps only its shard */
-        p->seg_map = mmap(NULL, p->seg_map_len, PROT_READ, MAP_PRIVATE, fd, (off_t)re->seg_off);
+        p->seg_map = g4_map_weights(fd, p->seg_map_len, (off_t)re->seg_off);
         if (p->seg_map == MAP_FAILED) {
             p->seg_map = NULL;
             st = g4_fail(G4_ERR_IO, "%s: mmap of rank %d's segment failed: %s", path, rank, strerror(errno));

@@ -4,6 +4,8 @@
  * a header that lies must be refused rather than read out of bounds. */
 #include "io/safetensors.h"
 
+#include "io/filemap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -120,7 +122,7 @@ g4_status g4_st_add_file(g4_tensor_set *set, const char *path) {
         return g4_fail(G4_ERR_IO, "%s: not a regular file", path);
     }
     size_t size = (size_t)sb.st_size;
-    void *addr = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    void *addr = size ? g4_map_weights(fd, size, 0) : NULL;
     close(fd);
     if (size && addr == MAP_FAILED) return g4_fail(G4_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
     g4_mapping *nm = realloc(set->maps, (size_t)(set->n_maps + 1) * sizeof *nm);

@@ -1,0 +1,20 @@
+/* filemap.h — read-only mappings of weight files (safetensors, GGUF, .g4c segments) that the
+ * kernel can back with 2 MiB page-cache folios. Owns no state; callers keep and unmap the maps. */
+#ifndef G4_FILEMAP_H
+#define G4_FILEMAP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* mmap(PROT_READ, MAP_PRIVATE) of [off, off + len) of `fd`, advised MADV_HUGEPAGE so that page
+ * faults read the file into 2 MiB folios mapped by single TLB entries. If the file already sits
+ * in the page cache in 4 KiB pages (written or read before without the advice), those pages are
+ * dropped so the first decode re-reads them in 2 MiB folios — unless G4_MMAP_RELOAD=0.
+ * Returns MAP_FAILED with errno set on failure. */
+void *g4_map_weights(int fd, size_t len, off_t off);
+
+/* Bytes of this process's memory mapped in 2 MiB pages: file mappings (FilePmdMapped) plus
+ * anonymous memory (AnonHugePages: --no-mmap copies), or -1 if the kernel does not say. */
+long long g4_huge_mapped_bytes(void);
+
+#endif

@@ -1,0 +1,35 @@
+"""`gemma4c bench` on a fixture: the final JSON line carries every figure the README and
+bench/RESULTS.md quote — tokens/s per rep, the roofline fractions (against the start-up best read
+and against the read made right before each decode rep), the bytes in 2 MiB pages — with values
+that are consistent with each other."""
+import json
+
+from conftest import FIXTURES, run_g4
+
+
+def test_bench_json(g4_bin):
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "8", "-n", "4", "--reps", "3",
+               "--threads", "2", "--bw-mib", "64")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "of the bandwidth read just before each rep" in out
+    j = json.loads(out.strip().splitlines()[-1])
+    assert j["machine"]["read_bw_gbs"] > 0
+    assert j["model_info"]["huge_page_bytes"] >= -1
+    pp, tg = j["tests"]
+    assert pp["test"] == "pp8" and tg["test"] == "tg4" and tg["kind"] == "decode"
+    for t in (pp, tg):
+        assert len(t["tok_s_reps"]) == 3 and all(x > 0 for x in t["tok_s_reps"])
+        assert sorted(t["tok_s_reps"])[1] == t["tok_s"]
+    bws = tg["read_bw_before_reps_gbs"]
+    assert len(bws) == 3 and all(b > 0 for b in bws)
+    fr = sorted(x * tg["weight_bytes_per_token"] / 1e9 / b for x, b in zip(tg["tok_s_reps"], bws))
+    assert abs(tg["roofline_fraction_adjacent"] - fr[1]) <= 1e-4 * fr[1]
+    assert abs(tg["roofline_fraction"] - tg["achieved_gbs"] / j["machine"]["read_bw_gbs"]) <= 1e-3 * tg["roofline_fraction"]
+
+
+def test_bench_no_peaks_has_no_fractions(g4_bin):
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "2", "--reps", "1", "--no-peaks")
+    assert r.returncode == 0, r.stderr
+    tg = json.loads(r.stdout.decode().strip().splitlines()[-1])["tests"][0]
+    assert tg["roofline_fraction"] is None and tg["roofline_fraction_adjacent"] is None

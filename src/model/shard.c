@@ -4,9 +4,11 @@
  * checkpoint mapping can be released. Column slices of block-quantized types must fall on block
  * boundaries. A packed .g4c file arrives already sharded: with --no-mmap its tensors are copied
  * whole, otherwise this step is skipped. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "model/model.h"
 
@@ -47,6 +49,13 @@ static g4_status slice(g4_model *m, g4_mat *w, g4_shard s, const char *what, int
         for (int r = 0; r < rows; r++) memcpy((char *)dst + (size_t)r * rb, src + (size_t)r * full_rb, rb);
     else
         memcpy(dst, src, bytes);
+    /* Models load from files only, so the source is a read-only file mapping: dropping its pages
+     * from this process (they stay in the page cache; a later touch re-reads them) keeps the peak
+     * resident set at the shard plus one tensor instead of the shard plus the checkpoint. */
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = (uintptr_t)w->data & ~(pg - 1);
+    const uintptr_t b = ((uintptr_t)w->data + full_rb * (size_t)w->rows + pg - 1) & ~(pg - 1);
+    madvise((void *)a, b - a, MADV_DONTNEED);
     w->data = dst;
     w->rows = rows;
     w->cols = cols;

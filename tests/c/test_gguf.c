@@ -12,20 +12,9 @@
 
 #include "io/gguf.h"
 #include "kernels/kernels.h"
+#include "test_util.h"
 
 #define TINY "tests/fixtures/quant/tiny.gguf"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)sz);
-    *n = fread(p, 1, (size_t)sz, f);
-    fclose(f);
-    return p;
-}
 
 static void test_read_tiny(void **state) {
     (void)state;

@@ -20,22 +20,11 @@
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
 #include "parallel/tp_plan.h"
+#include "test_util.h"
 
 #define QROWS 8
 #define QCOLS 512
 #define FIXTURE "tests/fixtures/g4-causal-tiny"
-
-static void *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc((size_t)sz + 1);
-    *n = fread(p, 1, (size_t)sz, f);
-    fclose(f);
-    return p;
-}
 
 static void spit(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");

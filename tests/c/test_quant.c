@@ -12,23 +12,12 @@
 
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
+#include "test_util.h"
 
 #define ROWS 4
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
-
-static void *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc((size_t)sz + 1);
-    *n = fread(p, 1, (size_t)sz, f);
-    fclose(f);
-    return p;
-}
 
 static void *load(g4_dtype dt, const char *ext, size_t want) {
     char path[256];

@@ -15,31 +15,18 @@
 #   RESULTS=bench/RESULTS.md
 set -euo pipefail
 
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-3}
-REPS=${REPS:-3}
-PROMPTS=${PROMPTS:-64,512}
-NGEN=${NGEN:-128}
-MODEL=${MODEL:-/tmp/g4-bench}
+. "$(dirname "$0")/common.sh"
+bench_init compare_llamacpp.sh compare 3 3 g4-compare
 GGUF=${GGUF:-/tmp/g4-bench-bf16.gguf}
-LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
 LLAMA_GIT=${LLAMA_GIT:-https://github.com/ggml-org/llama.cpp}
-G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
 G4_ARGS=${G4_ARGS:-}
-REF_PY=${REF_PY:-/opt/refenv/bin/python}
 CONVERT_VENV=${CONVERT_VENV:-/tmp/llama-venv}
-OUT=${OUT:-/tmp/g4-compare-$(date -u +%Y%m%d-%H%M%S)}
-RESULTS=${RESULTS:-$REPO/bench/RESULTS.md}
 
-log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
-die() { echo "compare_llamacpp.sh: $*" >&2; exit 1; }
-
-case "$(realpath -m "$LLAMA_DIR")/" in "$REPO"/*) die "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it";; esac
+outside_repo "$LLAMA_DIR" "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it"
 for p in "$MODEL" "$GGUF"; do
-  case "$(realpath -m "$p")/" in "$REPO"/*) die "$p is inside the repository; large files stay outside it";; esac
+  outside_repo "$p" "$p is inside the repository; large files stay outside it"
 done
-[ -x "$G4_BIN" ] || die "no gemma4c binary at $G4_BIN (run make, or set G4_BIN)"
+need_g4_bin
 mkdir -p "$OUT"
 
 # 1. llama.cpp checkout + llama-bench (CPU only, native ISA, no CURL)
@@ -89,10 +76,8 @@ if [ ! -f "$GGUF" ]; then
 fi
 
 # 4. alternate the two engines, ROUNDS times, equal threads
-lscpu > "$OUT/lscpu.txt"
-git -C "$LLAMA_DIR" rev-parse HEAD > "$OUT/llama-commit.txt" 2>/dev/null || echo unknown > "$OUT/llama-commit.txt"
-git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
-git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+record_machine
+record_g4_commit
 LLAMA_CMD=("$LLAMA_BENCH" -m "$GGUF" -p "$PROMPTS" -n "$NGEN" -t "$THREADS" -r "$REPS" -o json)
 # shellcheck disable=SC2206
 G4_CMD=("$G4_BIN" bench -m "$MODEL" -p "$PROMPTS" -n "$NGEN" --threads "$THREADS" --reps "$REPS" $G4_ARGS)
@@ -113,7 +98,7 @@ run_g4() {
 # ABBA order (llama.cpp first in odd rounds, gemma4c first in even ones) so slow drift in the
 # machine's state (other tenants, page cache, clocks) does not favour one engine.
 for r in $(seq 1 "$ROUNDS"); do
-  cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-r$r.txt"
+  record_load "$r"
   if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; else run_g4 "$r"; run_llama "$r"; fi
 done
 uptime > "$OUT/uptime.txt"

@@ -18,29 +18,16 @@
 #   G4_SRC="what G4_BIN was built from" (when not this working tree)  REPACK=1 (repack existing packs)  DRY=1: prepare everything, then run one round with -p 16 -n 8 --reps 1 (checks the pipeline)
 set -euo pipefail
 
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-2}
-REPS=${REPS:-2}
-PROMPTS=${PROMPTS:-64,512}
-NGEN=${NGEN:-128}
+. "$(dirname "$0")/common.sh"
+bench_init compare_quant.sh compare-quant 2 2 g4-quant-compare
 TYPES=${TYPES:-q8_0 q4_0 q4_k}
-MODEL=${MODEL:-/tmp/g4-bench}
 QDIR=${QDIR:-/tmp/g4-quant}
-LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
-G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
-REF_PY=${REF_PY:-/opt/refenv/bin/python}
-OUT=${OUT:-/tmp/g4-quant-compare-$(date -u +%Y%m%d-%H%M%S)}
-RESULTS=${RESULTS:-$REPO/bench/RESULTS.md}
 ACCURACY=${ACCURACY:-}
 if [ "${DRY:-0}" = 1 ]; then ROUNDS=1 REPS=1 PROMPTS=16 NGEN=8; fi
 
-log() { echo "[compare-quant $(date -u +%H:%M:%S)] $*" >&2; }
-die() { echo "compare_quant.sh: $*" >&2; exit 1; }
-
-case "$(realpath -m "$LLAMA_DIR")/" in "$REPO"/*) die "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it";; esac
-case "$(realpath -m "$QDIR")/" in "$REPO"/*) die "QDIR=$QDIR is inside the repository; large files stay outside it";; esac
-[ -x "$G4_BIN" ] || die "no gemma4c binary at $G4_BIN (run make, or set G4_BIN)"
+outside_repo "$LLAMA_DIR" "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it"
+outside_repo "$QDIR" "QDIR=$QDIR is inside the repository; large files stay outside it"
+need_g4_bin
 [ -f "$MODEL/config.json" ] || die "no checkpoint at $MODEL (tools/reference/make_bench_model.py writes one)"
 mkdir -p "$OUT" "$QDIR"
 LB="$LLAMA_DIR/build/bin"
@@ -112,13 +99,11 @@ done
 ls -l "$QDIR" > "$OUT/files.txt"
 
 # 5. rounds
-lscpu > "$OUT/lscpu.txt"
-git -C "$LLAMA_DIR" rev-parse HEAD > "$OUT/llama-commit.txt" 2>/dev/null || cat "$LLAMA_DIR/COMMIT" > "$OUT/llama-commit.txt" 2>/dev/null || echo unknown > "$OUT/llama-commit.txt"
+record_machine
 if [ -n "${G4_SRC:-}" ]; then   # G4_BIN was built elsewhere, e.g. from `git archive HEAD` of this repo
   echo "$G4_SRC" > "$OUT/gemma4c-commit.txt"; : > "$OUT/gemma4c-dirty.txt"
 else
-  git -C "$REPO" rev-parse HEAD > "$OUT/gemma4c-commit.txt"
-  git -C "$REPO" status --porcelain --untracked-files=no -- src include Makefile | head -50 > "$OUT/gemma4c-dirty.txt" || true
+  record_g4_commit
 fi
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 echo "$TYPES" > "$OUT/types.txt"
@@ -138,7 +123,7 @@ run_g4() {  # kind(gguf|pack) type round
   grep -E '^  (pp|tg)' "$OUT/g4$1-$2-r$3.txt" | sed 's/reps:.*//' >&2 || true
 }
 for r in $(seq 1 "$ROUNDS"); do
-  cut -d' ' -f1-3 /proc/loadavg > "$OUT/load-r$r.txt"
+  record_load "$r"
   for t in $TYPES; do
     if [ $((r % 2)) -eq 1 ]; then run_llama "$t" "$r"; run_g4 gguf "$t" "$r"; run_g4 pack "$t" "$r"
     else run_g4 pack "$t" "$r"; run_g4 gguf "$t" "$r"; run_llama "$t" "$r"; fi

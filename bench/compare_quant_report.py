@@ -11,45 +11,14 @@ Usage: python3 bench/compare_quant_report.py OUT_DIR [--accuracy ACCURACY.md] > 
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import os
-import re
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_report import fmt, lscpu_summary, med, read  # noqa: E402
+from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads  # noqa: E402
 
 GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (convert_hf_to_gguf --outtype q8_0)", "q4_0": "Q4_0 (llama-quantize)",
              "q4_k": "Q4_K_M (llama-quantize)"}
-
-
-def rnd(p):
-    return int(re.search(r"-r(\d+)\.", p).group(1))
-
-
-def load_llama(out, t):
-    res = {}
-    for p in sorted(glob.glob(os.path.join(out, f"llama-{t}-r*.json")), key=rnd):
-        for rec in json.loads(read(p, "[]") or "[]"):
-            npr, ngen = rec.get("n_prompt", 0), rec.get("n_gen", 0)
-            name = f"pp{npr}" if npr and not ngen else f"tg{ngen}"
-            res.setdefault(name, []).append(float(rec["avg_ts"]))
-    return res
-
-
-def load_g4(out, kind, t):
-    res, runs = {}, []
-    for p in sorted(glob.glob(os.path.join(out, f"g4{kind}-{t}-r*.txt")), key=rnd):
-        lines = [ln for ln in read(p).splitlines() if ln.startswith("{")]
-        if not lines:
-            continue
-        j = json.loads(lines[-1])
-        runs.append(j)
-        for x in j["tests"]:
-            res.setdefault(x["test"], []).append(float(x["tok_s"]))
-    return res, runs
 
 
 def main():
@@ -60,7 +29,8 @@ def main():
     out = a.out
     types = read(os.path.join(out, "types.txt"), "q8_0 q4_0 q4_k").split()
     w = sys.stdout.write
-    data = {t: (load_llama(out, t), load_g4(out, "pack", t), load_g4(out, "gguf", t)) for t in types}
+    data = {t: (load_llama(os.path.join(out, f"llama-{t}-r*.json"))[0], load_g4(os.path.join(out, f"g4pack-{t}-r*.txt")),
+                load_g4(os.path.join(out, f"g4gguf-{t}-r*.txt"))) for t in types}
     any_runs = next((r for t in types for r in (data[t][1][1] + data[t][2][1])), None)
     tests = [x["test"] for x in any_runs["tests"]] if any_runs else []
     n_rounds = max((len(data[t][1][1]) for t in types), default=0)
@@ -144,15 +114,13 @@ def main():
         w(read(a.accuracy) + "\n")
 
     w("\n### Machine, load, commands\n\n```\n" + lscpu_summary(read(os.path.join(out, "lscpu.txt"))) + "\n```\n")
-    loads = [read(p) for p in sorted(glob.glob(os.path.join(out, "load-r*.txt")), key=rnd)]
+    loads = round_loads(out)
     if loads:
         w("\nLoad average (1/5/15 min) at the start of each round: " +
           "; ".join(f"r{i + 1}: {x}" for i, x in enumerate(loads)) + f" on {os.cpu_count()} CPUs. After the run: "
           f"`{read(os.path.join(out, 'uptime.txt'))}` (shared machine: other tenants' load is round-to-round spread).\n")
     w(f"\ngemma4c commit {read(os.path.join(out, 'gemma4c-commit.txt'))}; llama.cpp {read(os.path.join(out, 'llama-commit.txt'))}.\n")
-    dirty = read(os.path.join(out, "gemma4c-dirty.txt"))
-    if dirty:
-        w("Working tree had uncommitted changes under src/include at run time:\n\n```\n" + dirty + "\n```\n")
+    w(dirty_note(out))
     w("\n```sh\nbench/compare_quant.sh   # converts, quantizes, packs, then per round and type:\n" +
       read(os.path.join(out, "cmds.txt")) + "\n```\n")
 

@@ -9,85 +9,21 @@ Usage: python3 bench/compare_report.py OUT_DIR > bench/RESULTS.md"""
 
 from __future__ import annotations
 
-import glob
-import json
 import os
-import re
-import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads  # noqa: E402
 
-def read(path: str, default: str = "") -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        return default
-
-
-def round_no(path: str) -> int:
-    return int(re.search(r"-r(\d+)\.", path).group(1))
-
-
-def load_llama(out: str) -> tuple[dict, dict]:
-    """{test: [tok/s per round]}, and the first round's settings."""
-    res: dict[str, list[float]] = {}
-    meta: dict = {}
-    for p in sorted(glob.glob(os.path.join(out, "llama-r*.json")), key=round_no):
-        for rec in json.loads(read(p, "[]") or "[]"):
-            npr, ngen = rec.get("n_prompt", 0), rec.get("n_gen", 0)
-            name = f"pp{npr}" if npr and not ngen else f"tg{ngen}" if ngen and not npr else f"pp{npr}+tg{ngen}"
-            res.setdefault(name, []).append(float(rec["avg_ts"]))
-            if not meta:
-                meta = {k: rec.get(k) for k in ("build_commit", "build_number", "cpu_info", "backends",
-                                                "model_type", "model_size", "model_n_params", "n_batch",
-                                                "n_ubatch", "n_threads", "type_k", "type_v", "flash_attn",
-                                                "use_mmap", "poll")}
-    return res, meta
-
-
-def load_g4(out: str) -> tuple[dict, list[dict]]:
-    res: dict[str, list[float]] = {}
-    runs = []
-    for p in sorted(glob.glob(os.path.join(out, "gemma4c-r*.txt")), key=round_no):
-        lines = [ln for ln in read(p).splitlines() if ln.startswith("{")]
-        if not lines:
-            continue
-        j = json.loads(lines[-1])
-        runs.append(j)
-        for t in j["tests"]:
-            res.setdefault(t["test"], []).append(float(t["tok_s"]))
-    return res, runs
-
-
-def med(xs):
-    return statistics.median(xs) if xs else None
-
-
-def fmt(x, nd=2):
-    return "n/a" if x is None else f"{x:.{nd}f}"
-
-
-def lscpu_summary(text: str) -> str:
-    keep = ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket", "Socket(s)",
-            "Hypervisor vendor", "L1d cache", "L2 cache", "L3 cache", "NUMA node(s)")
-    lines = []
-    for ln in text.splitlines():
-        k = ln.split(":", 1)[0].strip()
-        if k in keep:
-            lines.append(re.sub(r"\s{2,}", " ", ln.strip()))
-    flags = re.search(r"Flags:\s*(.*)", text)
-    if flags:
-        f = set(flags.group(1).split())
-        simd = [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in f]
-        lines.append("SIMD: " + " ".join(simd))
-    return "\n".join(lines)
+LLAMA_META = ("build_commit", "build_number", "cpu_info", "backends", "model_type", "model_size", "model_n_params",
+              "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "flash_attn", "use_mmap", "poll")
 
 
 def main() -> None:
     out = sys.argv[1]
-    llama, lmeta = load_llama(out)
-    g4, runs = load_g4(out)
+    llama, lrecs = load_llama(os.path.join(out, "llama-r*.json"))
+    lmeta = {k: lrecs[0].get(k) for k in LLAMA_META} if lrecs else {}
+    g4, runs = load_g4(os.path.join(out, "gemma4c-r*.txt"))
     tests = [t["test"] for t in runs[0]["tests"]] if runs else sorted(llama)
     n_rounds = len(runs)
 
@@ -152,12 +88,10 @@ def main() -> None:
               f"mmap {lmeta.get('use_mmap')}, build {lmeta.get('build_commit')} ({lmeta.get('build_number')}).\n")
         w(f"\ngemma4c: commit {read(os.path.join(out, 'gemma4c-commit.txt'))}, prefill chunk "
           f"{mi['prefill_chunk']}, KV cache float32 (exact mode).\n")
-        dirty = read(os.path.join(out, "gemma4c-dirty.txt"))
-        if dirty:
-            w("Working tree had uncommitted changes under src/include at run time:\n\n```\n" + dirty + "\n```\n")
+        w(dirty_note(out))
 
     w("\n## Machine\n\n```\n" + lscpu_summary(read(os.path.join(out, "lscpu.txt"))) + "\n```\n")
-    loads = [read(p) for p in sorted(glob.glob(os.path.join(out, "load-r*.txt")), key=round_no)]
+    loads = round_loads(out)
     if loads:
         w("\nLoad average (1/5/15 min) at the start of each round: " + "; ".join(f"r{i + 1}: {l}" for i, l in enumerate(loads)) +
           f" on {os.cpu_count()} CPUs.\n")

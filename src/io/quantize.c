@@ -4,6 +4,7 @@
 #include "io/quantize.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -144,6 +145,101 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     return scale;
 }
 
+/* The same fit for the 8 sub-blocks of a Q4_K super-block at once, sub-block j in AVX2 lane j:
+ * every lane performs exactly the scalar statement sequence above (same operations, same order,
+ * no FMA contraction — C11 mode compiles with -ffp-contract=off, and each intrinsic is one
+ * rounding), so the blocks stay bit-identical while the 21-step search runs 8 wide. Branches
+ * become masks; lanes where the scalar code would not compute a value compute one and discard it.
+ * x: [256], weights: [256] (x's layout); out: L [256], scales [8], mins [8] (= the_min). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define G4_QUANT_AVX2 1
+__attribute__((target("avx2"))) static __m256i nearest_int8(__m256 v) {
+    const __m256i i = _mm256_castps_si256(_mm256_add_ps(v, _mm256_set1_ps(12582912.f)));
+    return _mm256_sub_epi32(_mm256_and_si256(i, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+}
+__attribute__((target("avx2"))) static __m256i clamp8(__m256i l, int nmax) {
+    return _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(nmax)), _mm256_setzero_si256());
+}
+__attribute__((target("avx2"))) static void q4_k_fit8_avx2(const float *x, uint8_t *L, float *scales, float *mins) {
+    enum { N = 32, NMAX = 15, NSTEP = 20 };
+    const float rmin = -1.f, rdelta = 0.1f;
+    __m256 xv[N], w[N];
+    for (int i = 0; i < N; i++)   /* transpose: xv[i] lane j = x[32 j + i] */
+        xv[i] = _mm256_setr_ps(x[i], x[32 + i], x[64 + i], x[96 + i], x[128 + i], x[160 + i], x[192 + i], x[224 + i]);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 sum_x2 = _mm256_setzero_ps();
+    for (int i = 0; i < N; i++) sum_x2 = _mm256_add_ps(sum_x2, _mm256_mul_ps(xv[i], xv[i]));
+    const __m256 av_x = _mm256_sqrt_ps(_mm256_div_ps(sum_x2, _mm256_set1_ps(32.f)));
+    for (int i = 0; i < N; i++) w[i] = _mm256_add_ps(av_x, _mm256_and_ps(xv[i], absmask));
+    __m256 mn = xv[0], mx = xv[0], sum_w = w[0], sum_x = _mm256_mul_ps(w[0], xv[0]);
+    for (int i = 1; i < N; i++) {
+        mn = _mm256_min_ps(xv[i], mn);
+        mx = _mm256_max_ps(xv[i], mx);
+        sum_w = _mm256_add_ps(sum_w, w[i]);
+        sum_x = _mm256_add_ps(sum_x, _mm256_mul_ps(w[i], xv[i]));
+    }
+    mn = _mm256_min_ps(_mm256_setzero_ps(), mn);   /* if (min > 0) min = 0 */
+    const __m256 flat = _mm256_cmp_ps(mx, mn, _CMP_EQ_OQ);
+    const __m256 range = _mm256_sub_ps(mx, mn);
+    __m256 iscale = _mm256_div_ps(_mm256_set1_ps((float)NMAX), range);
+    __m256 scale = _mm256_div_ps(_mm256_set1_ps(1.f), iscale);
+    __m256 best = _mm256_setzero_ps();
+    __m256i Lb[N], La[N];
+    for (int i = 0; i < N; i++) {
+        Lb[i] = clamp8(nearest_int8(_mm256_mul_ps(iscale, _mm256_sub_ps(xv[i], mn))), NMAX);
+        __m256 d = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(Lb[i])), mn), xv[i]);
+        d = _mm256_mul_ps(d, d);
+        best = _mm256_add_ps(best, _mm256_mul_ps(w[i], d));
+    }
+    for (int is = 0; is <= NSTEP; ++is) {
+        const float num = rmin + rdelta * (float)is + (float)NMAX;
+        /* (max - min) with the min of the best fit so far, as the scalar loop reads it */
+        iscale = _mm256_div_ps(_mm256_set1_ps(num), _mm256_sub_ps(mx, mn));
+        __m256 sum_l = _mm256_setzero_ps(), sum_l2 = sum_l, sum_xl = sum_l;
+        for (int i = 0; i < N; i++) {
+            La[i] = clamp8(nearest_int8(_mm256_mul_ps(iscale, _mm256_sub_ps(xv[i], mn))), NMAX);
+            const __m256 l = _mm256_cvtepi32_ps(La[i]), wl = _mm256_mul_ps(w[i], l);
+            sum_l = _mm256_add_ps(sum_l, wl);
+            sum_l2 = _mm256_add_ps(sum_l2, _mm256_mul_ps(wl, l));
+            sum_xl = _mm256_add_ps(sum_xl, _mm256_mul_ps(wl, xv[i]));
+        }
+        const __m256 D = _mm256_sub_ps(_mm256_mul_ps(sum_w, sum_l2), _mm256_mul_ps(sum_l, sum_l));
+        const __m256 dpos = _mm256_cmp_ps(D, _mm256_setzero_ps(), _CMP_GT_OQ);
+        if (!_mm256_movemask_ps(dpos)) continue;
+        __m256 ts = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(sum_w, sum_xl), _mm256_mul_ps(sum_x, sum_l)), D);
+        __m256 tm = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(sum_l2, sum_x), _mm256_mul_ps(sum_l, sum_xl)), D);
+        const __m256 mpos = _mm256_cmp_ps(tm, _mm256_setzero_ps(), _CMP_GT_OQ);
+        tm = _mm256_blendv_ps(tm, _mm256_setzero_ps(), mpos);
+        ts = _mm256_blendv_ps(ts, _mm256_div_ps(sum_xl, sum_l2), mpos);
+        __m256 err = _mm256_setzero_ps();
+        for (int i = 0; i < N; i++) {
+            __m256 d = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(ts, _mm256_cvtepi32_ps(La[i])), tm), xv[i]);
+            d = _mm256_mul_ps(d, d);
+            err = _mm256_add_ps(err, _mm256_mul_ps(w[i], d));
+        }
+        const __m256 take = _mm256_and_ps(dpos, _mm256_cmp_ps(err, best, _CMP_LT_OQ));
+        if (!_mm256_movemask_ps(take)) continue;
+        const __m256i ti = _mm256_castps_si256(take);
+        for (int i = 0; i < N; i++) Lb[i] = _mm256_blendv_epi8(Lb[i], La[i], ti);
+        best = _mm256_blendv_ps(best, err, take);
+        scale = _mm256_blendv_ps(scale, ts, take);
+        mn = _mm256_blendv_ps(mn, tm, take);
+    }
+    /* flat sub-blocks (max == min): L = 0, scale 0, the_min = -min */
+    scale = _mm256_andnot_ps(flat, scale);
+    const __m256 neg_min = _mm256_xor_ps(mn, _mm256_set1_ps(-0.f));
+    _mm256_storeu_ps(scales, scale);
+    _mm256_storeu_ps(mins, neg_min);
+    const int flat_mask = _mm256_movemask_ps(flat);
+    for (int i = 0; i < N; i++) {
+        int32_t l[8];
+        _mm256_storeu_si256((__m256i *)l, Lb[i]);
+        for (int j = 0; j < 8; j++) L[32 * j + i] = (uint8_t)((flat_mask >> j) & 1 ? 0 : l[j]);
+    }
+}
+#endif
+
 /* get_scale_min_k4: the 6-bit scale and min of sub-block j from the packed scales[12] */
 static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
     if (j < 4) {
@@ -161,10 +257,26 @@ static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
 static void q4_k(const float *x, int64_t nb, uint8_t *y) {
     uint8_t L[256], Laux[32];
     float weights[32], mins[8], scales[8];
+#ifdef G4_QUANT_AVX2
+    /* G4_CPU_ISA=scalar forces the statement-by-statement reference (tests compare the two) */
+    const char *isa = getenv("G4_CPU_ISA");
+    const int use_avx2 = __builtin_cpu_supports("avx2") && !(isa && !strcmp(isa, "scalar"));
+#endif
     for (int64_t i = 0; i < nb; i++, x += 256, y += 144) {
         uint8_t *sc = y + 4, *qs = y + 16;
         float max_scale = 0, max_min = 0;
+#ifdef G4_QUANT_AVX2
+        if (use_avx2) {
+            q4_k_fit8_avx2(x, L, scales, mins);
+            for (int j = 0; j < 8; ++j) {
+                if (scales[j] > max_scale) max_scale = scales[j];
+                if (mins[j] > max_min) max_min = mins[j];
+            }
+        }
+        for (int j = 0; j < 8 && !use_avx2; ++j) {
+#else
         for (int j = 0; j < 8; ++j) {
+#endif
             float sum_x2 = 0;
             for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
             float av_x = sqrtf(sum_x2 / 32);

@@ -81,6 +81,40 @@ static void test_f16_specials(void **state) {
     }
 }
 
+/* The 8-lane AVX2 Q4_K fit against the statement-by-statement scalar one (itself bit-exact to
+ * ggml above), on 4096 random super-blocks of varied shapes: Gaussian, all positive, all
+ * negative, a few outliers, tiny and huge magnitudes, constant and zero sub-blocks. */
+static void test_quantize_q4_k_avx2_equals_scalar(void **state) {
+    (void)state;
+    enum { BLOCKS = 4096 };
+    float *x = malloc(sizeof(float) * 256 * BLOCKS);
+    uint64_t rng = 12345;
+    for (int b = 0; b < BLOCKS; b++) {
+        const int kind = b % 8;
+        const float mag = kind == 4 ? 1e-6f : kind == 5 ? 3e4f : 1.0f;
+        for (int i = 0; i < 256; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            float u = (float)((rng >> 40) & 0xffffff) / 16777216.0f - 0.5f;   /* [-0.5, 0.5) */
+            float v = mag * u;
+            if (kind == 1) v = fabsf(v);
+            if (kind == 2) v = -fabsf(v);
+            if (kind == 3 && i % 37 == 0) v *= 40.0f;
+            if (kind == 6 && i / 32 == 3) v = 0.25f;                          /* a constant sub-block */
+            if (kind == 7 && i / 32 != 5) v = 0.0f;                           /* all zero but one */
+            x[b * 256 + i] = v;
+        }
+    }
+    const size_t rb = g4_dtype_row_bytes(G4_DT_Q4_K, 256 * BLOCKS);
+    uint8_t *a = malloc(rb), *v = malloc(rb);
+    setenv("G4_CPU_ISA", "scalar", 1);
+    assert_int_equal(g4_quantize_row(G4_DT_Q4_K, x, 256 * BLOCKS, a), 0);
+    unsetenv("G4_CPU_ISA");
+    assert_int_equal(g4_quantize_row(G4_DT_Q4_K, x, 256 * BLOCKS, v), 0);
+    for (size_t k = 0; k < rb; k++)
+        if (a[k] != v[k]) fail_msg("block %zu (kind %zu) byte %zu: scalar %02x, avx2 %02x", k / 144, (k / 144) % 8, k % 144, a[k], v[k]);
+    free(a); free(v); free(x);
+}
+
 static void test_quantize_q4_k(void **state) {
     (void)state;
     size_t n;
@@ -398,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_quantize_exact),
         cmocka_unit_test(test_f16_specials),
         cmocka_unit_test(test_quantize_q4_k),
+        cmocka_unit_test(test_quantize_q4_k_avx2_equals_scalar),
         cmocka_unit_test(test_is_pack),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_bad_rank),

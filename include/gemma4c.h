@@ -42,6 +42,9 @@ typedef struct {
     int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
     int no_mmap;        /* 1: copy the weights into huge-page memory at load (slower load, faster
                          * decode: 4 KiB file pages break the weight streams); default 0 */
+    int act_q8;         /* 1: matmuls over quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K) round the
+                         * activations to int8 blocks first (Q8_0 / Q8_K, as llama.cpp does) and
+                         * use integer dot products; float weights are untouched. Default 0 (exact) */
 } g4_model_opts;
 
 /* Tensor-parallel backends: ranks as thread groups of this process, or as MPI processes

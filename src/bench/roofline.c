@@ -343,6 +343,7 @@ typedef struct {
     const g4_mat *w[3];
     float *y[3];
     const float *x;
+    const void *xq;   /* --act-q8: x quantized for the group's weight type, or NULL */
     int T, n_w, rpt, task_end[3];
 } kt_job;
 
@@ -354,7 +355,8 @@ static void kt_task(void *ctx, int task, int thread) {
     int local = task - (o ? j->task_end[o - 1] : 0);
     const g4_mat *w = j->w[o];
     int n0 = local * j->rpt, n1 = n0 + j->rpt < w->rows ? n0 + j->rpt : w->rows;
-    j->k->matmul[w->dt](j->x, j->T, w->cols, w->data, n0, n1, j->y[o], w->rows);
+    if (j->xq) j->k->matmul_q8[w->dt](j->xq, j->T, w->cols, w->data, n0, n1, j->y[o], w->rows);
+    else j->k->matmul[w->dt](j->x, j->T, w->cols, w->data, n0, n1, j->y[o], w->rows);
 }
 
 /* Binds group `which` of layer l (or the LM head) into j; returns 0 for an unknown group. */
@@ -403,7 +405,9 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
     }
     float *x = malloc((size_t)T * max_cols * sizeof(float));
     float *y = malloc((size_t)T * max_rows * sizeof(float));
-    if (!x || !y) { free(x); free(y); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
+    /* --act-q8: room for T rows of Q8_0 or Q8_K blocks (292 B per 256 is the larger) */
+    void *xq = m->opts.act_q8 ? malloc((size_t)T * (max_cols / 256 + 1) * 292) : NULL;
+    if (!x || !y || (m->opts.act_q8 && !xq)) { free(x); free(y); free(xq); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
     uint32_t s = 12345;
     for (size_t i = 0; i < (size_t)T * max_cols; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
     j.x = x;
@@ -415,6 +419,10 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
         for (int l = 0; l < n_layers; l++) {
             int n_tasks = kt_bind(m, which, l, &j);
             for (int i = 0, off = 0; i < j.n_w; i++) { j.y[i] = y + (size_t)off * T; off += j.w[i]->rows; }
+            /* --act-q8: the group's one input quantized once per call, timed, as matmul_multi does
+             * (the groups' matrices share one weight type in the bench models) */
+            j.xq = xq && m->k->matmul_q8[j.w[0]->dt] ? xq : NULL;
+            if (j.xq) m->k->quantize_act(j.w[0]->dt, x, T, j.w[0]->cols, xq);
             g4_pool_run(m->pool, n_tasks, kt_task, &j);
         }
         double dt = g4_now() - t0;
@@ -422,6 +430,7 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
     }
     free(x);
     free(y);
+    free(xq);
     out->seconds = best;
     out->rows = max_rows;
     out->cols = max_cols;

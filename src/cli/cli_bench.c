@@ -21,7 +21,7 @@ typedef struct {
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
     long threads, reps, ctx, chunk, tp, bw_mib, seed;
-    int tp_backend, no_mmap;
+    int tp_backend, no_mmap, act_q8;
     int no_peaks, kernels;
 } bench_opts;
 
@@ -41,7 +41,7 @@ typedef struct {
 static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
-    "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap]\n"
+    "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap] [--act-q8]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
@@ -49,7 +49,8 @@ static const char *USAGE =
     "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
     "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
-    "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n";
+    "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n"
+    "  --act-q8: int8 activations for matmuls over quantized weights (as llama.cpp; default exact).\n";
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -94,6 +95,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
+        else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
         else if (!strcmp(a, "--kernels")) o->kernels = 1;
         else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
 #undef NEEDV
@@ -168,6 +170,7 @@ int cli_bench(int argc, char **argv) {
     mo.tp = (int)o.tp;
     mo.tp_backend = o.tp_backend;
     mo.no_mmap = o.no_mmap;
+    mo.act_q8 = o.act_q8;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
@@ -269,6 +272,7 @@ int cli_bench(int argc, char **argv) {
     printf("gemma4c bench: %s\n", o.model);
     printf("machine: %d threads, kernels %s; --tp %d (%s)\n", (int)o.threads, kpath, g4_model_get_info(m)->tp,
            o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
+    if (o.act_q8) printf("matmuls over quantized weights: --act-q8 (int8 activations, Q8_0 / Q8_K blocks)\n");
     if (!o.no_peaks) {
         printf("  memory read bandwidth : %7.2f GB/s  (best of %d streaming reads of %zu MiB; median %.2f)\n",
                bw.gbps, bw.reps, bw.bytes >> 20, bw.median_gbps);
@@ -333,6 +337,7 @@ int cli_bench(int argc, char **argv) {
     FILE *f = stdout;
     fputs("{\"bench\":\"gemma4c\",\"model\":", f);
     json_str(f, o.model);
+    fprintf(f, ",\"act_q8\":%s", o.act_q8 ? "true" : "false");
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);

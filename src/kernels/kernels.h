@@ -24,9 +24,22 @@
 typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0, int n1,
                              float *y, int ldy);
 
+/* The int8-activation mode (--act-q8): Y[t][n] = W[n] · Xq[t] with Xq the activation rows
+ * quantized by g4_act_quantize into the weight type's ggml vec_dot_type blocks — Q8_0 for Q8_0 /
+ * Q4_0 / Q5_0 weights, Q8_K for Q4_K / Q6_K — integer products per block, one float scale per
+ * block (as ggml's ggml_vec_dot_*_q8_*). xq: [T] rows of g4_act_row_bytes(wdt, K) bytes. */
+typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int n0, int n1,
+                                float *y, int ldy);
+
 typedef struct {
     const char *name;                 /* "scalar", "avx2" */
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
+    g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
+    /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
+     * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
+     * avx2 = ggml's x86 quantize_row_q8_0 (x * (127/amax), round half to even — it differs from
+     * the reference in the last bit of some quants) and quantize_row_q8_K_ref (x86 ggml uses it) */
+    void (*quantize_act)(g4_dtype wdt, const float *x, int T, int K, void *dst);
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n);        /* y += a x */
     /* y = x * (mean(x^2) + eps)^-1/2 * (w ? w : 1); x and y may alias.  [n] */
@@ -59,6 +72,16 @@ void g4_attend_generic(const float *q, const float *K, const float *V, int cap, 
 const g4_kernels *g4_kernels_get(void);
 const g4_kernels *g4_kernels_scalar(void);
 const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
+
+/* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
+ * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float
+ * weight types (the mode leaves them alone). */
+typedef enum { G4_ACT_NONE = 0, G4_ACT_Q8_0 = 1, G4_ACT_Q8_K = 2 } g4_act_fmt;
+g4_act_fmt g4_act_format(g4_dtype wdt);
+size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of K; 0 if none */
+/* T rows of K floats (row stride K) → T rows of g4_act_row_bytes(wdt, K) bytes, bit-exact to
+ * ggml's quantize_row_q8_0_ref / quantize_row_q8_K_ref. */
+void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
 
 /* Exact widening of 16-bit floats. */
 static inline float g4_bf16_to_f32(uint16_t h) {

@@ -27,6 +27,7 @@ typedef struct {
     const g4_kernels *k;
     int T;
     mm_op ops[3];
+    const void *xq[3];               /* --act-q8: op i's input quantized for its weight type, or NULL */
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
     int bound[MM_MAX_TASKS + 1];
@@ -40,7 +41,8 @@ static void mm_task(void *ctx, int task, int thread) {
         int a = r0 > base ? r0 - base : 0, b = (r1 < j->op_end[o] ? r1 : j->op_end[o]) - base;
         if (a >= b) continue;
         const mm_op *op = &j->ops[o];
-        j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
 }
 
@@ -54,10 +56,24 @@ static void mm_task(void *ctx, int task, int thread) {
 static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
     mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
     int total = 0;
+    uint8_t *xq = m->xq;   /* --act-q8 scratch: room for 3 distinct inputs of max_rows rows */
     for (int i = 0; i < n_ops; i++) {
         j.ops[i] = ops[i];
         total += ops[i].w->rows;
         j.op_end[i] = total;
+        const g4_dtype dt = ops[i].w->dt;
+        j.xq[i] = NULL;
+        if (!m->opts.act_q8 || !m->k->matmul_q8[dt]) continue;   /* float weights: exact path */
+        /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
+        for (int p = 0; p < i && !j.xq[i]; p++)
+            if (j.xq[p] && ops[p].x == ops[i].x && ops[p].w->cols == ops[i].w->cols &&
+                g4_act_format(ops[p].w->dt) == g4_act_format(dt))
+                j.xq[i] = j.xq[p];
+        if (!j.xq[i]) {
+            m->k->quantize_act(dt, ops[i].x, T, ops[i].w->cols, xq);
+            j.xq[i] = xq;
+            xq += (size_t)T * g4_act_row_bytes(dt, ops[i].w->cols);
+        }
     }
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */

@@ -32,6 +32,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->tp = 1;
     o->tp_backend = G4_TP_THREADS;
     o->no_mmap = 0;
+    o->act_q8 = 0;
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -73,6 +74,12 @@ static g4_status alloc_state(g4_model *m) {
     m->scores = malloc((size_t)g4_pool_size(m->pool) * m->att_rows * ctx * sizeof(float));
     m->lg = malloc((size_t)S * m->vmax * sizeof(float));
     m->cmd = malloc((CMD_HDR + 3 * R) * sizeof(int32_t));
+    if (m->opts.act_q8) {   /* --act-q8: up to 3 distinct matmul inputs per call, quantized */
+        size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
+        if (I > K) K = I;
+        const size_t row = (K / 32 + 1) * 34 > (K / 256 + 1) * 292 ? (K / 32 + 1) * 34 : (K / 256 + 1) * 292;
+        if (!(m->xq = malloc(3 * R * row))) return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --act-q8 scratch");
+    }
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));
     if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
         !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
@@ -441,6 +448,7 @@ void g4_model_free(g4_model *m) {
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
+    free(m->xq);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }

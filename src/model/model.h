@@ -62,6 +62,7 @@ struct g4_model {
     int att_rows;               /* query rows per attention block (gemma4.c), <= G4_ATT_ROWS_MAX;
                                  * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
+    void *xq;                   /* --act-q8: [3][max_rows] quantized activation rows (gemma4.c) */
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;
     g4_comm *comm;

@@ -23,6 +23,7 @@ typedef struct {
     double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
     int tp, tp_backend;      /* tensor parallelism (g4_model_opts) */
     int no_mmap;             /* copy the weights at load (g4_model_opts) */
+    int act_q8;              /* int8 activations for quantized-weight matmuls (g4_model_opts) */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 

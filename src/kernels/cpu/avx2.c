@@ -427,6 +427,8 @@ static void attend(const float *q, const float *K, const float *V, int cap, int 
 static const g4_kernels avx2_table = {
     .name = "avx2",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_AVX2},
+    .matmul_q8 = {G4_QUANT_MATMULS_Q8_AVX2},
+    .quantize_act = g4_act_quantize_avx2,
     .dot = dot,
     .axpy = axpy,
     .rmsnorm = rmsnorm,

@@ -1,6 +1,7 @@
 /* quant.h — ggml block-quantized weights: scalar dequantization bit-exact to ggml's
  * dequantize_row_* (quant_ref.c) and the matmul kernels over quantized weights × float32
- * activations, scalar (quant_ref.c) and AVX2 (quant_avx2.c). Internal to src/kernels. */
+ * activations, scalar (quant_ref.c) and AVX2 (quant_avx2.c); and × int8-quantized activations
+ * (--act-q8), scalar (quant_act.c) and AVX2 (quant_act_avx2.c). Internal to src/kernels. */
 #ifndef G4_KERNELS_QUANT_H
 #define G4_KERNELS_QUANT_H
 
@@ -29,5 +30,40 @@ void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
+
+/* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
+
+#define G4_Q8_0_BYTES 34   /* ggml block_q8_0: f16 d, int8 q[32] */
+
+/* ggml's block_q8_K: the activation blocks for Q4_K / Q6_K weights (292 bytes) */
+typedef struct {
+    float d;              /* 1 / iscale */
+    int8_t qs[256];
+    int16_t bsums[16];    /* sums of each 16 quants (Q4_K's mins, Q6_K's -32 offset) */
+} g4_block_q8_K;
+
+/* One weight row of n elements · one quantized activation row, ggml's generic vec_dot code. */
+float g4_vec_dot_q8_0_q8_0_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q4_0_q8_0_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q5_0_q8_0_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q4_k_q8_k_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q6_k_q8_k_ref(int n, const void *w, const void *xq);
+/* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins (ggml's kmask unpacking) */
+void g4_q4_k_scales(const uint8_t *sc12, uint8_t out[16]);
+
+void g4_mmq_q8_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q5_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q6_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QUANT_MATMULS_Q8_REF NULL, NULL, NULL, g4_mmq_q8_0_ref, g4_mmq_q4_0_ref, g4_mmq_q5_0_ref, g4_mmq_q4_k_ref, g4_mmq_q6_k_ref
+
+void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
+#define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, g4_mmq_q6_k_avx2
 
 #endif

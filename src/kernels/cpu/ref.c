@@ -118,6 +118,8 @@ static void attend_block(const float *q, int ldq, float *out, int ldo, int G, in
 static const g4_kernels scalar_table = {
     .name = "scalar",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_REF},
+    .matmul_q8 = {G4_QUANT_MATMULS_Q8_REF},
+    .quantize_act = g4_act_quantize,
     .dot = dot,
     .axpy = axpy,
     .rmsnorm = rmsnorm,

@@ -1,0 +1,249 @@
+/* quant_act.c — the int8-activation mode (--act-q8), scalar: activation rows → ggml's Q8_0 /
+ * Q8_K blocks (bit-exact to quantize_row_q8_0_ref / quantize_row_q8_K_ref in ggml-quants.c), and
+ * the quantized-weight × quantized-activation dots mirroring ggml's ggml_vec_dot_*_q8_*_generic
+ * (ggml-cpu/quants.c) operation for operation. The AVX2 versions are quant_act_avx2.c. */
+#include <math.h>
+#include <string.h>
+
+#include "io/quantize.h"
+#include "kernels/cpu/quant.h"
+
+static inline float f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* ggml-cpu.c type_traits_cpu[].vec_dot_type */
+g4_act_fmt g4_act_format(g4_dtype wdt) {
+    switch (wdt) {
+    case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: return G4_ACT_Q8_0;
+    case G4_DT_Q4_K: case G4_DT_Q6_K: return G4_ACT_Q8_K;
+    default: return G4_ACT_NONE;
+    }
+}
+
+size_t g4_act_row_bytes(g4_dtype wdt, int K) {
+    const g4_act_fmt a = g4_act_format(wdt);
+    return a == G4_ACT_Q8_0 ? (size_t)(K / 32) * G4_Q8_0_BYTES
+         : a == G4_ACT_Q8_K ? (size_t)(K / 256) * sizeof(g4_block_q8_K) : 0;
+}
+
+/* quantize_row_q8_0_ref: d = amax/127 stored as f16; q = roundf(x * (1/d)) (half away from zero),
+ * computed with the float d, not its f16 rounding, as ggml does */
+static void quantize_q8_0(const float *x, int K, uint8_t *y) {
+    for (int i = 0; i < K / 32; i++, x += 32, y += G4_Q8_0_BYTES) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) { const float v = fabsf(x[j]); amax = amax > v ? amax : v; }
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        const uint16_t h = g4_f32_to_f16(d);
+        y[0] = (uint8_t)h;
+        y[1] = (uint8_t)(h >> 8);
+        for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    }
+}
+
+/* ggml's nearest_int: round to nearest even through the 1.5*2^23 magic (|v| <= 2^22) */
+static inline int nearest_int(float v) {
+    float f = v + 12582912.f;
+    int i;
+    memcpy(&i, &f, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* quantize_row_q8_K_ref: iscale = -127/(the value of largest magnitude, first such), q =
+ * min(127, nearest_int(iscale*x)), d = 1/iscale (float), bsums = sums of 16 quants */
+static void quantize_q8_K(const float *x, int K, g4_block_q8_K *y) {
+    for (int i = 0; i < K / 256; i++, x += 256, y++) {
+        float max = 0, amax = 0;
+        for (int j = 0; j < 256; j++) {
+            const float ax = fabsf(x[j]);
+            if (ax > amax) { amax = ax; max = x[j]; }
+        }
+        if (!amax) {
+            memset(y, 0, sizeof *y);
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < 256; j++) {
+            const int v = nearest_int(iscale * x[j]);
+            y->qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < 16; j++) {
+            int sum = 0;
+            for (int l = 0; l < 16; l++) sum += y->qs[16 * j + l];
+            y->bsums[j] = (int16_t)sum;
+        }
+        y->d = 1 / iscale;
+    }
+}
+
+void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst) {
+    const size_t rb = g4_act_row_bytes(wdt, K);
+    for (int t = 0; t < T; t++) {
+        uint8_t *d = (uint8_t *)dst + (size_t)t * rb;
+        if (g4_act_format(wdt) == G4_ACT_Q8_0) quantize_q8_0(x + (size_t)t * K, K, d);
+        else quantize_q8_K(x + (size_t)t * K, K, (g4_block_q8_K *)d);
+    }
+}
+
+/* ---- dots: one weight row (n elements) · one quantized activation row ---- */
+
+float g4_vec_dot_q8_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ggml_vec_dot_q8_0_q8_0_generic */
+    const uint8_t *w = vw, *x = vx;
+    float sumf = 0;
+    for (int ib = 0; ib < n / 32; ib++, w += 34, x += 34) {
+        int sumi = 0;
+        for (int j = 0; j < 32; j++) sumi += (int8_t)w[2 + j] * (int8_t)x[2 + j];
+        sumf += sumi * (f16(w) * f16(x));
+    }
+    return sumf;
+}
+
+float g4_vec_dot_q4_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ..._q4_0_q8_0_generic */
+    const uint8_t *w = vw, *x = vx;
+    float sumf = 0;
+    for (int ib = 0; ib < n / 32; ib++, w += 18, x += 34) {
+        int sumi0 = 0, sumi1 = 0;
+        for (int j = 0; j < 16; j++) {
+            const int v0 = (w[2 + j] & 0x0F) - 8, v1 = (w[2 + j] >> 4) - 8;
+            sumi0 += v0 * (int8_t)x[2 + j];
+            sumi1 += v1 * (int8_t)x[2 + j + 16];
+        }
+        const int sumi = sumi0 + sumi1;
+        sumf += sumi * f16(w) * f16(x);
+    }
+    return sumf;
+}
+
+float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ..._q5_0_q8_0_generic */
+    const uint8_t *w = vw, *x = vx;
+    float sumf = 0;
+    for (int ib = 0; ib < n / 32; ib++, w += 22, x += 34) {
+        uint32_t qh;
+        memcpy(&qh, w + 2, 4);
+        int sumi0 = 0, sumi1 = 0;
+        for (int j = 0; j < 16; j++) {
+            const uint8_t xh_0 = (uint8_t)(((qh & (1u << j)) >> j) << 4);
+            const uint8_t xh_1 = (uint8_t)((qh & (1u << (j + 16))) >> (j + 12));
+            const int32_t x0 = (int8_t)(((w[6 + j] & 0x0F) | xh_0) - 16);
+            const int32_t x1 = (int8_t)(((w[6 + j] >> 4) | xh_1) - 16);
+            sumi0 += x0 * (int8_t)x[2 + j];
+            sumi1 += x1 * (int8_t)x[2 + j + 16];
+        }
+        const int sumi = sumi0 + sumi1;
+        sumf += (f16(w) * f16(x)) * sumi;
+    }
+    return sumf;
+}
+
+/* ggml's unpacking of Q4_K's 12 scale bytes into 8 scales then 8 mins (kmask1..3) */
+void g4_q4_k_scales(const uint8_t *sc12, uint8_t out[16]) {
+    uint32_t utmp[4];
+    memcpy(utmp, sc12, 12);
+    utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+    const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+    utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+    utmp[2] = uaux;
+    utmp[0] &= 0x3f3f3f3f;
+    memcpy(out, utmp, 16);
+}
+
+float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._q4_K_q8_K_generic */
+    const uint8_t *w = vw;
+    const g4_block_q8_K *y = vx;
+    int8_t aux8[256];
+    int16_t aux16[8];
+    float sums[8] = {0};
+    int32_t aux32[8];
+    float sumf = 0;
+    for (int i = 0; i < n / 256; i++, w += 144) {
+        const uint8_t *q4 = w + 16;
+        const int8_t *q8 = y[i].qs;
+        memset(aux32, 0, sizeof aux32);
+        int8_t *a = aux8;
+        for (int j = 0; j < 4; j++) {
+            for (int l = 0; l < 32; l++) a[l] = (int8_t)(q4[l] & 0xF);
+            a += 32;
+            for (int l = 0; l < 32; l++) a[l] = (int8_t)(q4[l] >> 4);
+            a += 32;
+            q4 += 32;
+        }
+        uint8_t sm[16];
+        g4_q4_k_scales(w + 4, sm);
+        const uint8_t *scales = sm, *mins = sm + 8;
+        int sumi = 0;
+        for (int j = 0; j < 16; j++) sumi += y[i].bsums[j] * mins[j / 2];
+        a = aux8;
+        int is = 0;
+        for (int j = 0; j < 8; j++) {
+            const int32_t scale = scales[is++];
+            for (int k = 0; k < 4; k++) {
+                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
+                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
+                q8 += 8;
+                a += 8;
+            }
+        }
+        const float d = f16(w) * y[i].d;
+        for (int l = 0; l < 8; l++) sums[l] += d * aux32[l];
+        const float dmin = f16(w + 2) * y[i].d;
+        sumf -= dmin * sumi;
+    }
+    for (int l = 0; l < 8; l++) sumf += sums[l];
+    return sumf;
+}
+
+float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._q6_K_q8_K_generic */
+    const uint8_t *w = vw;
+    const g4_block_q8_K *y = vx;
+    int8_t aux8[256];
+    int16_t aux16[8];
+    float sums[8] = {0};
+    int32_t aux32[8];
+    float sumf = 0;
+    for (int i = 0; i < n / 256; i++, w += 210) {
+        const uint8_t *q4 = w, *qh = w + 128;
+        const int8_t *sc = (const int8_t *)(w + 192);
+        const int8_t *q8 = y[i].qs;
+        memset(aux32, 0, sizeof aux32);
+        int8_t *a = aux8;
+        for (int j = 0; j < 256; j += 128) {
+            for (int l = 0; l < 32; l++) {
+                a[l + 0] = (int8_t)((q4[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                a[l + 32] = (int8_t)((q4[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                a[l + 64] = (int8_t)((q4[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                a[l + 96] = (int8_t)((q4[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            }
+            a += 128;
+            q4 += 64;
+            qh += 32;
+        }
+        a = aux8;
+        int is = 0;
+        for (int j = 0; j < 16; j++) {
+            const int scale = sc[is++];
+            for (int k = 0; k < 2; k++) {
+                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
+                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
+                q8 += 8;
+                a += 8;
+            }
+        }
+        const float d = f16(w + 208) * y[i].d;
+        for (int l = 0; l < 8; l++) sums[l] += d * aux32[l];
+    }
+    for (int l = 0; l < 8; l++) sumf += sums[l];
+    return sumf;
+}
+
+/* The reference matmul: one dot per (weight row, activation row), as ggml's mul_mat loops. */
+#define MMQ_REF(NAME, DT, DOT)                                                                       \
+    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
+        const size_t rb = g4_dtype_row_bytes(DT, K), xb = g4_act_row_bytes(DT, K);                   \
+        for (int n = n0; n < n1; n++)                                                                \
+            for (int t = 0; t < T; t++)                                                              \
+                y[(size_t)t * ldy + n] = DOT(K, (const uint8_t *)w + (size_t)n * rb, (const uint8_t *)xq + t * xb); \
+    }
+MMQ_REF(g4_mmq_q8_0_ref, G4_DT_Q8_0, g4_vec_dot_q8_0_q8_0_ref)
+MMQ_REF(g4_mmq_q4_0_ref, G4_DT_Q4_0, g4_vec_dot_q4_0_q8_0_ref)
+MMQ_REF(g4_mmq_q5_0_ref, G4_DT_Q5_0, g4_vec_dot_q5_0_q8_0_ref)
+MMQ_REF(g4_mmq_q4_k_ref, G4_DT_Q4_K, g4_vec_dot_q4_k_q8_k_ref)
+MMQ_REF(g4_mmq_q6_k_ref, G4_DT_Q6_K, g4_vec_dot_q6_k_q8_k_ref)

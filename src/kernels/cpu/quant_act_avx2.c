@@ -1,0 +1,279 @@
+/* quant_act_avx2.c — the int8-activation matmuls (--act-q8) for AVX2: quantized weights ×
+ * activations already quantized to Q8_0 / Q8_K blocks, as ggml's x86 ggml_vec_dot_*_q8_* do it
+ * (maddubs/madd int8 products summed exactly in int32, one float scale per block or sub-block,
+ * float accumulation), tiled so that one unpacked weight block serves up to 4 activation rows and
+ * one activation block up to 4 weight rows. Float sums differ from the scalar reference
+ * (quant_act.c) only in order; tests/c/test_quant_act.c bounds the difference. */
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/cpu/quant.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
+
+INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE float hsum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+/* ggml's x86 quantize_row_q8_0 (ggml-cpu/arch/x86/quants.c, AVX2 branch), operation for
+ * operation: d = amax/127 (f16), q = round-half-even(x * (127/amax)). Q8_K rows go through the
+ * reference, as in ggml's x86 build (quantize_row_q8_K = quantize_row_q8_K_ref). */
+void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst) {
+    if (g4_act_format(wdt) != G4_ACT_Q8_0) { g4_act_quantize(wdt, x, T, K, dst); return; }
+    uint8_t *y = dst;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < (int64_t)T * (K / 32); i++, x += 32, y += G4_Q8_0_BYTES) {
+        __m256 v[4];
+        for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
+        __m256 mx = _mm256_andnot_ps(sign, v[0]);
+        for (int k = 1; k < 4; k++) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[k]));
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const uint16_t h = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+        y[0] = (uint8_t)h;
+        y[1] = (uint8_t)(h >> 8);
+        const __m256 mul = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        /* int32 -> int8 with the lane order restored after the in-lane packs */
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(y + 2), p);
+    }
+}
+
+/* ---------------------------------------------------------------- 32-blocks × Q8_0 */
+
+enum { K_Q8_0, K_Q4_0, K_Q5_0 };
+
+/* a weight block's 32 quants as signed bytes */
+INLINE __m256i unpack32(int kind, const uint8_t *b) {
+    if (kind == K_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == K_Q4_0 ? 2 : 6)));
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+    if (kind == K_Q4_0) return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+    /* Q5_0: bit i of qh set -> +16; ggml ORs 0xF0 (i.e. -16) into the lanes whose bit is clear */
+    uint32_t qh;
+    memcpy(&qh, b + 2, 4);
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    bits = _mm256_or_si256(bits, _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL));
+    bits = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
+    return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
+}
+
+/* sum of the 32 int8 products, as 8 int32 partial sums converted to float (ggml's
+ * mul_sum_i8_pairs_float: |x| · sign(y, x) through maddubs, then pairs through madd) */
+INLINE __m256 mul_sum_i8(__m256i ax, __m256i x, __m256i y) {
+    const __m256i dot = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(y, x));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)));
+}
+
+/* NR weight rows [n, n+NR) × NT activation rows [t0, t0+NT) */
+INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x,
+                   size_t xb, int nb, int n, int t0, float *y, int ldy) {
+    __m256 acc[4][4];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256i qy[4];
+        float dy[4];
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)b * G4_Q8_0_BYTES;
+            qy[t] = _mm256_loadu_si256((const __m256i *)(xblk + 2));
+            dy[t] = f16(xblk);
+        }
+        for (int r = 0; r < NR; r++) {
+            const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)b * bb;
+            const __m256i qx = unpack32(kind, blk), ax = _mm256_sign_epi8(qx, qx);
+            const float dx = f16(blk);
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = hsum8(acc[r][t]);
+}
+
+/* Weight rows in groups of 16 (about 27 KB of Q8_0 at K = 1536: they stay in L1/L2 while every
+ * activation chunk of 4 rows passes over them, so prefill reads the weights from memory once);
+ * decode (one activation row) takes 4 weight rows per tile, so four block chains overlap. */
+INLINE void mmq32(int kind, size_t bb, const void *xq, int T, int K, const void *w, int n0, int n1, float *y,
+                  int ldy) {
+    const int nb = K / 32;
+    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES;
+    for (int g0 = n0; g0 < n1; g0 += 16) {
+        const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
+        for (int t0 = 0; t0 < T; t0 += 4) {
+            const int tn = T - t0 < 4 ? T - t0 : 4;
+            int n = g0;
+            switch (tn) {
+            case 1:
+                for (; n + 4 <= g1; n += 4) tile32(kind, 4, 1, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                for (; n < g1; n++) tile32(kind, 1, 1, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                break;
+            case 2:
+                for (; n + 2 <= g1; n += 2) tile32(kind, 2, 2, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                for (; n < g1; n++) tile32(kind, 1, 2, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                break;
+            case 3:
+                for (; n + 2 <= g1; n += 2) tile32(kind, 2, 3, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                for (; n < g1; n++) tile32(kind, 1, 3, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                break;
+            default:
+                for (; n + 2 <= g1; n += 2) tile32(kind, 2, 4, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                for (; n < g1; n++) tile32(kind, 1, 4, w, rb, bb, xq, xb, nb, n, t0, y, ldy);
+                break;
+            }
+        }
+    }
+}
+
+void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq32(K_Q8_0, 34, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq32(K_Q4_0, 18, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq32(K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
+}
+
+/* ---------------------------------------------------------------- 256-blocks × Q8_K */
+
+/* One weight row [n] × NT activation rows [t0, t0+NT), ggml's ggml_vec_dot_q4_K_q8_K (AVX2) with
+ * the weight block's unpacking shared by the activation rows. */
+INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 acc[4];
+    __m128 acc_m[4];
+    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); acc_m[t] = _mm_setzero_ps(); }
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 144;
+        const float dw = f16(b), dmw = f16(b + 2);
+        uint8_t sm[16];   /* scales[8], mins[8] */
+        g4_q4_k_scales(b + 4, sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+        __m256i sumi[4];
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+            const __m128i prod = _mm_madd_epi16(mins, q8s);
+            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
+            sumi[t] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 4; j++) {
+            const __m256i scale_l = _mm256_set1_epi16(sm[2 * j]), scale_h = _mm256_set1_epi16(sm[2 * j + 1]);
+            const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            const __m256i q4l = _mm256_and_si256(q4bits, m4);
+            const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 64 * j;
+                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            const float d = x[(size_t)(t0 + t) * nb + i].d * dw;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = hsum8(acc[t]) + hsum4(acc_m[t]);
+}
+
+/* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
+ * taken out afterwards through the activation's bsums (32 * sum(bsums * scales)). */
+INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 210;
+        const float dw = f16(b + 208);
+        const int8_t *sc = (const int8_t *)(b + 192);
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m256i sumi[4];
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(q8sums, scales_16), 5));
+        }
+        for (int j = 0; j < 2; j++) {
+            const uint8_t *q4 = b + 64 * j, *qh = b + 128 + 32 * j;
+            const __m256i q4bits1 = _mm256_loadu_si256((const __m256i *)q4);
+            const __m256i q4bits2 = _mm256_loadu_si256((const __m256i *)(q4 + 32));
+            const __m256i q4bitsH = _mm256_loadu_si256((const __m256i *)qh);
+            const __m256i q4h_0 = _mm256_slli_epi16(_mm256_and_si256(q4bitsH, m3), 4);
+            const __m256i q4h_1 = _mm256_slli_epi16(_mm256_and_si256(q4bitsH, _mm256_set1_epi8(12)), 2);
+            const __m256i q4h_2 = _mm256_and_si256(q4bitsH, _mm256_set1_epi8(48));
+            const __m256i q4h_3 = _mm256_srli_epi16(_mm256_and_si256(q4bitsH, _mm256_set1_epi8(-64)), 2);
+            __m256i q[4], s[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(q4bits1, m15), q4h_0);
+            q[1] = _mm256_or_si256(_mm256_and_si256(q4bits2, m15), q4h_1);
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15), q4h_2);
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15), q4h_3);
+            for (int k = 0; k < 4; k++)   /* quants 32k..32k+31 of this half: scales 8j+2k (first 16), 8j+2k+1 */
+                s[k] = _mm256_set_m128i(_mm_set1_epi16(sc[8 * j + 2 * k + 1]), _mm_set1_epi16(sc[8 * j + 2 * k]));
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 128 * j;
+                __m256i sum = sumi[t];
+                for (int k = 0; k < 4; k++) {
+                    const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s[k], p16));
+                }
+                sumi[t] = sum;
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            const float d = x[(size_t)(t0 + t) * nb + i].d * dw;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = hsum8(acc[t]);
+}
+
+/* Weight rows in groups of 8 (Q4_K at K = 1536: 7 KB) held in cache while all activation
+ * chunks of up to 4 rows pass over them. */
+#define MMQ_K(NAME, TILE, BB)                                                                        \
+    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
+        const int nb = K / 256;                                                                      \
+        const size_t rb = (size_t)nb * BB;                                                           \
+        for (int g0 = n0; g0 < n1; g0 += 8) {                                                        \
+            const int g1 = g0 + 8 < n1 ? g0 + 8 : n1;                                                \
+            for (int t0 = 0; t0 < T; t0 += 4) {                                                      \
+                const int tn = T - t0 < 4 ? T - t0 : 4;                                              \
+                for (int n = g0; n < g1; n++) {                                                      \
+                    const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;                        \
+                    switch (tn) {                                                                    \
+                    case 1: TILE(1, row, xq, nb, n, t0, y, ldy); break;                              \
+                    case 2: TILE(2, row, xq, nb, n, t0, y, ldy); break;                              \
+                    case 3: TILE(3, row, xq, nb, n, t0, y, ldy); break;                              \
+                    default: TILE(4, row, xq, nb, n, t0, y, ldy); break;                             \
+                    }                                                                                \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }
+MMQ_K(g4_mmq_q4_k_avx2, tile_q4_k, 144)
+MMQ_K(g4_mmq_q6_k_avx2, tile_q6_k, 210)

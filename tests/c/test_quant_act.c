@@ -1,0 +1,222 @@
+/* test_quant_act.c — the int8-activation mode (--act-q8): activation quantizers bit-exact to
+ * ggml's (tests/fixtures/quant/act_* from tools/reference/ggml_act_vectors.c), the scalar integer
+ * dots exactly equal to a direct integer computation, and every path's matmul_q8 against the
+ * scalar reference (float tolerance: the same integer sums, scaled and added in another order). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/quantize.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/kernels.h"
+
+#define AROWS 6
+#define COLS 512
+
+static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+#define NTYPES (sizeof types / sizeof *types)
+
+static void *load(const char *name, size_t want) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/quant/%s", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot read %s", path);
+    void *p = malloc(want + 1);
+    size_t n = fread(p, 1, want + 1, f);
+    fclose(f);
+    assert_int_equal(n, want);
+    return p;
+}
+
+static void check_quantizer(void (*q)(g4_dtype, const float *, int, int, void *), g4_dtype wdt, const char *file) {
+    float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
+    const size_t rb = g4_act_row_bytes(wdt, COLS);
+    uint8_t *want = load(file, AROWS * rb), *got = malloc(AROWS * rb);
+    q(wdt, x, AROWS, COLS, got);
+    for (size_t i = 0; i < AROWS * rb; i++)
+        if (got[i] != want[i]) fail_msg("%s: byte %zu is %u, ggml wrote %u", file, i, got[i], want[i]);
+    free(x), free(want), free(got);
+}
+
+static void test_sizes(void **state) {
+    (void)state;
+    assert_int_equal(sizeof(g4_block_q8_K), 292);
+    assert_int_equal(g4_act_row_bytes(G4_DT_Q4_0, 512), 16 * 34);
+    assert_int_equal(g4_act_row_bytes(G4_DT_Q6_K, 512), 2 * 292);
+    assert_int_equal(g4_act_row_bytes(G4_DT_BF16, 512), 0);
+    assert_int_equal(g4_act_format(G4_DT_Q5_0), G4_ACT_Q8_0);
+    assert_int_equal(g4_act_format(G4_DT_Q4_K), G4_ACT_Q8_K);
+    assert_int_equal(g4_act_format(G4_DT_F32), G4_ACT_NONE);
+    assert_null(g4_kernels_scalar()->matmul_q8[G4_DT_BF16]);
+}
+
+/* scalar: ggml's quantize_row_q8_0_ref (== gguf-py's Q8_0) and quantize_row_q8_K_ref */
+static void test_quantize_ref(void **state) {
+    (void)state;
+    check_quantizer(g4_act_quantize, G4_DT_Q8_0, "act_Q8_0_ref.blocks");
+    check_quantizer(g4_kernels_scalar()->quantize_act, G4_DT_Q4_0, "act_Q8_0_ref.blocks");
+    check_quantizer(g4_act_quantize, G4_DT_Q4_K, "act_Q8_K.blocks");
+}
+
+/* avx2: ggml's x86 quantize_row_q8_0 (round half to even) and quantize_row_q8_K_ref */
+static void test_quantize_avx2(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx2();
+    if (!k) skip();
+    check_quantizer(k->quantize_act, G4_DT_Q8_0, "act_Q8_0_x86.blocks");
+    check_quantizer(k->quantize_act, G4_DT_Q6_K, "act_Q8_K.blocks");
+}
+
+/* random weight blocks: random quant bytes, valid small f16 scales */
+static uint64_t rng = 88172645463325252ULL;
+static uint32_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 16); }
+static float urand(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() & 0xFFFFFF) / 16777216.0f; }
+
+static void put16(uint8_t *p, float v) { uint16_t h = g4_f32_to_f16(v); p[0] = (uint8_t)h; p[1] = (uint8_t)(h >> 8); }
+
+/* scale = 0: every f16 scale (d, Q4_K's dmin) set to 1.0 so that the dot is an integer */
+static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
+    const size_t rb = g4_dtype_row_bytes(dt, COLS), bb = g4_dtype_size(dt);
+    uint8_t *w = malloc(rows * rb);
+    for (size_t i = 0; i < rows * rb; i++) w[i] = (uint8_t)rnd();
+    for (size_t b = 0; b < rows * rb / bb; b++) {
+        uint8_t *p = w + b * bb;
+        if (dt == G4_DT_Q6_K) put16(p + 208, unit ? 1.0f : urand(-2e-3f, 2e-3f));
+        else put16(p, unit ? 1.0f : urand(1e-3f, 2e-2f));
+        if (dt == G4_DT_Q4_K) put16(p + 2, unit ? 1.0f : urand(1e-4f, 2e-2f));
+    }
+    return w;
+}
+
+/* The scalar dots are ggml's integer sums: with every scale 1.0 the result is exactly
+ * sum_k W_int[k] * Xq[k] (W_int the dequantized weight, an integer when its scales are 1). */
+static void test_integer_exact(void **state) {
+    (void)state;
+    float (*dots[])(int, const void *, const void *) = {g4_vec_dot_q8_0_q8_0_ref, g4_vec_dot_q4_0_q8_0_ref,
+        g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref};
+    float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
+    for (size_t ti = 0; ti < NTYPES; ti++) {
+        const g4_dtype dt = types[ti];
+        const int R = 8;
+        uint8_t *w = rand_weights(dt, R, 1);
+        const size_t rb = g4_dtype_row_bytes(dt, COLS), xb = g4_act_row_bytes(dt, COLS);
+        uint8_t *xq = malloc(AROWS * xb);
+        g4_act_quantize(dt, x, AROWS, COLS, xq);
+        /* activation scales to 1 as well: Q8_0 f16 d at each block's start, Q8_K float d */
+        for (int t = 0; t < AROWS; t++) {
+            if (g4_act_format(dt) == G4_ACT_Q8_0)
+                for (int b = 0; b < COLS / 32; b++) put16(xq + t * xb + b * 34, 1.0f);
+            else
+                for (int b = 0; b < COLS / 256; b++) ((g4_block_q8_K *)(xq + t * xb))[b].d = 1.0f;
+        }
+        float wrow[COLS];
+        for (int n = 0; n < R; n++) {
+            g4_dequant_row(dt, w + n * rb, COLS, wrow);
+            for (int t = 0; t < AROWS; t++) {
+                const uint8_t *xr = xq + t * xb;
+                long long want = 0;
+                for (int k = 0; k < COLS; k++) {
+                    const int q = g4_act_format(dt) == G4_ACT_Q8_0 ? (int8_t)xr[(k / 32) * 34 + 2 + k % 32]
+                                                                   : ((const g4_block_q8_K *)xr)[k / 256].qs[k % 256];
+                    assert_true(wrow[k] == floorf(wrow[k]));   /* integer weights */
+                    want += (long long)wrow[k] * q;
+                }
+                assert_true(llabs(want) < (1 << 24));   /* exactly representable, and so are partial sums */
+                const float got = dots[ti](COLS, w + n * rb, xr);
+                if ((double)got != (double)want) fail_msg("%s row %d x %d: dot %.1f, integer %lld", g4_dtype_name(dt), n, t, got, want);
+            }
+        }
+        free(w), free(xq);
+    }
+    free(x);
+}
+
+/* Each path's matmul_q8 (tiles of 1-4 activation rows x 1-4 weight rows, row groups, a sub-range
+ * [n0, n1)) against the scalar reference dots, within float rounding of the block sums. */
+static void check_path(const g4_kernels *k) {
+    const int N = 45, n0 = 3, n1 = 42, ldy = N + 2;
+    const int Ts[] = {1, 2, 3, 4, 5, 7, 9};
+    float *x = malloc(9 * COLS * sizeof(float));
+    for (int i = 0; i < 9 * COLS; i++) x[i] = urand(-2, 2) * (i % 97 == 0 ? 20 : 1);
+    for (size_t ti = 0; ti < NTYPES; ti++) {
+        const g4_dtype dt = types[ti];
+        uint8_t *w = rand_weights(dt, N, 0);
+        const size_t rb = g4_dtype_row_bytes(dt, COLS), xb = g4_act_row_bytes(dt, COLS);
+        uint8_t *xq = malloc(9 * xb);
+        float *wd = malloc(N * COLS * sizeof(float)), *xd = malloc(COLS * sizeof(float));
+        for (int n = 0; n < N; n++) g4_dequant_row(dt, w + n * rb, COLS, wd + n * COLS);
+        for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++) {
+            const int T = Ts[a];
+            k->quantize_act(dt, x, T, COLS, xq);
+            float *y = malloc((size_t)T * ldy * sizeof(float));
+            for (int i = 0; i < T * ldy; i++) y[i] = -7.0f;
+            k->matmul_q8[dt](xq, T, COLS, w, n0, n1, y, ldy);
+            for (int t = 0; t < T; t++)
+                for (int n = 0; n < ldy; n++) {
+                    const float got = y[t * ldy + n];
+                    if (n < n0 || n >= n1) { assert_true(got == -7.0f); continue; }
+                    float ref;
+                    switch (dt) {
+                    case G4_DT_Q8_0: ref = g4_vec_dot_q8_0_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q4_0: ref = g4_vec_dot_q4_0_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q5_0: ref = g4_vec_dot_q5_0_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q4_K: ref = g4_vec_dot_q4_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    default: ref = g4_vec_dot_q6_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    }
+                    /* scale of the sum: sum |w| |x| over the dequantized operands */
+                    if (g4_act_format(dt) == G4_ACT_Q8_0) {
+                        for (int b = 0; b < COLS / 32; b++) {
+                            const uint8_t *blk = xq + t * xb + b * 34;
+                            const float d = g4_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+                            for (int j = 0; j < 32; j++) xd[32 * b + j] = d * (int8_t)blk[2 + j];
+                        }
+                    } else {
+                        const g4_block_q8_K *blk = (const g4_block_q8_K *)(xq + t * xb);
+                        for (int j = 0; j < COLS; j++) xd[j] = blk[j / 256].d * blk[j / 256].qs[j % 256];
+                    }
+                    double mag = 0, deq = 0;
+                    for (int j = 0; j < COLS; j++) {
+                        mag += fabs((double)wd[n * COLS + j] * xd[j]);
+                        deq += (double)wd[n * COLS + j] * xd[j];
+                    }
+                    if (fabs(got - ref) > 2e-6 * mag + 1e-30)
+                        fail_msg("%s %s T=%d row %d: %.9g vs scalar %.9g (scale %.3g)", k->name, g4_dtype_name(dt), T, n, got, ref, mag);
+                    /* and the integer form equals dequantize-then-dot of the same quantized operands */
+                    if (fabs(ref - deq) > 2e-6 * mag + 1e-30)
+                        fail_msg("%s T=%d row %d: scalar %.9g vs dequantized %.9g", g4_dtype_name(dt), T, n, ref, deq);
+                }
+            free(y);
+        }
+        free(w), free(xq), free(wd), free(xd);
+    }
+    free(x);
+}
+
+static void test_matmul_scalar(void **state) {
+    (void)state;
+    check_path(g4_kernels_scalar());
+}
+
+static void test_matmul_avx2(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx2();
+    if (!k) skip();
+    check_path(k);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_quantize_ref),
+        cmocka_unit_test(test_quantize_avx2),
+        cmocka_unit_test(test_integer_exact),
+        cmocka_unit_test(test_matmul_scalar),
+        cmocka_unit_test(test_matmul_avx2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

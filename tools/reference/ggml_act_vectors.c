@@ -1,0 +1,63 @@
+/* ggml_act_vectors.c — writes the --act-q8 test vectors in tests/fixtures/quant/ with ggml's own
+ * activation quantizers from a llama.cpp build outside this repo: quantize_row_q8_0_ref and
+ * quantize_row_q8_K_ref (libggml-base) and the x86 AVX2 quantize_row_q8_0 (libggml-cpu, the one
+ * llama.cpp runs on this machine). gguf-py has a Q8_0 quantizer only (cross-checked against the
+ * _ref blocks by tools/reference/check_act_vectors.py) and no Q8_K one. Not part of gemma4c.
+ *
+ * build: cc -O2 tools/reference/ggml_act_vectors.c -o /tmp/gav -lm -L$LLAMA/build/bin -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA/build/bin
+ * usage: /tmp/gav tests/fixtures/quant
+ * writes act_in.f32 (ROWS x 512 floats), act_Q8_0_ref.blocks, act_Q8_0_x86.blocks, act_Q8_K.blocks */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void quantize_row_q8_0_ref(const float *x, void *y, int64_t k);
+void quantize_row_q8_K_ref(const float *x, void *y, int64_t k);
+void quantize_row_q8_0(const float *x, void *y, int64_t k);   /* ggml-cpu, arch/x86 (AVX2) */
+
+enum { ROWS = 6, COLS = 512, N = ROWS * COLS };
+
+static uint64_t s = 0x9E3779B97F4A7C15ULL;
+static double uni(void) { s = s * 6364136223846793005ULL + 1442695040888963407ULL; return ((s >> 11) + 0.5) / 9007199254740992.0; }
+static float gauss(void) { return (float)(sqrt(-2 * log(uni())) * cos(6.283185307179586 * uni())); }
+
+static int dump(const char *dir, const char *name, const void *p, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n) { perror(path); return 1; }
+    fclose(f);
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]); return 2; }
+    static float x[N];
+    for (int i = 0; i < N; i++) x[i] = gauss() * (i < 2 * COLS ? 1.0f : i < 4 * COLS ? 30.0f : 1e-3f);
+    /* row 1: activation-like outliers (a few large values per 256) */
+    for (int i = COLS; i < 2 * COLS; i += 37) x[i] *= 40.0f;
+    /* row 4: block 0 all zero; block 1 exact .5 ties (amax 127 -> scale 1: ref rounds away from
+     * zero, x86 to even); block 2 with the largest magnitude negative; block 3 tiny (f16-subnormal d) */
+    float *r = x + 4 * COLS;
+    for (int j = 0; j < 32; j++) r[j] = 0.0f;
+    for (int j = 0; j < 32; j++) r[32 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f;
+    r[64 + 5] = -50.0f;
+    for (int j = 0; j < 32; j++) r[96 + j] = gauss() * 1e-6f;
+    /* row 5: a whole 256-block of zeros (Q8_K's d = 0 branch) */
+    for (int j = 0; j < 256; j++) x[5 * COLS + j] = 0.0f;
+    static uint8_t y[N * 2];
+    int rc = dump(argv[1], "act_in.f32", x, sizeof x);
+    quantize_row_q8_0_ref(x, y, N);
+    rc |= dump(argv[1], "act_Q8_0_ref.blocks", y, N / 32 * 34);
+    quantize_row_q8_0(x, y, N);
+    rc |= dump(argv[1], "act_Q8_0_x86.blocks", y, N / 32 * 34);
+    /* ggml leaves an all-zero block's bsums unwritten (d = 0 makes them irrelevant): zeros here,
+     * as gemma4c writes them */
+    memset(y, 0, sizeof y);
+    quantize_row_q8_K_ref(x, y, N);
+    rc |= dump(argv[1], "act_Q8_K.blocks", y, N / 256 * 292);
+    return rc;
+}

@@ -1,7 +1,8 @@
-/* test_quant_act.c — the int8-activation mode (--act-q8): activation quantizers bit-exact to
- * ggml's (tests/fixtures/quant/act_* from tools/reference/ggml_act_vectors.c), the scalar integer
- * dots exactly equal to a direct integer computation, and every path's matmul_q8 against the
- * scalar reference (float tolerance: the same integer sums, scaled and added in another order). */
+/* test_quant_act.c — the int8-activation mode (--act-q8): activation quantizers and dot products
+ * bit-exact to ggml's own (tests/fixtures/quant/act_* from tools/reference/ggml_act_vectors.c:
+ * generic C for the scalar path, x86 AVX2 for ours), the scalar integer dots exactly equal to a
+ * direct integer computation, and every path's matmul_q8 over many shapes against the scalar
+ * reference (float tolerance: the same integer sums, scaled and added in another order). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,6 +198,45 @@ static void check_path(const g4_kernels *k) {
     free(x);
 }
 
+/* Against ggml itself (act_dots_*.f32 from tools/reference/ggml_act_vectors.c): the scalar dots
+ * bit-identical to ggml's ggml_vec_dot_*_generic, each path's matmul_q8 to ggml's build for that
+ * ISA (scalar: generic; avx2: the x86 AVX2 code, whose block order and fmadd chain the tiles keep). */
+static void check_vs_ggml(const g4_kernels *k, const char *file) {
+    float *want = load(file, NTYPES * 4 * AROWS * sizeof(float));
+    float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
+    for (size_t ti = 0; ti < NTYPES; ti++) {
+        const g4_dtype dt = types[ti];
+        char name[32];
+        snprintf(name, sizeof name, "%s.blocks", g4_dtype_name(dt));
+        uint8_t *w = load(name, 4 * g4_dtype_row_bytes(dt, COLS));
+        /* activations quantized as ggml's x86 build does (the vectors' input) */
+        const size_t xb = g4_act_row_bytes(dt, COLS);
+        uint8_t *xq = load(g4_act_format(dt) == G4_ACT_Q8_0 ? "act_Q8_0_x86.blocks" : "act_Q8_K.blocks", AROWS * xb);
+        float y[AROWS * 4];
+        k->matmul_q8[dt](xq, AROWS, COLS, w, 0, 4, y, 4);
+        for (int n = 0; n < 4; n++)
+            for (int t = 0; t < AROWS; t++) {
+                const float g = want[(ti * 4 + n) * AROWS + t];
+                if (y[t * 4 + n] != g)
+                    fail_msg("%s %s row %d x %d: %.9g, ggml %.9g", k->name, g4_dtype_name(dt), n, t, y[t * 4 + n], g);
+            }
+        free(w), free(xq);
+    }
+    free(want), free(x);
+}
+
+static void test_vs_ggml_generic(void **state) {
+    (void)state;
+    check_vs_ggml(g4_kernels_scalar(), "act_dots_generic.f32");
+}
+
+static void test_vs_ggml_avx2(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx2();
+    if (!k) skip();
+    check_vs_ggml(k, "act_dots_x86.f32");
+}
+
 static void test_matmul_scalar(void **state) {
     (void)state;
     check_path(g4_kernels_scalar());
@@ -215,6 +255,8 @@ int main(void) {
         cmocka_unit_test(test_quantize_ref),
         cmocka_unit_test(test_quantize_avx2),
         cmocka_unit_test(test_integer_exact),
+        cmocka_unit_test(test_vs_ggml_generic),
+        cmocka_unit_test(test_vs_ggml_avx2),
         cmocka_unit_test(test_matmul_scalar),
         cmocka_unit_test(test_matmul_avx2),
     };

@@ -6,7 +6,10 @@
  *
  * build: cc -O2 tools/reference/ggml_act_vectors.c -o /tmp/gav -lm -L$LLAMA/build/bin -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA/build/bin
  * usage: /tmp/gav tests/fixtures/quant
- * writes act_in.f32 (ROWS x 512 floats), act_Q8_0_ref.blocks, act_Q8_0_x86.blocks, act_Q8_K.blocks */
+ * writes act_in.f32 (ROWS x 512 floats), act_Q8_0_ref.blocks, act_Q8_0_x86.blocks, act_Q8_K.blocks,
+ * and act_dots_{generic,x86}.f32: ggml's ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0 / {q4_K,q6_K}_q8_K
+ * (the _generic C code and the x86 AVX2 build) of each weight row of tests/fixtures/quant/<TYPE>.blocks
+ * (4 rows of 512) with each activation row (act_Q8_0_x86 / act_Q8_K blocks): [5 types][4][ROWS] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,11 @@
 void quantize_row_q8_0_ref(const float *x, void *y, int64_t k);
 void quantize_row_q8_K_ref(const float *x, void *y, int64_t k);
 void quantize_row_q8_0(const float *x, void *y, int64_t k);   /* ggml-cpu, arch/x86 (AVX2) */
+typedef void (*vec_dot_fn)(int n, float *s, size_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nrc);
+#define DOTS(T) void ggml_vec_dot_##T(int, float *, size_t, const void *, size_t, const void *, size_t, int); \
+                void ggml_vec_dot_##T##_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_cpu_init(void);   /* fills the fp16 tables the _generic code reads */
+DOTS(q8_0_q8_0) DOTS(q4_0_q8_0) DOTS(q5_0_q8_0) DOTS(q4_K_q8_K) DOTS(q6_K_q8_K)
 
 enum { ROWS = 6, COLS = 512, N = ROWS * COLS };
 
@@ -36,6 +44,7 @@ static int dump(const char *dir, const char *name, const void *p, size_t n) {
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]); return 2; }
     static float x[N];
+    ggml_cpu_init();
     for (int i = 0; i < N; i++) x[i] = gauss() * (i < 2 * COLS ? 1.0f : i < 4 * COLS ? 30.0f : 1e-3f);
     /* row 1: activation-like outliers (a few large values per 256) */
     for (int i = COLS; i < 2 * COLS; i += 37) x[i] *= 40.0f;
@@ -59,5 +68,31 @@ int main(int argc, char **argv) {
     memset(y, 0, sizeof y);
     quantize_row_q8_K_ref(x, y, N);
     rc |= dump(argv[1], "act_Q8_K.blocks", y, N / 256 * 292);
+    static uint8_t q80[N / 32 * 34], q8k[N / 256 * 292];
+    quantize_row_q8_0(x, q80, N);
+    memcpy(q8k, y, sizeof q8k);
+    const struct { const char *name; size_t row; vec_dot_fn x86, gen; int k; } t[] = {
+        {"Q8_0", 16 * 34, ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q8_0_q8_0_generic, 0},
+        {"Q4_0", 16 * 18, ggml_vec_dot_q4_0_q8_0, ggml_vec_dot_q4_0_q8_0_generic, 0},
+        {"Q5_0", 16 * 22, ggml_vec_dot_q5_0_q8_0, ggml_vec_dot_q5_0_q8_0_generic, 0},
+        {"Q4_K", 2 * 144, ggml_vec_dot_q4_K_q8_K, ggml_vec_dot_q4_K_q8_K_generic, 1},
+        {"Q6_K", 2 * 210, ggml_vec_dot_q6_K_q8_K, ggml_vec_dot_q6_K_q8_K_generic, 1}};
+    static float dx86[5][4][ROWS], dgen[5][4][ROWS];
+    for (int i = 0; i < 5; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.blocks", argv[1], t[i].name);
+        FILE *f = fopen(path, "rb");
+        static uint8_t w[4 * 16 * 34];
+        if (!f || fread(w, 1, 4 * t[i].row, f) != 4 * t[i].row) { perror(path); return 1; }
+        fclose(f);
+        for (int n = 0; n < 4; n++)
+            for (int r = 0; r < ROWS; r++) {
+                const void *a = t[i].k ? (const void *)(q8k + (size_t)r * 2 * 292) : (const void *)(q80 + (size_t)r * 16 * 34);
+                t[i].x86(COLS, &dx86[i][n][r], 0, w + n * t[i].row, 0, a, 0, 1);
+                t[i].gen(COLS, &dgen[i][n][r], 0, w + n * t[i].row, 0, a, 0, 1);
+            }
+    }
+    rc |= dump(argv[1], "act_dots_x86.f32", dx86, sizeof dx86);
+    rc |= dump(argv[1], "act_dots_generic.f32", dgen, sizeof dgen);
     return rc;
 }

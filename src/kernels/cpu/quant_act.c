@@ -1,7 +1,8 @@
 /* quant_act.c — the int8-activation mode (--act-q8), scalar: activation rows → ggml's Q8_0 /
  * Q8_K blocks (bit-exact to quantize_row_q8_0_ref / quantize_row_q8_K_ref in ggml-quants.c), and
  * the quantized-weight × quantized-activation dots mirroring ggml's ggml_vec_dot_*_q8_*_generic
- * (ggml-cpu/quants.c) operation for operation. The AVX2 versions are quant_act_avx2.c. */
+ * (ggml-cpu/quants.c) operation for operation, bit-identical to them as ggml's build compiles
+ * them (tests/c/test_quant_act.c). The AVX2 versions are quant_act_avx2.c. */
 #include <math.h>
 #include <string.h>
 
@@ -182,10 +183,12 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
                 a += 8;
             }
         }
+        /* fmaf: gcc contracts these two into FMAs in ggml's own build (-march=native, GNU C),
+         * and with them the result is bit-identical to ggml's (tests/c/test_quant_act.c) */
         const float d = f16(w) * y[i].d;
-        for (int l = 0; l < 8; l++) sums[l] += d * aux32[l];
+        for (int l = 0; l < 8; l++) sums[l] = fmaf(d, (float)aux32[l], sums[l]);
         const float dmin = f16(w + 2) * y[i].d;
-        sumf -= dmin * sumi;
+        sumf = fmaf(-dmin, (float)sumi, sumf);
     }
     for (int l = 0; l < 8; l++) sumf += sums[l];
     return sumf;

@@ -2,8 +2,9 @@
  * activations already quantized to Q8_0 / Q8_K blocks, as ggml's x86 ggml_vec_dot_*_q8_* do it
  * (maddubs/madd int8 products summed exactly in int32, one float scale per block or sub-block,
  * float accumulation), tiled so that one unpacked weight block serves up to 4 activation rows and
- * one activation block up to 4 weight rows. Float sums differ from the scalar reference
- * (quant_act.c) only in order; tests/c/test_quant_act.c bounds the difference. */
+ * one activation block up to 4 weight rows. Each (weight row, activation row) keeps ggml's own
+ * per-block fmadd chain and final horizontal sum, so results are bit-identical to ggml's x86
+ * kernels (tests/c/test_quant_act.c); they differ from the scalar reference only in order. */
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <string.h>

@@ -15,6 +15,8 @@
 #   G4_BIN=build/gemma4c REF_PY=/opt/refenv/bin/python (transformers + torch for the converter)
 #   OUT=/tmp/g4-quant-compare-DATE RESULTS=bench/RESULTS.md
 #   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
+#   ACTQ8=1: also gemma4c on the GGUF with --act-q8 (int8 activations, as llama.cpp) in every round
+#   PACKS=0: skip gemma4c on its own packs (GGUF files only)
 #   G4_SRC="what G4_BIN was built from" (when not this working tree)  REPACK=1 (repack existing packs)  DRY=1: prepare everything, then run one round with -p 16 -n 8 --reps 1 (checks the pipeline)
 set -euo pipefail
 
@@ -78,6 +80,7 @@ done
 pack_of() { if [ "$1" = bf16 ]; then echo "$MODEL"; else echo "$QDIR/g4-bench-$1.g4c"; fi; }
 for t in $TYPES; do
   [ "$t" = bf16 ] && continue
+  [ "${PACKS:-1}" = 0 ] && continue
   p="$QDIR/g4-bench-$t.g4c"
   if [ ! -f "$p" ] || [ "${REPACK:-0}" = 1 ]; then
     log "gemma4c pack --dtype $t -> $p"
@@ -115,18 +118,20 @@ run_llama() {  # type round
   "$LB/llama-bench" -m "${GGUF[$1]}" "${LLAMA_ARGS[@]}" > "$OUT/llama-$1-r$2.json" 2> "$OUT/llama-$1-r$2.log" ||
     { tail -20 "$OUT/llama-$1-r$2.log" >&2; die "llama-bench failed"; }
 }
-run_g4() {  # kind(gguf|pack) type round
-  local m=${GGUF[$2]}; [ "$1" = pack ] && m=$(pack_of "$2")
-  log "round $3: gemma4c bench $m"
-  "$G4_BIN" bench -m "$m" "${G4_ARGS[@]}" > "$OUT/g4$1-$2-r$3.txt" 2> "$OUT/g4$1-$2-r$3.log" ||
+run_g4() {  # kind(gguf|pack|aq8) type round; aq8 = the GGUF with --act-q8
+  local m=${GGUF[$2]} extra=(); [ "$1" = pack ] && m=$(pack_of "$2"); [ "$1" = aq8 ] && extra=(--act-q8)
+  [ "$1" = pack ] && [ "${PACKS:-1}" = 0 ] && return
+  [ "$1" = aq8 ] && [ "${ACTQ8:-0}" != 1 ] && return
+  log "round $3: gemma4c bench $m ${extra[*]}"
+  "$G4_BIN" bench -m "$m" "${G4_ARGS[@]}" "${extra[@]}" > "$OUT/g4$1-$2-r$3.txt" 2> "$OUT/g4$1-$2-r$3.log" ||
     { tail -20 "$OUT/g4$1-$2-r$3.log" >&2; die "gemma4c bench failed"; }
   grep -E '^  (pp|tg)' "$OUT/g4$1-$2-r$3.txt" | sed 's/reps:.*//' >&2 || true
 }
 for r in $(seq 1 "$ROUNDS"); do
   record_load "$r"
   for t in $TYPES; do
-    if [ $((r % 2)) -eq 1 ]; then run_llama "$t" "$r"; run_g4 gguf "$t" "$r"; run_g4 pack "$t" "$r"
-    else run_g4 pack "$t" "$r"; run_g4 gguf "$t" "$r"; run_llama "$t" "$r"; fi
+    if [ $((r % 2)) -eq 1 ]; then run_llama "$t" "$r"; run_g4 gguf "$t" "$r"; run_g4 aq8 "$t" "$r"; run_g4 pack "$t" "$r"
+    else run_g4 pack "$t" "$r"; run_g4 aq8 "$t" "$r"; run_g4 gguf "$t" "$r"; run_llama "$t" "$r"; fi
   done
 done
 uptime > "$OUT/uptime.txt"

@@ -33,7 +33,7 @@ def main():
                 load_g4(os.path.join(out, f"g4gguf-{t}-r*.txt"))) for t in types}
     any_runs = next((r for t in types for r in (data[t][1][1] + data[t][2][1])), None)
     tests = [x["test"] for x in any_runs["tests"]] if any_runs else []
-    n_rounds = max((len(data[t][1][1]) for t in types), default=0)
+    n_rounds = max((max(len(data[t][1][1]), len(data[t][2][1])) for t in types), default=0)
 
     w("## Quantized weights (issue 7, item 4)\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_quant.sh` (raw outputs were "
@@ -55,10 +55,28 @@ def main():
               f"{fmt(p / lc if p and lc else None)}x | {', '.join(fmt(v) for v in gp.get(x, []))}; "
               f"{', '.join(fmt(v) for v in gg.get(x, []))}; {', '.join(fmt(v) for v in ll.get(x, []))} |\n")
 
+    aq8 = {t: load_g4(os.path.join(out, f"g4aq8-{t}-r*.txt")) for t in types}
+    if any(aq8[t][1] for t in types):
+        w("\n### --act-q8 (int8 activations) on the GGUF files\n\n"
+          "`gemma4c bench ... --act-q8`: every matmul over quantized weights rounds its activation rows to "
+          "ggml's Q8_0 (Q8_0/Q4_0/Q5_0 weights) or Q8_K (Q4_K/Q6_K) blocks first and multiplies int8 x int8, "
+          "as llama.cpp does; run in the same rounds as the table above (order per round: llama-bench, gemma4c "
+          "GGUF exact, gemma4c GGUF --act-q8; reversed in even rounds).\n\n"
+          "| weights | test | gemma4c exact | gemma4c --act-q8 | llama.cpp | --act-q8 / exact | --act-q8 / llama | "
+          "per round: --act-q8; exact; llama |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+        for t in types:
+            ll, _, (gg, _) = data[t]
+            ga = aq8[t][0]
+            for x in tests:
+                a8, g, lc = med(ga.get(x, [])), med(gg.get(x, [])), med(ll.get(x, []))
+                w(f"| {t} | {x} | {fmt(g)} | {fmt(a8)} | {fmt(lc)} | {fmt(a8 / g if a8 and g else None)}x | "
+                  f"{fmt(a8 / lc if a8 and lc else None)}x | {', '.join(fmt(v) for v in ga.get(x, []))}; "
+                  f"{', '.join(fmt(v) for v in gg.get(x, []))}; {', '.join(fmt(v) for v in ll.get(x, []))} |\n")
+
     tg = [x for x in tests if x.startswith("tg")]
     if tg and any_runs:
         x = tg[0]
-        bws = [r["machine"]["read_bw_gbs"] for t in types for r in data[t][1][1] + data[t][2][1]
+        bws = [r["machine"]["read_bw_gbs"] for t in types for r in data[t][1][1] + data[t][2][1] + aq8[t][1]
                if r["machine"].get("read_bw_gbs")]
         bw = med(bws)
         w(f"\n### Decode ({x}) against the bandwidth roofline\n\n")
@@ -71,14 +89,14 @@ def main():
           "llama.cpp tok/s | llama.cpp % of roofline |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
         for t in types:
             ll, (gp, rp), (gg, rg) = data[t]
-            for kind, res, runs in (("pack", gp, rp), ("GGUF", gg, rg)):
+            for kind, res, runs in (("pack", gp, rp), ("GGUF", gg, rg), ("GGUF --act-q8", *aq8[t])):
                 if not runs:
                     continue
                 mi = runs[0]["model_info"]
                 by = mi["decode_weight_bytes_per_token"]
                 roof = bw * 1e9 / by
                 g = med(res.get(x, []))
-                lc = med(ll.get(x, [])) if kind == "GGUF" else None
+                lc = med(ll.get(x, [])) if kind.startswith("GGUF") else None
                 w(f"| {t} | {kind} | {by / 1e9:.3f} ({mi['layer_matrix_bytes'] / 1e9:.3f} + {mi['lm_head_bytes'] / 1e9:.3f}) | "
                   f"{fmt(roof)} | {fmt(g)} | {fmt(None if g is None else 100 * g / roof, 1)}% | "
                   f"{fmt(lc) if lc else '—'} | {fmt(100 * lc / roof, 1) + '%' if lc else '—'} |\n")

@@ -20,7 +20,10 @@ bf16 directory, both run by the same gemma4c binary, so the difference is the we
 Which matrices a q4_k pack actually holds as Q4_K is read from the pack's directory (rows whose
 width is not a multiple of 256 fall back to Q8_0). Standard library + numpy.
 
-usage: python3 bench/quant_accuracy.py [--bin build/gemma4c] [--fixtures g4-cond-tiny g4-causal-tiny]
+With --act-q8, every quantized variant is measured a second time with `--act-q8` (activations
+rounded to int8 blocks before the matmuls, as llama.cpp does), labelled "+act-q8".
+
+usage: python3 bench/quant_accuracy.py [--bin build/gemma4c] [--fixtures g4-cond-tiny g4-causal-tiny] [--act-q8]
          [--bench-model /tmp/g4-bench --bench-steps 8] [--extra LABEL=MODEL_DIR=QUANT_FILE ...]
          [--json out.json] [--workdir DIR]   -> markdown tables on stdout
 """
@@ -56,14 +59,23 @@ def g4(bin_, *args, threads=1, inp=None):
     return p
 
 
+def mode(model):
+    """a variant's path may carry "#act-q8": the same file run with --act-q8"""
+    path, _, m = model.partition("#")
+    return path, (["--act-q8"] if m == "act-q8" else [])
+
+
 def logits(bin_, model, ids, tmp, threads):
     out = os.path.join(tmp, "l.f32")
-    g4(bin_, "logits", "-m", model, "--prompt-ids", ",".join(map(str, ids)), "-o", out, "--threads", threads)
+    model, extra = mode(model)
+    g4(bin_, "logits", "-m", model, "--prompt-ids", ",".join(map(str, ids)), "-o", out, "--threads", threads, *extra)
     return np.fromfile(out, "<f4")
 
 
 def greedy(bin_, model, ids, n, threads):
-    p = g4(bin_, "run", "-m", model, "--prompt-ids", ",".join(map(str, ids)), "-n", n, "--ids", "--threads", threads)
+    model, extra = mode(model)
+    p = g4(bin_, "run", "-m", model, "--prompt-ids", ",".join(map(str, ids)), "-n", n, "--ids", "--threads", threads,
+           *extra)
     return json.loads(p.stdout.decode().strip().splitlines()[-1])
 
 
@@ -375,6 +387,8 @@ def main():
                     help="llamacpp_greedy executable: also run llama.cpp on the --bench-model's .gguf extras")
     ap.add_argument("--llama-bf16-gguf", default=None, help="the bf16 GGUF llama.cpp's runs are compared with")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--act-q8", action="store_true",
+                    help="also every quantized variant run with --act-q8 (int8 activations), labelled '+act-q8'")
     ap.add_argument("--json", default=None)
     ap.add_argument("--workdir", default=None)
     a = ap.parse_args()
@@ -405,10 +419,12 @@ def main():
                 notes += (f" q4_k pack: {len(q4k)} matrices Q4_K ({q4desc or 'none'}); {len(fb)} fall back"
                           + (f" (width not a multiple of 256): {desc}." if fb else "."))
         variants += extras.get(os.path.abspath(mdir.rstrip("/")), [])
+        if a.act_q8:
+            variants += [(f"{lb} +act-q8", f"{p}#act-q8") for lb, p in list(variants)]
         res, cases = evaluate(a.bin, mdir, variants, steps, a.threads, tmp, nprom, log,
                               deq_control=True if nprom is None else ("cleanup" if a.bench_deq_control else False))
         for label, p in variants:
-            res[label]["file_mb"] = os.path.getsize(p) / 1e6
+            res[label]["file_mb"] = os.path.getsize(mode(p)[0]) / 1e6
         allres[name] = {"steps": steps, "cases": [c[0] for c in cases], **res}
         out.append(table(name, res, steps, cases, notes))
         if nprom is None and "q8_0" in a.dtypes:

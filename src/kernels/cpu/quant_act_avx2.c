@@ -97,18 +97,19 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         __m256i qy[4];
-        float dy[4];
+        __m256 dy[4];
         for (int t = 0; t < NT; t++) {
             const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)b * G4_Q8_0_BYTES;
             qy[t] = _mm256_loadu_si256((const __m256i *)(xblk + 2));
-            dy[t] = f16(xblk);
+            dy[t] = _mm256_set1_ps(f16(xblk));
         }
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)b * bb;
             const __m256i qx = unpack32(kind, blk), ax = _mm256_sign_epi8(qx, qx);
-            const float dx = f16(blk);
+            const __m256 dx = _mm256_set1_ps(f16(blk));
+            /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
             for (int t = 0; t < NT; t++)
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
         }
     }
     for (int r = 0; r < NR; r++)

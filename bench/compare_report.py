@@ -56,7 +56,15 @@ def main() -> None:
           f"(layer matrices {mi['layer_matrix_bytes'] / 1e9:.3f} GB + tied LM head {mi['lm_head_bytes'] / 1e9:.3f} GB) "
           "/ bandwidth. Prefill roofline: FLOPs per token (2 x layer parameters, + the LM head once per "
           "prompt, + attention) / fp32 FMA peak.\n\n")
-        w("| test | gemma4c tok/s | roofline tok/s | fraction of roofline | achieved |\n|---|---:|---:|---:|---|\n")
+        w("Decode is also compared with a 256 MiB read made right before each rep (`roofline_fraction_adjacent`: "
+          "the median over reps of weight GB/s / that read's GB/s), because on this shared host the bandwidth "
+          "drifts by tens of percent within a run.\n\n")
+        hp = [r["model_info"].get("huge_page_bytes") for r in runs if r["model_info"].get("huge_page_bytes") is not None]
+        if hp:
+            w(f"Weights in 2 MiB pages during the run: {fmt(med(hp) / 1e9, 3)} GB of "
+              f"{mi['weight_bytes_mapped'] / 1e9:.3f} GB.\n\n")
+        w("| test | gemma4c tok/s | roofline tok/s | fraction of roofline | fraction of the read before each rep | achieved |\n"
+          "|---|---:|---:|---:|---:|---|\n")
         for t in tests:
             recs = [x for r in runs for x in r["tests"] if x["test"] == t]
             fr = med([x["roofline_fraction"] for x in recs if x.get("roofline_fraction") is not None])
@@ -65,7 +73,9 @@ def main() -> None:
                 ach = f"{fmt(med([x['achieved_gbs'] for x in recs]))} GB/s of weights"
             else:
                 ach = f"{fmt(med([x['achieved_gflops'] for x in recs]), 1)} GFLOP/s"
-            w(f"| {t} | {fmt(med(g4.get(t, [])))} | {fmt(rt)} | {fmt(None if fr is None else 100 * fr, 1)}% | {ach} |\n")
+            fa = med([x["roofline_fraction_adjacent"] for x in recs if x.get("roofline_fraction_adjacent") is not None])
+            fa_s = "—" if fa is None else f"{fmt(100 * fa, 1)}%"
+            w(f"| {t} | {fmt(med(g4.get(t, [])))} | {fmt(rt)} | {fmt(None if fr is None else 100 * fr, 1)}% | {fa_s} | {ach} |\n")
         lt = {t: med(v) for t, v in llama.items()}
         tg = [t for t in tests if t.startswith("tg")]
         if tg and lt.get(tg[0]) and bw:

@@ -49,7 +49,7 @@ static void test_reference_matmul_by_hand(void **state) {
 /* All shapes that exercise the 4x3 blocking remainders and the K tail. */
 static void test_matmul_paths(void **state) {
     (void)state;
-    const int Ts[] = {1, 2, 3, 4, 7, 13}, Ns[] = {1, 4, 5, 13, 37}, Ks[] = {8, 19, 64, 520};   /* 37 rows: two 16-row GEMM panels + tail; K 520: three K blocks */
+    const int Ts[] = {1, 2, 3, 4, 7, 13}, Ns[] = {1, 4, 5, 13, 37}, Ks[] = {8, 19, 64, 520, 1536};   /* 37 rows: two 16-row GEMM panels + tail; K 520: three K blocks; K 1536: the T = 1 bf16 even/odd GEMV over 96 column blocks */
     unsigned s = 1;
     for (int dt = 0; dt < 3; dt++)
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)

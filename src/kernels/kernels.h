@@ -11,9 +11,9 @@
  * quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for Q8_0/Q4_0/Q5_0, Q8_K
  * for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float scale per block), as
  * llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar", x86 AVX2 for "avx2");
- * decode 1.4-3.9x the exact kernels, prefill the same int8 tiles (4 activation rows per unpacked
- * weight block; 0.9x the exact GEMM on Q8_0/Q4_0, 1.2-1.8x on Q4_K/Q6_K), so that every token of
- * a run sees the same arithmetic.
+ * decode kernels 1.6-3.5x the exact ones; prefill runs the same int8 tiles (4 activation rows per
+ * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
+ * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
  * Not implemented: the opt-in bf16 fast prefill (`--prefill-bf16`: activations rounded to bf16,
  * AVX512-BF16 vdpbf16ps / AMX-BF16 tiles). The development machine (AMD EPYC Zen3: AVX2/FMA/F16C
  * only, no AVX-512, no AVX512-BF16, no AMX) cannot run or measure it, so no such path or flag

@@ -129,3 +129,40 @@ def test_act_q8_gemma3_270m(g4_bin, tmp_path, gguf3):
     assert sum(p > 0 for p in prefixes) >= len(G3) - 2
     assert same >= 4
     assert max(dl) <= 2.0 and np.median(dl) <= 0.5
+
+
+# ------------------------------------------------------------------ serve, and the MPI backend
+
+@pytest.mark.parametrize("backend", ["tp1", "mpi-tp2"])
+def test_serve_act_q8_matches_run(g4_bin, backend):
+    """`serve --act-q8` (threads at tp 1, and two MPI ranks) returns the tokens `run --act-q8` prints."""
+    from test_tp import MPI_ENV, MPIRUN, _serve, need_mpi
+    model = G / "cond-q8_0.gguf"
+    prompt = [2, 100, 200, 300, 400, 500]
+    n = 24
+
+    def run_ids(*extra):
+        r = run_g4(g4_bin, "run", "-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
+                   "--ignore-eos", "--ctx", 256, *extra)
+        assert r.returncode == 0, r.stderr.decode()
+        return json.loads(r.stdout)
+
+    want = run_ids("--act-q8")
+    assert want != run_ids(), "the modes agree on this prompt: the test could not see the flag reach the server"
+    args = [str(g4_bin), "serve", "-m", str(model), "--port", "0", "--ctx", "256", "--act-q8"]
+    if backend == "mpi-tp2":
+        need_mpi()
+        args = [MPIRUN, "-np", "2", *args, "--tp-backend", "mpi"]
+    p, url, log = _serve(args, MPI_ENV if backend == "mpi-tp2" else None)
+    try:
+        import requests
+        r = requests.post(url + "/v1/completions", json={"prompt": prompt, "max_tokens": n, "temperature": 0,
+                                                         "ignore_eos": True, "return_token_ids": True}, timeout=120)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        got = body["choices"][0].get("token_ids") or body.get("token_ids")
+        assert got == want, f"{got} != {want}\n" + "".join(log)
+    finally:
+        import signal
+        p.send_signal(signal.SIGTERM)
+        p.wait(60)

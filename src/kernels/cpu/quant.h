@@ -5,6 +5,8 @@
 #ifndef G4_KERNELS_QUANT_H
 #define G4_KERNELS_QUANT_H
 
+#include <string.h>
+
 #include "kernels/kernels.h"
 
 /* One row of n elements (n a multiple of the block size) of quantized type dt → float32, in
@@ -48,8 +50,16 @@ float g4_vec_dot_q4_0_q8_0_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q5_0_q8_0_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q4_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q6_k_q8_k_ref(int n, const void *w, const void *xq);
-/* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins (ggml's kmask unpacking) */
-void g4_q4_k_scales(const uint8_t *sc12, uint8_t out[16]);
+/* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins, as the 16 bytes of utmp (ggml's kmask
+ * unpacking). Inline: the AVX2 dot unpacks every 256-weight block and keeps the result in registers. */
+static inline void g4_q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
+    memcpy(utmp, sc12, 12);
+    utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
+    const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
+    utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
+    utmp[2] = uaux;
+    utmp[0] &= 0x3f3f3f3f;
+}
 
 void g4_mmq_q8_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

@@ -135,18 +135,6 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
     return sumf;
 }
 
-/* ggml's unpacking of Q4_K's 12 scale bytes into 8 scales then 8 mins (kmask1..3) */
-void g4_q4_k_scales(const uint8_t *sc12, uint8_t out[16]) {
-    uint32_t utmp[4];
-    memcpy(utmp, sc12, 12);
-    utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
-    const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
-    utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
-    utmp[2] = uaux;
-    utmp[0] &= 0x3f3f3f3f;
-    memcpy(out, utmp, 16);
-}
-
 float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._q4_K_q8_K_generic */
     const uint8_t *w = vw;
     const g4_block_q8_K *y = vx;
@@ -167,9 +155,9 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
             a += 32;
             q4 += 32;
         }
-        uint8_t sm[16];
+        uint32_t sm[4];
         g4_q4_k_scales(w + 4, sm);
-        const uint8_t *scales = sm, *mins = sm + 8;
+        const uint8_t *scales = (const uint8_t *)sm, *mins = scales + 8;
         int sumi = 0;
         for (int j = 0; j < 16; j++) sumi += y[i].bsums[j] * mins[j / 2];
         a = aux8;

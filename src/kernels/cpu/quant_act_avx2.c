@@ -162,16 +162,6 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */
 
-/* ggml's kmask unpacking of Q4_K's 12 scale bytes: 8 six-bit scales, then 8 mins */
-INLINE void q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
-    memcpy(utmp, sc12, 12);
-    utmp[3] = ((utmp[2] >> 4) & 0x0f0f0f0f) | (((utmp[1] >> 6) & 0x03030303) << 4);
-    const uint32_t uaux = utmp[1] & 0x3f3f3f3f;
-    utmp[1] = (utmp[2] & 0x0f0f0f0f) | (((utmp[0] >> 6) & 0x03030303) << 4);
-    utmp[2] = uaux;
-    utmp[0] &= 0x3f3f3f3f;
-}
-
 /* One weight row [n] × NT activation rows [t0, t0+NT), ggml's ggml_vec_dot_q4_K_q8_K (AVX2) with
  * the weight block's unpacking shared by the activation rows. */
 INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
@@ -183,7 +173,7 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
         const uint8_t *b = row + (size_t)i * 144;
         const float dw = f16(b), dmw = f16(b + 2);
         uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
-        q4_k_scales(b + 4, utmp);
+        g4_q4_k_scales(b + 4, utmp);
         const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
         const __m128i mins = _mm256_extracti128_si256(mins_scales, 1), sc128 = _mm256_castsi256_si128(mins_scales);
         const __m256i scales = _mm256_set_m128i(sc128, sc128);

@@ -338,99 +338,64 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n) {
 
 /* ---------------------------------------------------------------- kernel-only timing */
 
-typedef struct {
-    const g4_kernels *k;
-    const g4_mat *w[3];
-    float *y[3];
-    const float *x;
-    const void *xq;   /* --act-q8: x quantized for the group's weight type, or NULL */
-    int T, n_w, rpt, task_end[3];
-} kt_job;
-
-static void kt_task(void *ctx, int task, int thread) {
-    (void)thread;
-    kt_job *j = ctx;
-    int o = 0;
-    while (task >= j->task_end[o]) o++;
-    int local = task - (o ? j->task_end[o - 1] : 0);
-    const g4_mat *w = j->w[o];
-    int n0 = local * j->rpt, n1 = n0 + j->rpt < w->rows ? n0 + j->rpt : w->rows;
-    if (j->xq) j->k->matmul_q8[w->dt](j->xq, j->T, w->cols, w->data, n0, n1, j->y[o], w->rows);
-    else j->k->matmul[w->dt](j->x, j->T, w->cols, w->data, n0, n1, j->y[o], w->rows);
-}
-
-/* Binds group `which` of layer l (or the LM head) into j; returns 0 for an unknown group. */
-static int kt_bind(g4_model *m, const char *which, int l, kt_job *j) {
+/* The group `which` of layer l (or the LM head) as the forward pass's ops, outputs laid end to end
+ * in y; returns how many (0 for an unknown group). */
+static int kt_bind(g4_model *m, const char *which, int l, int T, const float *x, float *y, g4_mm_op *ops) {
     const g4_layer *L = &m->layers[l];
-    j->n_w = 0;
+    const g4_mat *w[3];
+    int n = 0;
     if (!strcmp(which, "qkv")) {
-        j->w[j->n_w++] = &L->q;
-        j->w[j->n_w++] = &L->k;
-        if (L->has_v) j->w[j->n_w++] = &L->v;
-    } else if (!strcmp(which, "o")) j->w[j->n_w++] = &L->o;
-    else if (!strcmp(which, "gateup")) { j->w[j->n_w++] = &L->gate; j->w[j->n_w++] = &L->up; }
-    else if (!strcmp(which, "down")) j->w[j->n_w++] = &L->down;
-    else if (!strcmp(which, "lm_head")) j->w[j->n_w++] = &m->lm_head;
-    else return 0;
-    /* the same split as gemma4.c's matmul_multi: ~8 tasks per thread, rows a multiple of 4, >= 16 */
-    int total = 0;
-    for (int i = 0; i < j->n_w; i++) total += j->w[i]->rows;
-    int want = g4_pool_size(m->pool) * 8, rpt = (total + want - 1) / want;
-    rpt = (rpt + 3) & ~3;
-    j->rpt = rpt < 16 ? 16 : rpt;
-    int acc = 0;
-    for (int i = 0; i < j->n_w; i++) { acc += (j->w[i]->rows + j->rpt - 1) / j->rpt; j->task_end[i] = acc; }
-    return acc;
+        w[n++] = &L->q;
+        w[n++] = &L->k;
+        if (L->has_v) w[n++] = &L->v;
+    } else if (!strcmp(which, "o")) w[n++] = &L->o;
+    else if (!strcmp(which, "gateup")) { w[n++] = &L->gate; w[n++] = &L->up; }
+    else if (!strcmp(which, "down")) w[n++] = &L->down;
+    else if (!strcmp(which, "lm_head")) w[n++] = &m->lm_head;
+    for (int i = 0, off = 0; i < n; off += w[i]->rows, i++)
+        ops[i] = (g4_mm_op){w[i], x, y ? y + (size_t)off * T : NULL, w[i]->rows};
+    return n;
 }
 
 g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out) {
     memset(out, 0, sizeof *out);
-    kt_job j = {.k = m->k, .T = T};
+    g4_mm_op ops[3];
     const int lm = !strcmp(which, "lm_head");
     const int n_layers = lm ? 1 : m->cfg.n_layers;
-    if (!kt_bind(m, which, 0, &j))
+    if (!kt_bind(m, which, 0, T, NULL, NULL, ops))
         return g4_fail(G4_ERR_INPUT, "bench: unknown matrix group '%s' (qkv, o, gateup, down, lm_head)", which);
     /* scratch for the widest instance of the group over all layers */
     int max_rows = 0, max_cols = 0;
     for (int l = 0; l < n_layers; l++) {
-        kt_bind(m, which, l, &j);
+        const int n = kt_bind(m, which, l, T, NULL, NULL, ops);
         int rows = 0;
-        for (int i = 0; i < j.n_w; i++) {
-            rows += j.w[i]->rows;
-            if (j.w[i]->cols > max_cols) max_cols = j.w[i]->cols;
-            out->bytes += mat_bytes(j.w[i]);
-            out->flops += 2.0 * T * mat_params(j.w[i]);
+        for (int i = 0; i < n; i++) {
+            rows += ops[i].w->rows;
+            if (ops[i].w->cols > max_cols) max_cols = ops[i].w->cols;
+            out->bytes += mat_bytes(ops[i].w);
+            out->flops += 2.0 * T * mat_params(ops[i].w);
         }
         if (rows > max_rows) max_rows = rows;
     }
     float *x = malloc((size_t)T * max_cols * sizeof(float));
     float *y = malloc((size_t)T * max_rows * sizeof(float));
-    /* --act-q8: room for T rows of Q8_0 or Q8_K blocks (292 B per 256 is the larger) */
-    void *xq = m->opts.act_q8 ? malloc((size_t)T * (max_cols / 256 + 1) * 292) : NULL;
-    if (!x || !y || (m->opts.act_q8 && !xq)) { free(x); free(y); free(xq); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
+    if (!x || !y) { free(x); free(y); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
     uint32_t s = 12345;
     for (size_t i = 0; i < (size_t)T * max_cols; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
-    j.x = x;
     /* Every rep sweeps the group over ALL layers, one parallel loop per layer as the forward pass
      * does, so the weights stream from DRAM (a single layer's matrices would sit in L3). */
     double best = 1e30;
     for (int r = 0; r <= (reps < 1 ? 1 : reps); r++) {   /* rep 0: warm-up */
         double t0 = g4_now();
         for (int l = 0; l < n_layers; l++) {
-            int n_tasks = kt_bind(m, which, l, &j);
-            for (int i = 0, off = 0; i < j.n_w; i++) { j.y[i] = y + (size_t)off * T; off += j.w[i]->rows; }
-            /* --act-q8: the group's one input quantized once per call, timed, as matmul_multi does
-             * (the groups' matrices share one weight type in the bench models) */
-            j.xq = xq && m->k->matmul_q8[j.w[0]->dt] ? xq : NULL;
-            if (j.xq) m->k->quantize_act(j.w[0]->dt, x, T, j.w[0]->cols, xq);
-            g4_pool_run(m->pool, n_tasks, kt_task, &j);
+            /* the forward pass's own call: its task split, and --act-q8's quantization of the input */
+            g4_matmul_multi(m, T, kt_bind(m, which, l, T, x, y, ops), ops);
         }
         double dt = g4_now() - t0;
         if (r > 0 && dt < best) best = dt;
     }
     free(x);
     free(y);
-    free(xq);
     out->seconds = best;
     out->rows = max_rows;
     out->cols = max_cols;

@@ -12,13 +12,6 @@
 
 /* ---------------------------------------------------------------- parallel matmul */
 
-typedef struct {
-    const g4_mat *w;
-    const float *x;
-    float *y;
-    int ldy;
-} mm_op;
-
 enum { MM_MAX_TASKS = 256 };   /* ~45 for the LM head at 2 threads, ~120 at 8 */
 
 /* The ops' rows laid end to end ("virtual rows"); task i covers [bound[i], bound[i+1]), which
@@ -26,7 +19,7 @@ enum { MM_MAX_TASKS = 256 };   /* ~45 for the LM head at 2 threads, ~120 at 8 */
 typedef struct {
     const g4_kernels *k;
     int T;
-    mm_op ops[3];
+    g4_mm_op ops[3];
     const void *xq[3];               /* --act-q8: op i's input quantized for its weight type, or NULL */
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
@@ -40,7 +33,7 @@ static void mm_task(void *ctx, int task, int thread) {
     for (int o = 0, base = 0; o < j->n_ops; base = j->op_end[o], o++) {
         int a = r0 > base ? r0 - base : 0, b = (r1 < j->op_end[o] ? r1 : j->op_end[o]) - base;
         if (a >= b) continue;
-        const mm_op *op = &j->ops[o];
+        const g4_mm_op *op = &j->ops[o];
         if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
@@ -53,7 +46,7 @@ static void mm_task(void *ctx, int task, int thread) {
  * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
  * tenants preempt holds at most the share it claimed. Boundaries fall on multiples of 16 rows of
  * each op (the GEMM's panel; the GEMV's 4-row blocks). */
-static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
+void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
     int total = 0;
     uint8_t *xq = m->xq;   /* --act-q8 scratch: room for 3 distinct inputs of max_rows rows */
@@ -107,8 +100,8 @@ static void matmul_multi(g4_model *m, int T, int n_ops, const mm_op *ops) {
 }
 
 static void matmul1(g4_model *m, int T, const g4_mat *w, const float *x, float *y) {
-    mm_op op = {w, x, y, w->rows};
-    matmul_multi(m, T, 1, &op);
+    g4_mm_op op = {w, x, y, w->rows};
+    g4_matmul_multi(m, T, 1, &op);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -182,8 +175,8 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
     const float eps = c->rms_norm_eps;
     for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_in, eps, H, m->h + (size_t)r * H);
 
-    mm_op ops[3] = {{&L->q, m->h, m->q, Hq * D}, {&L->k, m->h, m->kk, Hkv * D}, {&L->v, m->h, m->vv, Hkv * D}};
-    matmul_multi(m, R, L->has_v ? 3 : 2, ops);
+    g4_mm_op ops[3] = {{&L->q, m->h, m->q, Hq * D}, {&L->k, m->h, m->kk, Hkv * D}, {&L->v, m->h, m->vv, Hkv * D}};
+    g4_matmul_multi(m, R, L->has_v ? 3 : 2, ops);
     if (!L->has_v) memcpy(m->vv, m->kk, (size_t)R * Hkv * D * sizeof(float));   /* k_eq_v: v_raw = k_raw */
 
     for (int r = 0; r < R; r++) {
@@ -220,8 +213,8 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
     const int H = c->hidden_size, I = L->gate.rows;   /* this rank's slice of the intermediate size */
     const float eps = c->rms_norm_eps;
     for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_pre_ffw, eps, H, m->h + (size_t)r * H);
-    mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
-    matmul_multi(m, R, 2, ops);
+    g4_mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
+    g4_matmul_multi(m, R, 2, ops);
     for (int r = 0; r < R; r++)
         m->k->gelu_mul(m->gate + (size_t)r * I, m->up + (size_t)r * I, I, m->gate + (size_t)r * I);
     matmul1(m, R, &L->down, m->gate, m->tmp);
@@ -263,8 +256,8 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         int n = R - logit_row0;
         for (int r = 0; r < n; r++)
             m->k->rmsnorm(m->x + (size_t)(logit_row0 + r) * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
-        mm_op op = {&m->lm_head, m->h, logits, m->vmax};   /* this rank's vocabulary slice */
-        matmul_multi(m, n, 1, &op);
+        g4_mm_op op = {&m->lm_head, m->h, logits, m->vmax};   /* this rank's vocabulary slice */
+        g4_matmul_multi(m, n, 1, &op);
     }
     return G4_OK;
 }

@@ -94,4 +94,17 @@ g4_status g4_model_shard(g4_model *m);
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, float *logits);
 
+/* One product of a parallel matmul: y[t * ldy + r] = x[t] · w[r] for T activation rows t. */
+typedef struct {
+    const g4_mat *w;
+    const float *x;
+    float *y;
+    int ldy;
+} g4_mm_op;
+
+/* Up to three products sharing one parallel loop on m's thread pool (q/k/v, gate/up), with
+ * --act-q8's activation quantization; the forward pass's matmul, also timed alone by bench
+ * (gemma4.c). */
+void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops);
+
 #endif

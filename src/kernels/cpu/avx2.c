@@ -34,8 +34,7 @@ static inline float hsum(__m256 v) {
  * 16-32 KB ahead were best, 4 KB or none far worse; prefetching a single-row stream did not help.
  * Rows of 8 KB and more (o_proj, down_proj) already streamed at ~97% without it, and measured
  * lower with it, so it is off for them. */
-#define G4_PF_BYTES 32768
-#define G4_PF_MAX_ROW 8192
+#define G4_PF_MAX_ROW 8192   /* G4_PF_BYTES: quant.h */
 
 /* One (NR weight rows) x (TR activation rows) block over the full K. With a single activation
  * row (decode) the loop takes 16 columns per step into 2 accumulators per row, so each row

@@ -39,6 +39,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
             const uint8_t *row = (const uint8_t *)w + (size_t)n0 * rb;
             __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int b = 0; b < nb; b++) {
+                g4_prefetch_ahead(row + (size_t)b * 4 * 34, 4 * 34);   /* the 4 rows' linear range */
                 const float *xb = x + (size_t)b * 32;
                 const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16),
                              x3 = _mm256_loadu_ps(xb + 24);
@@ -190,7 +191,10 @@ static void mm_fused(blk_dot_fn f, int bs, size_t bb, const float *x, int T, int
         for (int t = 0; t < T; t++) {
             const float *xr = x + (size_t)t * K;
             __m256 acc = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) acc = _mm256_add_ps(acc, f(row + (size_t)b * bb, xr + (size_t)b * bs));
+            for (int b = 0; b < nb; b++) {
+                if (T == 1) g4_prefetch_ahead(row + (size_t)b * bb, bb);   /* decode: one stream */
+                acc = _mm256_add_ps(acc, f(row + (size_t)b * bb, xr + (size_t)b * bs));
+            }
             y[(size_t)t * ldy + n] = hsum(acc);
         }
     }

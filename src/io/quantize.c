@@ -258,9 +258,10 @@ static void q4_k(const float *x, int64_t nb, uint8_t *y) {
     uint8_t L[256], Laux[32];
     float weights[32], mins[8], scales[8];
 #ifdef G4_QUANT_AVX2
-    /* G4_CPU_ISA=scalar forces the statement-by-statement reference (tests compare the two) */
-    const char *isa = getenv("G4_CPU_ISA");
-    const int use_avx2 = __builtin_cpu_supports("avx2") && !(isa && !strcmp(isa, "scalar"));
+    /* the kernel table's choice: G4_CPU_ISA=scalar forces the statement-by-statement reference
+     * (tests compare the two) */
+    const g4_kernels *k = g4_kernels_get();
+    const int use_avx2 = k && !strcmp(k->name, "avx2");
 #endif
     for (int64_t i = 0; i < nb; i++, x += 256, y += 144) {
         uint8_t *sc = y + 4, *qs = y + 16;

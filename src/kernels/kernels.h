@@ -91,6 +91,20 @@ size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of
  * ggml's quantize_row_q8_0_ref / quantize_row_q8_K_ref. */
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
 
+/* `--numerics ggml` (cpu/ggml_num.c): llama.cpp's CPU backend's float ops (ggml, x86 AVX2 + FMA
+ * build) in scalar C, bit for bit: rmsnorm and gelu_mul replace the table's entries in that mode;
+ * attend_block gains `batched` (the llama.cpp batch had >= 2 tokens: tinyBLAS for P·V, else
+ * ggml_vec_dot_f32). Shapes as the kernels above. */
+void g4_ggml_rmsnorm(const float *x, const float *w, float eps, int n, float *y);
+void g4_ggml_gelu_mul(const float *g, const float *u, int n, float *y);
+uint16_t g4_ggml_gelu_f16(uint16_t h);            /* entry h of ggml_table_gelu_f16 */
+float g4_ggml_vec_dot_f32(int n, const float *x, const float *y);
+float g4_ggml_expf(float x);                      /* one lane of ggml_v_expf */
+void g4_ggml_attend_block(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                          const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                          float *scores, int batched);
+void g4_ggml_softcap(float *logits, int n, float cap);   /* tanh(x * (1/cap)) * cap  [n] */
+
 /* Exact widening of 16-bit floats. */
 static inline float g4_bf16_to_f32(uint16_t h) {
     union { uint32_t u; float f; } v = {(uint32_t)h << 16};

@@ -13,4 +13,10 @@ void g4_rope_table(const float *inv_freq, int D, int pos, float *cs);
 /* Rotates one head x [D] in place with the table from g4_rope_table. */
 void g4_rope_apply(float *x, const float *cs, int D);
 
+/* --numerics ggml: llama.cpp's RoPE cache (ggml_rope_cache_init) for one position, same layout
+ * as g4_rope_table; base is the layer type's rope theta. */
+void g4_rope_table_ggml(float base, const float *inv_freq, int D, int pos, float *cs);
+/* ... and ggml's NEOX rotation (rotate_pairs<float>, with its FMA contractions). */
+void g4_rope_apply_ggml(float *x, const float *cs, int D);
+
 #endif

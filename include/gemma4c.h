@@ -45,7 +45,13 @@ typedef struct {
     int act_q8;         /* 1: matmuls over quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K) round the
                          * activations to int8 blocks first (Q8_0 / Q8_K, as llama.cpp does) and
                          * use integer dot products; float weights are untouched. Default 0 (exact) */
+    int numerics;       /* G4_NUMERICS_EXACT (default: float32 as transformers) or G4_NUMERICS_GGML:
+                         * llama.cpp's CPU arithmetic (implies act_q8; its rms norm, fp16 GELU
+                         * table, RoPE cache, softmax exp and sum orders, softcap), for bit-for-bit
+                         * agreement with llama.cpp on a GGUF; see README */
 } g4_model_opts;
+
+enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
 
 /* Tensor-parallel backends: ranks as thread groups of this process, or as MPI processes
  * (`mpirun -np N gemma4c ... --tp-backend mpi`; rank 0 drives, the others serve it). */
@@ -89,7 +95,8 @@ void g4_slot_reset(g4_model *m, int slot);
 int g4_slot_pos(const g4_model *m, int slot);
 
 /* Appends `n` tokens to `slot` (prefill, processed in chunks of opts.prefill_chunk) and, when
- * `logits` is not NULL, writes the last position's logits [vocab] WITHOUT the softcap.
+ * `logits` is not NULL, writes the last position's logits [vocab] WITHOUT the softcap (with
+ * G4_NUMERICS_GGML: with it, as llama.cpp; info's final_logit_softcap then reads 0).
  * G4_ERR_CONTEXT if the slot would exceed its context. */
 g4_status g4_prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits);
 
@@ -104,7 +111,8 @@ g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, fl
 g4_status g4_prefill_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
 g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *ids, int32_t *next);
 
-/* Applies the final-logit softcap cap*tanh(x/cap) in place (no-op if the model has none). */
+/* Applies the final-logit softcap cap*tanh(x/cap) in place (no-op if the model has none, or
+ * under G4_NUMERICS_GGML, whose logits already carry it). */
 void g4_softcap(const g4_model *m, float *logits, int n);
 
 /* Index of the largest value (first on ties); greedy decoding uses it on raw logits. */

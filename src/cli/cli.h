@@ -24,6 +24,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 /* Parses --tp-backend's value: "threads" or "mpi". */
 int cli_parse_tp_backend(const char *cmd, const char *v, int *out);
+/* Parses --numerics' value: "exact" (G4_NUMERICS_EXACT) or "ggml" (G4_NUMERICS_GGML). */
+int cli_parse_numerics(const char *cmd, const char *v, int *out);
 /* g4_model_load for a subcommand. On an MPI rank other than 0 it serves rank 0 (g4_model_work)
  * until rank 0 is done, frees the model and returns -1: the subcommand then exits with 0 without
  * printing anything. Otherwise returns the exit code of the load (0 with *m set). */

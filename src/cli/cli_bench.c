@@ -21,7 +21,7 @@ typedef struct {
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
     long threads, reps, ctx, chunk, tp, bw_mib, seed;
-    int tp_backend, no_mmap, act_q8;
+    int tp_backend, no_mmap, act_q8, numerics;
     int no_peaks, kernels;
 } bench_opts;
 
@@ -42,6 +42,7 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap] [--act-q8]\n"
+    "                     [--numerics exact|ggml]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
@@ -50,7 +51,8 @@ static const char *USAGE =
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
     "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
     "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n"
-    "  --act-q8: int8 activations for matmuls over quantized weights (as llama.cpp; default exact).\n";
+    "  --act-q8: int8 activations for matmuls over quantized weights (as llama.cpp; default exact).\n"
+    "  --numerics ggml: llama.cpp's CPU arithmetic throughout (implies --act-q8; scalar, slower).\n";
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -96,6 +98,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
+        else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics("bench", v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--kernels")) o->kernels = 1;
         else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
 #undef NEEDV
@@ -171,6 +174,7 @@ int cli_bench(int argc, char **argv) {
     mo.tp_backend = o.tp_backend;
     mo.no_mmap = o.no_mmap;
     mo.act_q8 = o.act_q8;
+    mo.numerics = o.numerics;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
@@ -337,7 +341,8 @@ int cli_bench(int argc, char **argv) {
     FILE *f = stdout;
     fputs("{\"bench\":\"gemma4c\",\"model\":", f);
     json_str(f, o.model);
-    fprintf(f, ",\"act_q8\":%s", o.act_q8 ? "true" : "false");
+    fprintf(f, ",\"act_q8\":%s", o.act_q8 || o.numerics == G4_NUMERICS_GGML ? "true" : "false");
+    fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);

@@ -45,6 +45,13 @@ int cli_parse_tp_backend(const char *cmd, const char *v, int *out) {
     return 1;
 }
 
+int cli_parse_numerics(const char *cmd, const char *v, int *out) {
+    if (v && !strcmp(v, "exact")) *out = G4_NUMERICS_EXACT;
+    else if (v && !strcmp(v, "ggml")) *out = G4_NUMERICS_GGML;
+    else return cli_usage_error(cmd, "--numerics expects 'exact' or 'ggml', got '%s'", v ? v : "(missing)"), 0;
+    return 1;
+}
+
 int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m) {
     *m = NULL;
     g4_status st = g4_model_load(path, mo, m);

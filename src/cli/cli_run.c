@@ -16,7 +16,7 @@ typedef struct {
     const char *system;        /* --system TEXT (with --chat) */
     const char *out;
     long n_predict, threads, ctx, chunk, tp;
-    int tp_backend, no_mmap, act_q8;
+    int tp_backend, no_mmap, act_q8, numerics;
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
 } run_opts;
@@ -89,6 +89,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
+        else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics(cmd, v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else { cli_usage_error(cmd, "unknown option '%s'", a); return 0; }
@@ -110,6 +111,7 @@ static int load(const run_opts *o, g4_model **m) {
     mo.tp_backend = o->tp_backend;
     mo.no_mmap = o->no_mmap;
     mo.act_q8 = o->act_q8;
+    mo.numerics = o->numerics;
     return cli_load_model(o->model, &mo, m);
 }
 

@@ -3,7 +3,9 @@
  * transformers' Gemma4UnifiedTextModel in float32: embed*sqrt(H) → per layer [rmsnorm → q/k/v →
  * q_norm/k_norm/v_norm(no scale) → RoPE → attention (scale 1.0, sliding or full causal mask) →
  * o_proj → post-attn norm + residual → pre-ffw norm → gated GELU-tanh MLP → post-ffw norm +
- * residual → × layer_scalar] → final norm → logits. Does not apply the softcap (see g4_softcap). */
+ * residual → × layer_scalar] → final norm → logits. Does not apply the softcap (see g4_softcap),
+ * except under --numerics ggml, which mirrors llama.cpp's CPU arithmetic instead of transformers'
+ * float32 (kernels/cpu/ggml_num.c; rmsnorm and gelu_mul come from the model's kernel table). */
 #include <math.h>
 #include <string.h>
 
@@ -113,6 +115,7 @@ typedef struct {
     g4_model *m;
     const g4_layer *L;
     int R, P, Gs, n_sub, n_blocks;
+    int batched;                     /* --numerics ggml: llama.cpp's batch had >= 2 tokens */
     const int *slots, *pos;
 } att_job;
 
@@ -143,18 +146,22 @@ static void att_task(void *ctx, int task, int thread) {
         const float *K = slot_k(m, j->slots[r0], L) + (size_t)g * cap * D;
         const float *V = K + (size_t)L->n_kv * cap * D;
         const size_t off = ((size_t)r0 * Hq + h0) * D;
-        m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores);
+        if (m->opts.numerics == G4_NUMERICS_GGML)
+            g4_ggml_attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale,
+                                 scores, j->batched);
+        else
+            m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores);
     }
 }
 
 /* Splits R rows into tasks: blocks of P rows when they all belong to one slot (a prefill chunk),
  * single rows otherwise (decode across slots); heads split into sub-groups until there are at
  * least two tasks per thread (a decode step's full layer has one KV head). */
-static void attention_rows(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos) {
+static void attention_rows(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched) {
     const int G = L->n_q / L->n_kv, A = m->att_rows, nth = g4_pool_size(m->pool);
     int one_slot = 1;
     for (int r = 1; r < R; r++) one_slot &= slots[r] == slots[0];
-    att_job aj = {.m = m, .L = L, .R = R, .slots = slots, .pos = pos};
+    att_job aj = {.m = m, .L = L, .R = R, .batched = batched, .slots = slots, .pos = pos};
     aj.Gs = G < A ? G : A;
     aj.P = one_slot ? A / aj.Gs : 1;
     if (aj.P > R) aj.P = R;
@@ -169,7 +176,7 @@ static void attention_rows(g4_model *m, const g4_layer *L, int R, const int *slo
 
 /* ---------------------------------------------------------------- the layer loop */
 
-static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos) {
+static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched) {
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
     const float eps = c->rms_norm_eps;
@@ -179,13 +186,16 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
     g4_matmul_multi(m, R, L->has_v ? 3 : 2, ops);
     if (!L->has_v) memcpy(m->vv, m->kk, (size_t)R * Hkv * D * sizeof(float));   /* k_eq_v: v_raw = k_raw */
 
+    const int ggml = m->opts.numerics == G4_NUMERICS_GGML;
+    void (*rope_apply)(float *, const float *, int) = ggml ? g4_rope_apply_ggml : g4_rope_apply;
     for (int r = 0; r < R; r++) {
         float *cs = m->rope_cs + (size_t)r * D;
-        g4_rope_table(L->inv_freq, D, pos[r], cs);
+        if (ggml) g4_rope_table_ggml(L->rope_base, L->inv_freq, D, pos[r], cs);
+        else g4_rope_table(L->inv_freq, D, pos[r], cs);
         for (int h = 0; h < Hq; h++) {
             float *qh = m->q + ((size_t)r * Hq + h) * D;
             m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
-            g4_rope_apply(qh, cs, D);
+            rope_apply(qh, cs, D);
         }
         float *K = slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
         const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
@@ -193,12 +203,12 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
             float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
             float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
             m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
-            g4_rope_apply(kd, cs, D);
+            rope_apply(kd, cs, D);
             if (m->cfg.no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));
             else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
         }
     }
-    attention_rows(m, L, R, slots, pos);
+    attention_rows(m, L, R, slots, pos, batched);
     matmul1(m, R, &L->o, m->att, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel o_proj */
     for (int r = 0; r < R; r++) {
@@ -227,7 +237,7 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
 }
 
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                     int logit_row0, float *logits) {
+                     int logit_row0, int batched, float *logits) {
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, V = c->vocab_size;
     if (R <= 0 || R > m->max_rows) return g4_fail(G4_ERR_RUNTIME, "forward: %d rows (max %d)", R, m->max_rows);
@@ -249,7 +259,7 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
     }
     if (m->comm) m->comm->allreduce_sum(m->comm, m->x, (size_t)R * H);
     for (int l = 0; l < c->n_layers; l++) {
-        attention_block(m, &m->layers[l], R, slots, pos);
+        attention_block(m, &m->layers[l], R, slots, pos, batched);
         mlp_block(m, &m->layers[l], R);
     }
     if (logits && logit_row0 < R) {
@@ -258,6 +268,9 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
             m->k->rmsnorm(m->x + (size_t)(logit_row0 + r) * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
         g4_mm_op op = {&m->lm_head, m->h, logits, m->vmax};   /* this rank's vocabulary slice */
         g4_matmul_multi(m, n, 1, &op);
+        if (m->opts.numerics == G4_NUMERICS_GGML && c->final_logit_softcap > 0)   /* in llama.cpp's graph */
+            for (int r = 0; r < n; r++)
+                g4_ggml_softcap(logits + (size_t)r * m->vmax, m->plan.vocab_hi - m->plan.vocab_lo, c->final_logit_softcap);
     }
     return G4_OK;
 }

@@ -22,7 +22,7 @@
 
 enum { CMD_STOP = 0, CMD_STEP = 1 };
 enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
-#define CMD_HDR 4   /* op, R, logit_row0, out mode; then slots[R], pos[R], ids[R] */
+#define CMD_HDR 5   /* op, R, logit_row0, out mode, batched; then slots[R], pos[R], ids[R] */
 
 void g4_model_opts_default(g4_model_opts *o) {
     o->threads = 0;
@@ -33,6 +33,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->tp_backend = G4_TP_THREADS;
     o->no_mmap = 0;
     o->act_q8 = 0;
+    o->numerics = G4_NUMERICS_EXACT;
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -50,6 +51,7 @@ static g4_status alloc_state(g4_model *m) {
         L->kv_offset = off;
         off += 2 * (size_t)L->n_kv * L->kv_cap * L->head_dim;
         L->inv_freq = L->is_full ? m->inv_freq_full : m->inv_freq_sliding;
+        L->rope_base = (float)(L->is_full ? c->rope_full.theta : c->rope_sliding.theta);
         if (L->head_dim > maxD) maxD = L->head_dim;
         if (L->n_kv * L->head_dim > maxKV) maxKV = L->n_kv * L->head_dim;
         if (L->n_q * L->head_dim > maxQ) maxQ = L->n_q * L->head_dim;
@@ -118,6 +120,16 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     m->comm = comm;
     g4_status st;
     if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
+    if (o->numerics == G4_NUMERICS_GGML) {
+        /* llama.cpp's CPU arithmetic: its int8 activations (--act-q8), its rms norm and fp16-table
+         * GELU in this rank's copy of the kernel table; RoPE, attention and the softcap branch in
+         * gemma4.c */
+        m->opts.act_q8 = 1;
+        m->kt = *m->k;
+        m->kt.rmsnorm = g4_ggml_rmsnorm;
+        m->kt.gelu_mul = g4_ggml_gelu_mul;
+        m->k = &m->kt;
+    }
     if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
         if ((st = g4_gguf_model_bind(m, path))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
@@ -185,7 +197,8 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     i->bos_id = c->bos_id;
     i->eos_id = c->n_eos ? c->eos_ids[0] : -1;
     i->pad_id = c->pad_id;
-    i->final_logit_softcap = c->final_logit_softcap;
+    /* --numerics ggml applies the softcap inside the forward pass, as llama.cpp's graph does */
+    i->final_logit_softcap = o->numerics == G4_NUMERICS_GGML ? 0.0f : c->final_logit_softcap;
     i->architecture = c->architecture;
     i->tp = tp;
     *out = m;
@@ -361,11 +374,11 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
  * [n][V] or `next` [n]. */
 static void rank_step(g4_model *m, float *logits, int32_t *next) {
     const int32_t *c = m->cmd;
-    const int R = c[1], row0 = c[2], mode = c[3];
+    const int R = c[1], row0 = c[2], mode = c[3], batched = c[4];
     const int *slots = c + CMD_HDR, *pos = slots + R;
     const int32_t *ids = pos + R;
     const int n = R - row0, V = m->cfg.vocab_size;
-    g4_forward(m, R, slots, pos, ids, row0, mode == OUT_NONE ? NULL : m->lg);
+    g4_forward(m, R, slots, pos, ids, row0, batched, mode == OUT_NONE ? NULL : m->lg);
     if (mode == OUT_NONE) return;
     g4_comm *cm = m->comm;
     if (mode == OUT_LOGITS) {
@@ -400,10 +413,10 @@ static void rank_step(g4_model *m, float *logits, int32_t *next) {
 
 /* Rank 0: one forward pass of R rows over the whole group. */
 static void group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                          int row0, float *logits, int32_t *next) {
+                          int row0, int batched, float *logits, int32_t *next) {
     const int n = R - row0, V = m->cfg.vocab_size;
     if (!m->comm) {
-        g4_forward(m, R, slots, pos, ids, row0, next ? m->lg : logits);
+        g4_forward(m, R, slots, pos, ids, row0, batched, next ? m->lg : logits);
         for (int i = 0; next && i < n; i++) next[i] = g4_argmax(m->lg + (size_t)i * V, V);
         return;
     }
@@ -412,6 +425,7 @@ static void group_forward(g4_model *m, int R, const int *slots, const int *pos, 
     c[1] = R;
     c[2] = row0;
     c[3] = next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE;
+    c[4] = batched;
     memcpy(c + CMD_HDR, slots, (size_t)R * sizeof(int));
     memcpy(c + CMD_HDR + R, pos, (size_t)R * sizeof(int));
     memcpy(c + CMD_HDR + 2 * R, ids, (size_t)R * sizeof(int32_t));
@@ -477,7 +491,10 @@ static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float
         int R = n - done < m->opts.prefill_chunk ? n - done : m->opts.prefill_chunk;
         for (int r = 0; r < R; r++) { slots[r] = slot; pos[r] = m->slot_pos[slot] + r; }
         int last = done + R == n;
-        group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, last ? logits : NULL, last ? next : NULL);
+        /* --numerics ggml: did llama.cpp's micro-batch holding these rows (the prompt cut into
+         * n_ubatch = 512 tokens) have >= 2 tokens? (its attention P·V then runs through tinyBLAS) */
+        const int ub = n - done / 512 * 512 < 512 ? n - done / 512 * 512 : 512;
+        group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, ub >= 2, last ? logits : NULL, last ? next : NULL);
         m->slot_pos[slot] += R;
         done += R;
     }
@@ -505,7 +522,7 @@ static g4_status decode(g4_model *m, int n, const int *slots, const int32_t *ids
             return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[i], m->cfg.vocab_size);
         pos[i] = m->slot_pos[slots[i]];
     }
-    group_forward(m, n, slots, pos, ids, 0, logits, next);
+    group_forward(m, n, slots, pos, ids, 0, n >= 2, logits, next);
     for (int i = 0; i < n; i++) m->slot_pos[slots[i]]++;
     return G4_OK;
 }
@@ -520,7 +537,7 @@ g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *
 
 void g4_softcap(const g4_model *m, float *logits, int n) {
     const float cap = m->cfg.final_logit_softcap;
-    if (cap <= 0) return;
+    if (cap <= 0 || m->opts.numerics == G4_NUMERICS_GGML) return;   /* ggml: already in the logits */
     for (int i = 0; i < n; i++) logits[i] = tanhf(logits[i] / cap) * cap;
 }
 

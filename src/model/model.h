@@ -31,6 +31,7 @@ typedef struct {
     float *w_qnorm, *w_knorm;                             /* [D] */
     float layer_scalar;
     const float *inv_freq;      /* [D/2] RoPE inverse frequencies for this layer's type */
+    float rope_base;            /* RoPE theta of this layer's type (--numerics ggml's RoPE cache) */
     int kv_cap;                 /* positions the cache holds: ring (sliding) or ctx (full) */
     size_t kv_offset;           /* floats from the slot's base to this layer's K; V follows */
 } g4_layer;
@@ -48,6 +49,7 @@ struct g4_model {
     float embed_scale;
     float *inv_freq_sliding, *inv_freq_full;
     const g4_kernels *k;
+    g4_kernels kt;              /* --numerics ggml: this rank's table with ggml's rmsnorm / gelu_mul */
     g4_pool *pool;
     g4_model_opts opts;
     int max_rows;               /* rows one forward call may process: max(prefill_chunk, n_slots) */
@@ -90,9 +92,10 @@ g4_status g4_model_shard(g4_model *m);
 
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and
  * writes this rank's raw logits (vocabulary rows [vlo, vlo + vlen)) for rows [logit_row0, R) into
- * logits[(r - logit_row0) * vmax]. Every rank of a group calls it with the same arguments. */
+ * logits[(r - logit_row0) * vmax]. Every rank of a group calls it with the same arguments.
+ * batched (--numerics ggml only): llama.cpp would run these rows in a batch of >= 2 tokens. */
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                     int logit_row0, float *logits);
+                     int logit_row0, int batched, float *logits);
 
 /* One product of a parallel matmul: y[t * ldy + r] = x[t] · w[r] for T activation rows t. */
 typedef struct {

@@ -57,6 +57,7 @@ static void *loader(void *arg) {
     mo.tp_backend = s->opts.tp_backend;
     mo.no_mmap = s->opts.no_mmap;
     mo.act_q8 = s->opts.act_q8;
+    mo.numerics = s->opts.numerics;
     const char *dir = s->opts.model_path;
     double t0 = g4_now();
     /* Test hook: hold the loading state so tests can see /health answer 503. */

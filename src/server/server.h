@@ -24,6 +24,7 @@ typedef struct {
     int tp, tp_backend;      /* tensor parallelism (g4_model_opts) */
     int no_mmap;             /* copy the weights at load (g4_model_opts) */
     int act_q8;              /* int8 activations for quantized-weight matmuls (g4_model_opts) */
+    int numerics;            /* G4_NUMERICS_EXACT | G4_NUMERICS_GGML (g4_model_opts) */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 

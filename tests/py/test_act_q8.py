@@ -4,9 +4,9 @@ tests/c/test_quant_act.c). Here, end to end:
 
   * Gemma 4 Q8_0 GGUF fixtures vs llama.cpp's recorded logits and greedy tokens
     (llamacpp_greedy.json, 14 prompts): the mode brings the first-step logits closer to
-    llama.cpp's. Not to zero: llama.cpp's GELU goes through an fp16 table (GGML_GELU_FP16) and
-    these random-weight models amplify every difference; with that table emulated as well
-    (an experiment, not in the tree), 5 of the 14 prompts gave llama.cpp's logits bit for bit.
+    llama.cpp's. Not to zero: llama.cpp's other float ops differ (its GELU goes through an fp16
+    table, GGML_GELU_FP16, ...) and these random-weight models amplify every difference;
+    --numerics ggml mirrors those too (test_numerics_ggml.py: bit-identical).
   * float weights (bf16 GGUF) are untouched by the mode: identical logits.
   * --tp 2 (threads backend; each rank quantizes its own input): the logits and tokens of --tp 1.
   * the real Gemma 3 270M Q4_K_M: greedy tokens against transformers' (exact dequantized

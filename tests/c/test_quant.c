@@ -146,12 +146,90 @@ static void test_gemm_prefill(void **state) {
     }
 }
 
+/* Decode (T = 1..3) over random blocks with sane f16 scales, every path: against
+ * dequantize-then-dot in double; and bit for bit, each (row, t) result must not depend on the row
+ * range it was computed in (the AVX2 kernels take several rows per pass, so 37 rows split at odd
+ * places put every row into passes of different widths), nor on T (row t of a T-row call equals
+ * the same row alone). Two K per type: a small one and one past the kernels' stack buffer of
+ * per-call activation sums at T = 3 (K in two segments). */
+static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) {
+    const size_t bb = g4_dtype_size(dt);
+    for (size_t i = 0; i < nbytes; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        w[i] = (uint8_t)(*seed >> 24);
+    }
+    for (size_t b = 0; b < nbytes / bb; b++) {   /* f16 scales in [2^-9, 2^-8), either sign */
+        uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : 0);
+        for (int k = 0; k < (dt == G4_DT_Q4_K ? 2 : 1); k++) {
+            *seed = *seed * 1664525u + 1013904223u;
+            const uint16_t h = (uint16_t)(0x1800 | ((*seed >> 8) & 0x3ff) | (((*seed >> 20) & 1) << 15));
+            p[2 * k] = (uint8_t)h;
+            p[2 * k + 1] = (uint8_t)(h >> 8);
+        }
+    }
+}
+
+static void test_decode_rows(void **state) {
+    (void)state;
+    enum { N = 37 };
+    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_dtype dts[] = {G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 256, 171 * 256};
+    unsigned seed = 11;
+    for (int p = 0; p < 2; p++) {
+        if (!paths[p]) continue;
+        for (int i = 0; i < 4; i++) {
+            const g4_dtype dt = dts[i];
+            for (int kk = 0; kk < 2; kk++) {
+                const int K = kk ? bigK[i] : 3 * 256;
+                const size_t rb = g4_dtype_row_bytes(dt, K);
+                uint8_t *w = malloc(N * rb);
+                float *wf = malloc((size_t)K * sizeof(float)), *x = malloc(3 * (size_t)K * sizeof(float));
+                float y[3 * N], y1[3 * N];
+                rand_blocks(dt, w, N * rb, &seed);
+                for (int k = 0; k < 3 * K; k++) x[k] = frand(&seed);
+                for (int t = 0; t < 3; t++)   /* each activation row alone, each weight row alone */
+                    for (int n = 0; n < N; n++) paths[p]->matmul[dt](x + (size_t)t * K, 1, K, w, n, n + 1, y1 + t * N, N);
+                for (int n = 0; n < N; n++) {
+                    g4_dequant_row(dt, w + n * rb, K, wf);
+                    for (int t = 0; t < 3; t++) {
+                        double ref = 0, mag = 0;
+                        for (int k = 0; k < K; k++) {
+                            ref += (double)x[(size_t)t * K + k] * wf[k];
+                            mag += fabs((double)x[(size_t)t * K + k] * wf[k]);
+                        }
+                        if (fabs(y1[t * N + n] - ref) > 1e-5 * mag + 1e-6)
+                            fail_msg("%s %s K=%d t=%d n=%d: %g vs %g", paths[p]->name, g4_dtype_name(dt), K, t, n, y1[t * N + n], ref);
+                    }
+                }
+                for (int T = 1; T <= 3; T++) {
+                    const int cuts[][4] = {{0, N, N, N}, {0, 5, 6, N}, {0, 3, 30, N}};
+                    for (int c = 0; c < 3; c++) {
+                        memset(y, 0, sizeof y);
+                        for (int s = 0; s < 3; s++)
+                            if (cuts[c][s] < cuts[c][s + 1]) paths[p]->matmul[dt](x, T, K, w, cuts[c][s], cuts[c][s + 1], y, N);
+                        for (int t = 0; t < T; t++)
+                            for (int n = 0; n < N; n++)
+                                if (memcmp(&y[t * N + n], &y1[t * N + n], sizeof(float)))
+                                    fail_msg("%s %s K=%d T=%d cut %d t=%d n=%d: %.9g vs alone %.9g", paths[p]->name,
+                                             g4_dtype_name(dt), K, T, c, t, n, y[t * N + n], y1[t * N + n]);
+                    }
+                }
+                free(w);
+                free(wf);
+                free(x);
+            }
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_dequant_exact),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_gemm_prefill),
+        cmocka_unit_test(test_decode_rows),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }

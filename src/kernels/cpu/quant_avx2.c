@@ -80,134 +80,246 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
     }
 }
 
-/* ---- the other block types fused in registers: each 32-weight chunk becomes four 8-wide
- * float vectors of integer quants, dotted with x and scaled per chunk (or per 16). ---- */
+/* ---- Q4_0 / Q5_0 / Q4_K / Q6_K, exact decode (T < 4): fused in registers. Each group of 8
+ * quants is zero-extended straight from memory into int32 lanes (vpmovzxbd: a byte's low and
+ * high nibbles are two such groups), masked / shifted, converted to float and FMA'd with x; the
+ * per-block (sub-block) scale is applied to the 8-lane sum. The constant offsets (Q4_0's -8,
+ * Q5_0's -16, Q6_K's -32) and Q4_K's mins become sums of x, computed once per call into a stack
+ * buffer ("pre") and folded in per block. R weight rows x T activation rows per pass (every
+ * quant widened once, every x load feeding R rows); each (row, t) result is the same chain of
+ * operations whatever R, T, the row range or the thread count. ---- */
 
-static inline __m256 cvt8(__m256i v, int k) {   /* int8 lanes 8k..8k+7 -> float */
-    __m128i h = k < 2 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
-    if (k & 1) h = _mm_srli_si128(h, 8);
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h));
+#define AI static inline __attribute__((always_inline))
+
+enum { PRE_MAX = 8192 };   /* floats of activation sums per call on the stack (32 KB) */
+
+static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(f16_to_f32((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
+static inline __m256 sum4(const float *x) {   /* x[0..8) + x[8..16) + x[16..24) + x[24..32) */
+    return _mm256_add_ps(_mm256_add_ps(ld(x), ld(x + 8)), _mm256_add_ps(ld(x + 16), ld(x + 24)));
 }
 
-/* sum over the 32 lanes of q (int8) times x[0..32), as a vector: lanes 0-15 and 16-31 apart */
-static inline void dot32_i8(__m256i q, const float *x, __m256 *lo, __m256 *hi) {
-    *lo = _mm256_fmadd_ps(cvt8(q, 1), _mm256_loadu_ps(x + 8), _mm256_mul_ps(cvt8(q, 0), _mm256_loadu_ps(x)));
-    *hi = _mm256_fmadd_ps(cvt8(q, 3), _mm256_loadu_ps(x + 24), _mm256_mul_ps(cvt8(q, 2), _mm256_loadu_ps(x + 16)));
+/* pre for Q4_0 / Q5_0: per t and block, the 8 lanes c * (x0 + x1 + x2 + x3) (c = -8 / -16):
+ * the chain of q . x starts there, so sum (q + c) x comes out with no per-weight subtraction */
+static void pre_q_0(float c, const float *x, int ldx, int T, int nb, float *pre) {
+    const __m256 cv = _mm256_set1_ps(c);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < nb; b++)
+            _mm256_storeu_ps(pre + ((size_t)t * nb + b) * 8, _mm256_mul_ps(cv, sum4(x + (size_t)t * ldx + 32 * b)));
+}
+static void pre_q4_0(const float *x, int ldx, int T, int nb, float *pre) { pre_q_0(-8.0f, x, ldx, T, nb, pre); }
+static void pre_q5_0(const float *x, int ldx, int T, int nb, float *pre) { pre_q_0(-16.0f, x, ldx, T, nb, pre); }
+
+/* pre for Q4_K: per t, the sum of each 32 x (8 per 256-block, dotted with the block's mins) */
+static void pre_q4_k(const float *x, int ldx, int T, int nb, float *pre) {
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < 8 * nb; j++) pre[(size_t)t * 8 * nb + j] = hsum(sum4(x + (size_t)t * ldx + 32 * j));
 }
 
-/* 32 bits -> 32 bytes of 0xFF / 0x00 (bit i -> byte i) */
-static inline __m256i bits_to_bytes(uint32_t b) {
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i mask = _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
-    v = _mm256_or_si256(v, mask);
-    return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
-}
-
-static inline __m256i nibbles32(const uint8_t *q16) {   /* q[16] -> low nibbles 0..15, high 16..31 */
-    const __m128i v = _mm_loadu_si128((const __m128i *)q16), m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
-}
-
-typedef __m256 (*blk_dot_fn)(const uint8_t *blk, const float *x);   /* one block · x, as a vector */
-
-static __m256 blk_q4_0(const uint8_t *b, const float *x) {
-    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-    __m256 lo, hi;
-    dot32_i8(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), x, &lo, &hi);
-    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(lo, hi));
-}
-
-static __m256 blk_q5_0(const uint8_t *b, const float *x) {
-    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-    uint32_t qh;
-    memcpy(&qh, b + 2, 4);
-    __m256i q = _mm256_or_si256(nibbles32(b + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
-    __m256 lo, hi;
-    dot32_i8(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), x, &lo, &hi);
-    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(lo, hi));
-}
-
-static inline void k4_scale_min(int j, const uint8_t *q, int *d, int *m) {   /* get_scale_min_k4 */
-    if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
-    else { *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
-}
-
-static __m256 blk_q4_k(const uint8_t *b, const float *x) {   /* sum_j d*sc_j*(q·x) - dmin*m_j*sum(x) */
-    const float d = f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = f16_to_f32((uint16_t)(b[2] | b[3] << 8));
-    const uint8_t *sc = b + 4, *qs = b + 16;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    for (int g = 0; g < 4; g++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
-        for (int h = 0; h < 2; h++) {
-            const int j = 2 * g + h;
-            const float *xj = x + 32 * j;
-            __m256i q = h ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-            int s, m;
-            k4_scale_min(j, sc, &s, &m);
-            __m256 lo, hi;
-            dot32_i8(q, xj, &lo, &hi);
-            const __m256 sx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xj), _mm256_loadu_ps(xj + 8)),
-                                            _mm256_add_ps(_mm256_loadu_ps(xj + 16), _mm256_loadu_ps(xj + 24)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)s), _mm256_add_ps(lo, hi), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)m), sx, acc);
+/* pre for Q6_K: per t, -32 x the sum of each 16 x (16 per block, dotted with d * scales) */
+static void pre_q6_k(const float *x, int ldx, int T, int nb, float *pre) {
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < 16 * nb; j++) {
+            const float *xj = x + (size_t)t * ldx + 16 * j;
+            pre[(size_t)t * 16 * nb + j] = -32.0f * hsum(_mm256_add_ps(ld(xj), ld(xj + 8)));
         }
-    }
-    return acc;
 }
 
-static __m256 blk_q6_k(const uint8_t *b, const float *x) {
-    const float d = f16_to_f32((uint16_t)(b[208] | b[209] << 8));
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
-    __m256 acc = _mm256_setzero_ps();
-    for (int h = 0; h < 2; h++) {
-        const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
-        const int8_t *sc = (const int8_t *)(b + 192 + 8 * h);
-        const __m256i L = _mm256_loadu_si256((const __m256i *)ql), L2 = _mm256_loadu_si256((const __m256i *)(ql + 32)),
-                      H = _mm256_loadu_si256((const __m256i *)qh);
-        __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
-        q[1] = _mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L, 4), m4), _mm256_and_si256(H, m30));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
-        for (int r = 0; r < 4; r++) {
-            __m256 lo, hi;
-            dot32_i8(_mm256_sub_epi8(q[r], c32), x + 128 * h + 32 * r, &lo, &hi);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * r]), lo, acc);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * r + 1]), hi, acc);
-        }
-    }
-    return acc;
-}
+/* A pass: R rows from w (row stride rb) x T activation rows (stride ldx), nb blocks; pre has
+ * ldp floats per t; out[r * T + t] */
+#define PASS_ARGS const int R, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx, \
+                  const float *pre, size_t ldp, float *out
 
-static void mm_fused(blk_dot_fn f, int bs, size_t bb, const float *x, int T, int K, const void *w, int n0,
-                     int n1, float *y, int ldy) {
-    const int nb = K / bs;
-    const size_t rb = (size_t)nb * bb;
-    for (int n = n0; n < n1; n++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;
-        for (int t = 0; t < T; t++) {
-            const float *xr = x + (size_t)t * K;
-            __m256 acc = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                if (T == 1) g4_prefetch_ahead(row + (size_t)b * bb, bb);   /* decode: one stream */
-                acc = _mm256_add_ps(acc, f(row + (size_t)b * bb, xr + (size_t)b * bs));
+/* Q4_0 (18 B: d, q[16] low nibbles = 0..15, high = 16..31) and Q5_0 (22 B: d, qh[4], q[16]; bit j
+ * of qh is weight j's fifth bit): w0..w3 = weights 0-7, 8-15, 16-23, 24-31 */
+AI void q_0_pass(const int q5, PASS_ARGS) {
+    const int bb = q5 ? 22 : 18;
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10),
+                  lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 acc[4][3];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        g4_prefetch_ahead(w + (size_t)b * R * bb, (size_t)R * bb);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb, *qs = blk + (q5 ? 6 : 2);
+            const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
+            __m256i i0 = _mm256_and_si256(v0, m4), i1 = _mm256_and_si256(v1, m4), i2 = _mm256_srli_epi32(v0, 4),
+                    i3 = _mm256_srli_epi32(v1, 4);
+            if (q5) {   /* fifth bits: lane i of group k is weight 8k + i, its bit at bit 4 */
+                uint32_t qh;
+                memcpy(&qh, blk + 2, 4);
+                const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), lane);   /* qh >> i */
+                i0 = _mm256_or_si256(i0, _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
+                i1 = _mm256_or_si256(i1, _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
+                i2 = _mm256_or_si256(i2, _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
+                i3 = _mm256_or_si256(i3, _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
             }
-            y[(size_t)t * ldy + n] = hsum(acc);
+            const __m256 w0 = _mm256_cvtepi32_ps(i0), w1 = _mm256_cvtepi32_ps(i1), w2 = _mm256_cvtepi32_ps(i2),
+                         w3 = _mm256_cvtepi32_ps(i3), d = bcast_f16(blk);
+            for (int t = 0; t < T; t++) {
+                const float *xb = x + (size_t)t * ldx + 32 * b;
+                __m256 s = _mm256_fmadd_ps(w0, ld(xb), ld(pre + t * ldp + 8 * b));
+                s = _mm256_fmadd_ps(w1, ld(xb + 8), s);
+                s = _mm256_fmadd_ps(w2, ld(xb + 16), s);
+                s = _mm256_fmadd_ps(w3, ld(xb + 24), s);
+                acc[r][t] = _mm256_fmadd_ps(d, s, acc[r][t]);
+            }
         }
     }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) out[r * T + t] = hsum(acc[r][t]);
+}
+AI void q4_0_pass(PASS_ARGS) { q_0_pass(0, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
+AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
+
+/* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
+ * in its low nibble, 64g + 32 + l in its high): sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j) */
+AI void q4_k_pass(PASS_ARGS) {
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
+    __m256 acc[4][3][2];   /* two chains per (row, t): even sub-blocks + mins, odd sub-blocks */
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        g4_prefetch_ahead(w + (size_t)b * R * 144, (size_t)R * 144);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 144, *qs = blk + 16;
+            uint32_t u[4];
+            g4_q4_k_scales(blk + 4, u);
+            const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+            float dsc[8];
+            _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+            const __m256 dm = _mm256_mul_ps(bcast_f16(blk + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
+            for (int t = 0; t < T; t++) acc[r][t][0] = _mm256_fnmadd_ps(dm, ld(pre + t * ldp + 8 * b), acc[r][t][0]);
+            for (int g = 0; g < 4; g++) {
+                __m256 slo[3], shi[3];
+                for (int c = 0; c < 4; c++) {
+                    const __m256i v = u8x8(qs + 32 * g + 8 * c);
+                    const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, m4)),
+                                 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+                    for (int t = 0; t < T; t++) {
+                        const float *xg = x + (size_t)t * ldx + 256 * b + 64 * g + 8 * c;
+                        if (c == 0) {
+                            slo[t] = _mm256_mul_ps(lo, ld(xg));
+                            shi[t] = _mm256_mul_ps(hi, ld(xg + 32));
+                        } else {
+                            slo[t] = _mm256_fmadd_ps(lo, ld(xg), slo[t]);
+                            shi[t] = _mm256_fmadd_ps(hi, ld(xg + 32), shi[t]);
+                        }
+                    }
+                }
+                for (int t = 0; t < T; t++) {
+                    acc[r][t][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(dsc + 2 * g), slo[t], acc[r][t][0]);
+                    acc[r][t][1] = _mm256_fmadd_ps(_mm256_broadcast_ss(dsc + 2 * g + 1), shi[t], acc[r][t][1]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) out[r * T + t] = hsum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 
-/* decode (T < 4): fused per block; prefill: dequantized panels through the fp32 GEMM, with the
- * rows past its last full 16-row panel fused */
-#define MM_FUSED(NAME, DT, F, BS, BB)                                                           \
+/* Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32), weight 128h + 32k + l
+ * is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4, minus 32, with
+ * scale sc[8h + 2k + l / 16] */
+AI void q6_quads(const uint8_t *ql, const uint8_t *qh, int c, __m256 q[4]) {   /* l = 8c..8c+7, k = 0..3 */
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m30 = _mm256_set1_epi32(0x30);
+    const __m256i L = u8x8(ql + 8 * c), L2 = u8x8(ql + 32 + 8 * c), H = u8x8(qh + 8 * c);
+    q[0] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi32(H, 4), m30)));
+    q[1] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi32(H, 2), m30)));
+    q[2] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(L, 4), _mm256_and_si256(H, m30)));
+    q[3] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(L2, 4), _mm256_and_si256(_mm256_srli_epi32(H, 2), m30)));
+}
+
+AI void q6_k_pass(PASS_ARGS) {
+    __m256 acc[4][3][2];   /* two chains per (row, t): scale index even / odd */
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        g4_prefetch_ahead(w + (size_t)b * R * 210, (size_t)R * 210);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 210;
+            const __m256 d = bcast_f16(blk + 208);
+            float dsc[16];
+            const __m256 d0 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 192))))),
+                         d1 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 200)))));
+            _mm256_storeu_ps(dsc, d0);
+            _mm256_storeu_ps(dsc + 8, d1);
+            for (int t = 0; t < T; t++) {   /* the -32: d sc_j x (-32 sum of x_j) */
+                acc[r][t][0] = _mm256_fmadd_ps(d0, ld(pre + t * ldp + 16 * b), acc[r][t][0]);
+                acc[r][t][1] = _mm256_fmadd_ps(d1, ld(pre + t * ldp + 16 * b + 8), acc[r][t][1]);
+            }
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+                for (int is = 0; is < 2; is++) {
+                    __m256 s[4][3], q[4];
+                    q6_quads(ql, qh, 2 * is, q);
+                    for (int k = 0; k < 4; k++)
+                        for (int t = 0; t < T; t++)
+                            s[k][t] = _mm256_mul_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is));
+                    q6_quads(ql, qh, 2 * is + 1, q);
+                    for (int k = 0; k < 4; k++)
+                        for (int t = 0; t < T; t++)
+                            s[k][t] = _mm256_fmadd_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is + 8), s[k][t]);
+                    for (int k = 0; k < 4; k++)
+                        for (int t = 0; t < T; t++)
+                            acc[r][t][k & 1] = _mm256_fmadd_ps(_mm256_broadcast_ss(dsc + 8 * h + 2 * k + is), s[k][t], acc[r][t][k & 1]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) out[r * T + t] = hsum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+}
+
+/* The decode driver: rows in passes of RT1 rows at T = 1, 2 rows at T = 2, then single rows
+ * (RT1 measured per type: Q4_0 / Q5_0 gain from 4 rows sharing x, Q4_K / Q6_K run best one row
+ * at a time, their loops already hold 16-32 independent FMAs per sub-block); K in segments whose
+ * sums fit pre at T = 3 (one segment up to 341 blocks of Q4_0 / Q5_0 / Q4_K, 170 of Q6_K: every
+ * real K of Q4_K / Q6_K; past that each row's segments are added in order, the same for any T). */
+#define MM_DECODE(NAME, PASS, PRE, BS, BB, PB, RT1)                                                      \
+    static void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {   \
+        const int nb = K / BS, seg = PRE_MAX / (3 * PB);                                                 \
+        const size_t rb = (size_t)nb * BB;                                                               \
+        float pre[PRE_MAX], out[12] = {0};                                                                     \
+        for (int b0 = 0; b0 < nb; b0 += seg) {                                                           \
+            const int sn = nb - b0 < seg ? nb - b0 : seg;                                                \
+            const float *xs = x + (size_t)b0 * BS;                                                       \
+            const uint8_t *ws = (const uint8_t *)w + (size_t)b0 * BB;                                    \
+            const size_t ldp = (size_t)sn * PB;                                                          \
+            PRE(xs, K, T, sn, pre);                                                                      \
+            for (int n = n0; n < n1;) {                                                                  \
+                const uint8_t *wr = ws + (size_t)n * rb;                                                 \
+                int R = 1;                                                                               \
+                if (T == 1 && n + RT1 <= n1) PASS(RT1, 1, wr, rb, sn, xs, K, pre, ldp, out), R = RT1;    \
+                else if (T == 2 && n + 2 <= n1) PASS(2, 2, wr, rb, sn, xs, K, pre, ldp, out), R = 2;     \
+                else if (T == 1) PASS(1, 1, wr, rb, sn, xs, K, pre, ldp, out);                           \
+                else if (T == 2) PASS(1, 2, wr, rb, sn, xs, K, pre, ldp, out);                           \
+                else PASS(1, 3, wr, rb, sn, xs, K, pre, ldp, out);                                       \
+                for (int r = 0; r < R; r++)                                                              \
+                    for (int t = 0; t < T; t++) {                                                        \
+                        float *yy = y + (size_t)t * ldy + n + r;                                         \
+                        *yy = b0 ? *yy + out[r * T + t] : out[r * T + t];                                \
+                    }                                                                                    \
+                n += R;                                                                                  \
+            }                                                                                            \
+        }                                                                                                \
+    }
+MM_DECODE(dec_q4_0, q4_0_pass, pre_q4_0, 32, 18, 8, 4)
+MM_DECODE(dec_q5_0, q5_0_pass, pre_q5_0, 32, 22, 8, 4)
+MM_DECODE(dec_q4_k, q4_k_pass, pre_q4_k, 256, 144, 8, 1)
+MM_DECODE(dec_q6_k, q6_k_pass, pre_q6_k, 256, 210, 16, 1)
+
+/* decode (T < 4): fused (above); prefill: dequantized panels through the fp32 GEMM, with the
+ * rows past its last full 16-row panel fused, up to 3 activation rows at a time */
+#define MM_FUSED(NAME, DT, DEC)                                                                  \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
         if (T >= 4) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                   \
-        mm_fused(F, BS, BB, x, T, K, w, n0, n1, y, ldy);                                        \
+        for (int t0 = 0; t0 < T && n0 < n1; t0 += 3)                                            \
+            DEC(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n0, n1, y + (size_t)t0 * ldy, ldy); \
     }
-MM_FUSED(g4_mm_q4_0_avx2, G4_DT_Q4_0, blk_q4_0, 32, 18)
-MM_FUSED(g4_mm_q5_0_avx2, G4_DT_Q5_0, blk_q5_0, 32, 22)
-MM_FUSED(g4_mm_q4_k_avx2, G4_DT_Q4_K, blk_q4_k, 256, 144)
-MM_FUSED(g4_mm_q6_k_avx2, G4_DT_Q6_K, blk_q6_k, 256, 210)
+MM_FUSED(g4_mm_q4_0_avx2, G4_DT_Q4_0, dec_q4_0)
+MM_FUSED(g4_mm_q5_0_avx2, G4_DT_Q5_0, dec_q5_0)
+MM_FUSED(g4_mm_q4_k_avx2, G4_DT_Q4_K, dec_q4_k)
+MM_FUSED(g4_mm_q6_k_avx2, G4_DT_Q6_K, dec_q6_k)

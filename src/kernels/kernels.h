@@ -7,11 +7,13 @@
  * in registers (exact), fp32 accumulation — decode GEMV streams the weights with software
  * prefetch; prefill GEMM packs 16-row fp32 panels and runs a 6x16 FMA microkernel.
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
- * against fp32 activations. Opt-in `--act-q8` (matmul_q8, quantize_act): the activation row is
+ * against fp32 activations (AVX2 decode: quants zero-extended from memory into int32 lanes, offsets
+ * and Q4_K mins from per-call sums of x; bench --kernels, 2 threads, 2026-12-03: Q4_K ~5 -> ~10.5
+ * GB/s, Q4_0 ~6.5 -> ~11.5, Q6_K 8.8 -> 12.5 — see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the activation row is
  * quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for Q8_0/Q4_0/Q5_0, Q8_K
  * for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float scale per block), as
  * llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar", x86 AVX2 for "avx2");
- * decode kernels 1.6-3.5x the exact ones; prefill runs the same int8 tiles (4 activation rows per
+ * decode kernels 1.6-3.5x the exact ones (before the exact Q4_0/Q4_K/Q6_K decode got ~1.5-2x faster); prefill runs the same int8 tiles (4 activation rows per
  * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
  * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
  * Not implemented: the opt-in bf16 fast prefill (`--prefill-bf16`: activations rounded to bf16,

@@ -117,16 +117,10 @@ MATMUL_IMPL(dot_bf16, uint16_t, load_bf16, g4_bf16_to_f32)
 enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 256, GEMM_MC = GEMM_MC_ };
 
 #define PACK_IMPL(NAME, TYPE, LOADW)                                                          \
-    static void NAME(const TYPE *w, int K, int k0, int kc, float *panel, const TYPE *next,    \
-                     int next_k0) {                                                           \
+    static void NAME(const TYPE *w, int K, int k0, int kc, float *panel) {                    \
         /* rows n..n+15 of W, columns k0..k0+kc-1 → panel[k][16] */                          \
         for (int kk = 0; kk < kc; kk += 8) {                                                  \
             __m256 r[16];                                                                     \
-            /* fetch the next pack's 16 row segments (from DRAM) while this one is transposed \
-             * and multiplied: one 64-byte line of each row per 64 bytes of columns */          \
-            if (next && (kk * sizeof(TYPE)) % 64 == 0)                                        \
-                for (int i = 0; i < 16; i++)                                                  \
-                    _mm_prefetch((const char *)(next + (size_t)i * K + next_k0 + kk), _MM_HINT_T0); \
             for (int i = 0; i < 16; i++) r[i] = LOADW(w + (size_t)i * K + k0 + kk);           \
             /* transpose two 8x8 blocks (rows 0-7 and 8-15) */                               \
             for (int h = 0; h < 2; h++) {                                                     \
@@ -149,18 +143,58 @@ enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 256, GEMM_MC = GEMM_MC_ };
     }
 PACK_IMPL(pack_f32, float, load_f32)
 PACK_IMPL(pack_f16, uint16_t, load_f16)
-PACK_IMPL(pack_bf16, uint16_t, load_bf16)
+/* bf16 rows n..n+15, columns k0..k0+kc-1 → panel[k][16] in the "even/odd" lane order: lanes 0-7
+ * hold rows 0,2,4,6,8,10,12,14 and lanes 8-15 rows 1,3,...,15 (micro_6x16's eo mode restores the
+ * natural order when it loads and stores C). The transpose runs on the 16-bit values (rows i and
+ * i+8 in the two 128-bit lanes of one register: 24 unpacks for the whole 16 x 8 block), and the
+ * widening is then a shift (even rows) and a mask (odd rows) of each column's 32-bit pairs. */
+static void pack_bf16(const uint16_t *w, int K, int k0, int kc, float *panel) {
+    const __m256i hi_mask = _mm256_set1_epi32((int)0xFFFF0000u);
+    for (int kk = 0; kk < kc; kk += 8) {
+        __m256i a[8];
+        for (int i = 0; i < 8; i++)
+            a[i] = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(w + (size_t)i * K + k0 + kk))),
+                _mm_loadu_si128((const __m128i *)(w + (size_t)(i + 8) * K + k0 + kk)), 1);
+        __m256i t[8], u[8];
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);       /* rows 2i,2i+1: cols 0-3 */
+            t[2 * i + 1] = _mm256_unpackhi_epi16(a[2 * i], a[2 * i + 1]);   /* cols 4-7 */
+        }
+        for (int h = 0; h < 2; h++) {   /* rows 0-3 (h = 0) and 4-7 */
+            u[4 * h + 0] = _mm256_unpacklo_epi32(t[4 * h], t[4 * h + 2]);       /* cols 0,1 */
+            u[4 * h + 1] = _mm256_unpackhi_epi32(t[4 * h], t[4 * h + 2]);       /* cols 2,3 */
+            u[4 * h + 2] = _mm256_unpacklo_epi32(t[4 * h + 1], t[4 * h + 3]);   /* cols 4,5 */
+            u[4 * h + 3] = _mm256_unpackhi_epi32(t[4 * h + 1], t[4 * h + 3]);   /* cols 6,7 */
+        }
+        for (int j = 0; j < 4; j++) {   /* column pairs (2j, 2j+1): rows 0-7 | rows 8-15 */
+            const __m256i c0 = _mm256_unpacklo_epi64(u[j], u[4 + j]), c1 = _mm256_unpackhi_epi64(u[j], u[4 + j]);
+            float *p0 = panel + (size_t)(kk + 2 * j) * 16, *p1 = p0 + 16;
+            _mm256_store_ps(p0, _mm256_castsi256_ps(_mm256_slli_epi32(c0, 16)));
+            _mm256_store_ps(p0 + 8, _mm256_castsi256_ps(_mm256_and_si256(c0, hi_mask)));
+            _mm256_store_ps(p1, _mm256_castsi256_ps(_mm256_slli_epi32(c1, 16)));
+            _mm256_store_ps(p1 + 8, _mm256_castsi256_ps(_mm256_and_si256(c1, hi_mask)));
+        }
+    }
+}
 
-/* C[MR][16] (+)= X[MR][k0:k0+kc] · panel; rows of C at stride ldy. `mr` is a compile-time
+/* C[MR][16] (+)= X[MR][k0:k0+kc] · panel; rows of C at stride ldy. eo: the panel is in
+ * pack_bf16's even/odd lane order (C is permuted on load and store). `mr` is a compile-time
  * constant at every call site (micro_rows), so a short last block of rows costs only its own FMAs. */
 static inline __attribute__((always_inline)) void micro_6x16(const float *x, int K, int k0, int kc,
                                                              const float *panel, float *y, int ldy,
-                                                             int mr, int accumulate) {
+                                                             int mr, int accumulate, int eo) {
     __m256 c[6][2];
     for (int i = 0; i < 6; i++) {
         if (i < mr && accumulate) {
             c[i][0] = _mm256_loadu_ps(y + (size_t)i * ldy);
             c[i][1] = _mm256_loadu_ps(y + (size_t)i * ldy + 8);
+            if (eo) {   /* natural → even/odd: a = rows 0-3 | 8-11, b = 4-7 | 12-15 */
+                const __m256 a = _mm256_permute2f128_ps(c[i][0], c[i][1], 0x20);
+                const __m256 b = _mm256_permute2f128_ps(c[i][0], c[i][1], 0x31);
+                c[i][0] = _mm256_shuffle_ps(a, b, 0x88);   /* 0 2 4 6 | 8 10 12 14 */
+                c[i][1] = _mm256_shuffle_ps(a, b, 0xDD);   /* 1 3 5 7 | 9 11 13 15 */
+            }
         } else {
             c[i][0] = c[i][1] = _mm256_setzero_ps();
         }
@@ -177,33 +211,55 @@ static inline __attribute__((always_inline)) void micro_6x16(const float *x, int
         }
     }
     for (int i = 0; i < mr; i++) {
+        if (eo) {   /* even/odd → natural */
+            const __m256 a = _mm256_unpacklo_ps(c[i][0], c[i][1]);   /* 0-3 | 8-11 */
+            const __m256 b = _mm256_unpackhi_ps(c[i][0], c[i][1]);   /* 4-7 | 12-15 */
+            c[i][0] = _mm256_permute2f128_ps(a, b, 0x20);
+            c[i][1] = _mm256_permute2f128_ps(a, b, 0x31);
+        }
         _mm256_storeu_ps(y + (size_t)i * ldy, c[i][0]);
         _mm256_storeu_ps(y + (size_t)i * ldy + 8, c[i][1]);
     }
 }
 
-/* All T activation rows against one packed panel, 6 rows at a time (the last block 1..5). */
+/* All T activation rows against one packed panel, 6 rows at a time (the last block 1..5).
+ * While the FMAs run it prefetches what the next pack and the next block need from beyond L2:
+ * the next panel's weight rows (`pf`: 16 rows of pf_bytes at pf_stride — DRAM), spread over the
+ * blocks a few rows each, and each next block's C rows (y of a long task does not stay in L2
+ * between K blocks). Issued all at once at the start of the pack, the weight prefetches left the
+ * pack waiting on DRAM: 6-9% slower per thread (T = 64, weights streamed from DRAM; the GEMM at
+ * 82% of one core's FMA peak with the weights in L3, ~70% streamed before, ~77% now). */
 static void micro_rows(const float *x, int T, int K, int k0, int kc, const float *panel, float *y, int ldy,
-                       int accumulate) {
+                       int accumulate, int eo, const char *pf, size_t pf_stride, int pf_bytes) {
     int t = 0;
-    for (; t + GEMM_MR <= T; t += GEMM_MR)
-        micro_6x16(x + (size_t)t * K, K, k0, kc, panel, y + (size_t)t * ldy, ldy, 6, accumulate);
+    const int nb = T / GEMM_MR > 0 ? T / GEMM_MR : 1;
+    for (int b = 0; t + GEMM_MR <= T; t += GEMM_MR, b++) {
+        if (pf)
+            for (int r = b * GEMM_NR / nb; r < (b + 1) * GEMM_NR / nb; r++)
+                for (int l = 0; l < pf_bytes; l += 64) _mm_prefetch(pf + r * pf_stride + l, _MM_HINT_T0);
+        if (accumulate) {   /* the next block's C rows: this panel's, else the next panel's first */
+            const float *yn = t + 2 * GEMM_MR <= T ? y + (size_t)(t + GEMM_MR) * ldy : y + GEMM_NR;
+            for (int i = 0; i < GEMM_MR; i++) _mm_prefetch((const char *)(yn + (size_t)i * ldy), _MM_HINT_T0);
+        }
+        micro_6x16(x + (size_t)t * K, K, k0, kc, panel, y + (size_t)t * ldy, ldy, 6, accumulate, eo);
+    }
     const float *xb = x + (size_t)t * K;
     float *yb = y + (size_t)t * ldy;
     switch (T - t) {
-    case 5: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 5, accumulate); break;
-    case 4: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 4, accumulate); break;
-    case 3: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 3, accumulate); break;
-    case 2: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 2, accumulate); break;
-    case 1: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 1, accumulate); break;
+    case 5: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 5, accumulate, eo); break;
+    case 4: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 4, accumulate, eo); break;
+    case 3: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 3, accumulate, eo); break;
+    case 2: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 2, accumulate, eo); break;
+    case 1: micro_6x16(xb, K, k0, kc, panel, yb, ldy, 1, accumulate, eo); break;
     default: break;
     }
 }
 
 /* K blocks outermost: X[0:T][k0:k0+KC] (T x 1 KB) stays in L2 while every 16-row panel of the
  * range is packed and multiplied against it — with the panel loop outermost, a long K (down_proj,
- * 6144) made every panel re-read all of X (T x 24 KB) from L3. Each panel is still packed once. */
-#define GEMM_IMPL(NAME, TYPE, PACK, DOT)                                                      \
+ * 6144) made every panel re-read all of X (T x 24 KB) from L3. Each panel is still packed once.
+ * EO: the pack writes the even/odd lane order (pack_bf16). */
+#define GEMM_IMPL(NAME, TYPE, PACK, DOT, EO)                                                  \
     static void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y,   \
                      int ldy) {                                                               \
         const TYPE *W = w;                                                                    \
@@ -221,16 +277,19 @@ static void micro_rows(const float *x, int T, int K, int k0, int kc, const float
                     /* the next pack in loop order: the next panel, else the next K block */  \
                     const int nn = n + GEMM_NR < nfull ? n + GEMM_NR : n0;                    \
                     const int nk = n + GEMM_NR < nfull ? k0 : k0 + GEMM_KC;                   \
-                    PACK(W + (size_t)n * K, K, k0, kc, panel, nk < K ? W + (size_t)nn * K : NULL, nk); \
-                    micro_rows(xm, mc, K, k0, kc, panel, ym + n, ldy, k0 > 0);                \
+                    const int nkc = K - nk < GEMM_KC ? K - nk : GEMM_KC;                      \
+                    PACK(W + (size_t)n * K, K, k0, kc, panel);                                \
+                    micro_rows(xm, mc, K, k0, kc, panel, ym + n, ldy, k0 > 0, EO,             \
+                               nk < K ? (const char *)(W + (size_t)nn * K + nk) : NULL,       \
+                               (size_t)K * sizeof(TYPE), nkc * (int)sizeof(TYPE));            \
                 }                                                                             \
             }                                                                                 \
         }                                                                                     \
         if (nfull < n1) DOT(x, T, K, w, nfull, n1, y, ldy);                                   \
     }
-GEMM_IMPL(matmul_f32, float, pack_f32, dot_f32)
-GEMM_IMPL(matmul_f16, uint16_t, pack_f16, dot_f16)
-GEMM_IMPL(matmul_bf16, uint16_t, pack_bf16, dot_bf16)
+GEMM_IMPL(matmul_f32, float, pack_f32, dot_f32, 0)
+GEMM_IMPL(matmul_f16, uint16_t, pack_f16, dot_f16, 0)
+GEMM_IMPL(matmul_bf16, uint16_t, pack_bf16, dot_bf16, 1)
 
 /* Prefill over block-quantized weights: each 16-row x KC panel is dequantized once per chunk
  * (ggml's arithmetic, g4_dequant_row, so the weights are exactly dequantize-then-dot's) into a
@@ -269,8 +328,8 @@ int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w,
                     if (dt == G4_DT_Q8_0) dequant_q8_0(src, kc, rows + (size_t)i * kc);
                     else g4_dequant_row(dt, src, kc, rows + (size_t)i * kc);
                 }
-                pack_f32(rows, kc, 0, kc, panel, NULL, 0);
-                micro_rows(xm, mc, K, k0, kc, panel, ym + n, ldy, k0 > 0);
+                pack_f32(rows, kc, 0, kc, panel);
+                micro_rows(xm, mc, K, k0, kc, panel, ym + n, ldy, k0 > 0, 0, NULL, 0, 0);
             }
         }
     }

@@ -1,7 +1,7 @@
 /* kernels.h — the table of compute kernels the forward pass calls, filled once at start-up
  * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2). Every path is tested
  * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller
- * (the AVX2 GEMM keeps its 16 KB weight panel on the calling thread's stack).
+ * (the AVX2 GEMM keeps its 32 KB weight panel on the calling thread's stack).
  *
  * Paths: "scalar" (reference) and "avx2" (AVX2 + FMA + F16C): bf16/f16 weights widened to fp32
  * in registers (exact), fp32 accumulation — decode GEMV streams the weights with software

@@ -114,7 +114,10 @@ MATMUL_IMPL(dot_bf16, uint16_t, load_bf16, g4_bf16_to_f32)
 #ifndef GEMM_MC_
 #define GEMM_MC_ 96
 #endif
-enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 256, GEMM_MC = GEMM_MC_ };
+/* KC 512 (a 32 KB panel, read from L2 by the row blocks) measured 1-5% faster than 256 on the
+ * bf16 GEMM at T = 64 (fewer C reloads and calls per FMA); the quantized path keeps 256 (its
+ * dequantized rows and panel both live on the stack and in L1; not re-measured). */
+enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 512, GEMM_KC_Q = 256, GEMM_MC = GEMM_MC_ };
 
 #define PACK_IMPL(NAME, TYPE, LOADW)                                                          \
     static void NAME(const TYPE *w, int K, int k0, int kc, float *panel) {                    \
@@ -255,7 +258,7 @@ static void micro_rows(const float *x, int T, int K, int k0, int kc, const float
     }
 }
 
-/* K blocks outermost: X[0:T][k0:k0+KC] (T x 1 KB) stays in L2 while every 16-row panel of the
+/* K blocks outermost: X[0:T][k0:k0+KC] (T x 2 KB) stays in L2 while every 16-row panel of the
  * range is packed and multiplied against it — with the panel loop outermost, a long K (down_proj,
  * 6144) made every panel re-read all of X (T x 24 KB) from L3. Each panel is still packed once.
  * EO: the pack writes the even/odd lane order (pack_bf16). */
@@ -311,16 +314,16 @@ static void dequant_q8_0(const uint8_t *src, int n, float *dst) {
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy) {
     if (K % g4_dtype_block(dt)) return n0;
-    float rows[GEMM_NR * GEMM_KC] __attribute__((aligned(32)));
-    float panel[GEMM_KC * GEMM_NR] __attribute__((aligned(32)));
+    float rows[GEMM_NR * GEMM_KC_Q] __attribute__((aligned(32)));
+    float panel[GEMM_KC_Q * GEMM_NR] __attribute__((aligned(32)));
     const size_t rb = g4_dtype_row_bytes(dt, K);
     const int nfull = n0 + (n1 - n0) / GEMM_NR * GEMM_NR;
     for (int m0 = 0; m0 < T; m0 += GEMM_MC) {
         const int mc = T - m0 < GEMM_MC ? T - m0 : GEMM_MC;
         const float *xm = x + (size_t)m0 * K;
         float *ym = y + (size_t)m0 * ldy;
-        for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
-            const int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+        for (int k0 = 0; k0 < K; k0 += GEMM_KC_Q) {
+            const int kc = K - k0 < GEMM_KC_Q ? K - k0 : GEMM_KC_Q;
             const size_t off = g4_dtype_row_bytes(dt, k0);
             for (int n = n0; n < nfull; n += GEMM_NR) {
                 for (int i = 0; i < GEMM_NR; i++) {

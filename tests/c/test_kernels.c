@@ -10,6 +10,14 @@
 
 #include "kernels/kernels.h"
 
+/* the AVX2 kernels' vector e^x (static inline in its header), compiled here for avx2+fma and
+ * called only where the CPU has them */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "kernels/cpu/vmath_avx2.h"
+static void exp8_avx2(const float *x, float *y) { _mm256_storeu_ps(y, g4_exp_ps(_mm256_loadu_ps(x))); }
+#pragma GCC pop_options
+
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
@@ -223,6 +231,38 @@ static void test_reference_ops_by_hand(void **state) {
     assert_true(fabsf(o[2] + 0.1588080f) < 1e-6f);
 }
 
+/* distance in units in the last place between two finite floats of one sign */
+static long ulps(float a, float b) {
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return labs((long)ia - (long)ib);
+}
+
+/* g4_exp_ps (softmax in attend_block, GELU) against the correctly rounded e^x: within 2 ulp over
+ * [-87.3, 88.7] (the softmax sees x - max <= 0; GELU the whole range), on a dense sweep plus the
+ * ends; below -87.3 it returns e^-87.3 (clamped), a denormal-free stand-in for ~0. */
+static void test_exp_ps(void **state) {
+    (void)state;
+    if (!g4_kernels_avx2()) skip();
+    long worst = 0;
+    float worst_x = 0;
+    float x[8], y[8];
+    for (int i = 0; i <= 2000000; i += 8) {
+        for (int j = 0; j < 8; j++) x[j] = fminf(-87.3f + (88.7f + 87.3f) * (float)(i + j) / 2000000.0f, 88.7f);
+        if (i + 8 > 2000000) { x[6] = -87.3f; x[7] = 88.7f; }
+        exp8_avx2(x, y);
+        for (int j = 0; j < 8; j++) {
+            long u = ulps(y[j], (float)exp((double)x[j]));
+            if (u > worst) { worst = u; worst_x = x[j]; }
+        }
+    }
+    if (worst > 2) fail_msg("g4_exp_ps: %ld ulp at x = %.9g", worst, worst_x);
+    for (int j = 0; j < 8; j++) x[j] = -1000.0f + j;   /* clamped: tiny, positive, finite */
+    exp8_avx2(x, y);
+    for (int j = 0; j < 8; j++) assert_true(y[j] > 0 && y[j] < 1e-37f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conversions),
@@ -233,6 +273,7 @@ int main(void) {
         cmocka_unit_test(test_gelu_range),
         cmocka_unit_test(test_attend_vector),
         cmocka_unit_test(test_attend_block),
+        cmocka_unit_test(test_exp_ps),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

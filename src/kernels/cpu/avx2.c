@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/attn.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/vmath_avx2.h"
 #include "kernels/kernels.h"
 
 static inline __m256 load_bf16(const uint16_t *p) {
@@ -384,26 +385,6 @@ static void rmsnorm(const float *x, const float *w, float eps, int n, float *y) 
     for (; i < n; i++) y[i] = w ? x[i] * r * w[i] : x[i] * r;
 }
 
-/* e^x for x in [-87.3, 88.7] (inputs are clamped there), Cephes expf: x = n ln2 + r with ln2 split
- * in two so r is exact to float rounding, e^r by a degree-6 polynomial; about 1 ulp. */
-static inline __m256 exp_ps(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    /* 2^n: n in [-126, 128]; n = 128 only for x near 88.7, where e^x overflows anyway */
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(126)), 23);
-    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), _mm256_set1_ps(2.0f));
-}
-
 /* gelu_tanh(x) = 0.5 x (1 + tanh(z)) = x / (1 + e^(-2z)),  z = sqrt(2/pi) (x + 0.044715 x^3):
  * the same function, vectorized (libm tanhf per element made the MLP's activation a serial ~10%
  * of prefill). Agrees with the scalar reference to a few float ulps. */
@@ -414,7 +395,7 @@ static void gelu_mul(const float *g, const float *u, int n, float *y) {
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_loadu_ps(g + i);
         __m256 z = _mm256_mul_ps(m2c, _mm256_fmadd_ps(_mm256_mul_ps(k3, x), _mm256_mul_ps(x, x), x));
-        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp_ps(z)));
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, g4_exp_ps(z)));
         _mm256_storeu_ps(y + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
     for (; i < n; i++) {

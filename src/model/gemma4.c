@@ -174,66 +174,120 @@ static void attention_rows(g4_model *m, const g4_layer *L, int R, const int *slo
     g4_pool_run(m->pool, aj.n_blocks * L->n_kv * aj.n_sub, att_task, &aj);
 }
 
+/* ---------------------------------------------------------------- row-parallel passes */
+
+/* The per-row work between the matmuls (norms, q/k norm + RoPE + the KV cache write, the GELU
+ * product, the residual adds) split over the pool by rows when there are enough of them: run on
+ * the calling thread alone it left the other threads spinning for ~3% of a 64-token prefill.
+ * Each row's arithmetic is the same whichever thread runs it. */
+enum { ROWS_PRE_ATTN, ROWS_QK, ROWS_POST_ATTN, ROWS_GELU, ROWS_POST_FFW };
+enum { ROWS_PAR_MIN = 8 };   /* below this many rows (decode) one thread does them all */
+
+typedef struct {
+    g4_model *m;
+    const g4_layer *L;
+    int kind, R, per_task;
+    const int *slots, *pos;
+} rows_job;
+
+static void rows_range(g4_model *m, const g4_layer *L, int kind, int r0, int r1, const int *slots, const int *pos) {
+    const g4_config *c = &m->cfg;
+    const int H = c->hidden_size;
+    const float eps = c->rms_norm_eps;
+    for (int r = r0; r < r1; r++) {
+        float *x = m->x + (size_t)r * H, *h = m->h + (size_t)r * H, *t = m->tmp + (size_t)r * H;
+        switch (kind) {
+        case ROWS_PRE_ATTN: m->k->rmsnorm(x, L->w_in, eps, H, h); break;
+        case ROWS_QK: {
+            const int Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
+            const int ggml = m->opts.numerics == G4_NUMERICS_GGML;
+            void (*rope_apply)(float *, const float *, int) = ggml ? g4_rope_apply_ggml : g4_rope_apply;
+            float *cs = m->rope_cs + (size_t)r * D;
+            if (ggml) g4_rope_table_ggml(L->rope_base, L->inv_freq, D, pos[r], cs);
+            else g4_rope_table(L->inv_freq, D, pos[r], cs);
+            for (int hh = 0; hh < Hq; hh++) {
+                float *qh = m->q + ((size_t)r * Hq + hh) * D;
+                m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
+                rope_apply(qh, cs, D);
+            }
+            float *K = slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
+            const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
+            for (int g = 0; g < Hkv; g++) {
+                float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
+                float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
+                m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
+                rope_apply(kd, cs, D);
+                if (c->no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));
+                else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
+            }
+            break;
+        }
+        case ROWS_POST_ATTN:   /* x += post_attn_norm(o); h = pre_ffw_norm(x) */
+            m->k->rmsnorm(t, L->w_post_attn, eps, H, t);
+            for (int i = 0; i < H; i++) x[i] += t[i];
+            m->k->rmsnorm(x, L->w_pre_ffw, eps, H, h);
+            break;
+        case ROWS_GELU: {
+            const size_t I = (size_t)L->gate.rows;   /* this rank's slice of the intermediate size */
+            m->k->gelu_mul(m->gate + r * I, m->up + r * I, (int)I, m->gate + r * I);
+            break;
+        }
+        case ROWS_POST_FFW:
+            m->k->rmsnorm(t, L->w_post_ffw, eps, H, t);
+            for (int i = 0; i < H; i++) x[i] = (x[i] + t[i]) * L->layer_scalar;
+            break;
+        }
+    }
+}
+
+static void rows_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const rows_job *j = ctx;
+    const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->R ? r0 + j->per_task : j->R;
+    rows_range(j->m, j->L, j->kind, r0, r1, j->slots, j->pos);
+}
+
+static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int *slots, const int *pos) {
+    const int nth = g4_pool_size(m->pool);
+    if (R < ROWS_PAR_MIN || nth == 1) {
+        rows_range(m, L, kind, 0, R, slots, pos);
+        return;
+    }
+    /* a few tasks per thread, claimed dynamically (a preempted thread holds only its share) */
+    rows_job j = {.m = m, .L = L, .kind = kind, .R = R, .slots = slots, .pos = pos};
+    const int want = 4 * nth;
+    j.per_task = (R + want - 1) / want;
+    g4_pool_run(m->pool, (R + j.per_task - 1) / j.per_task, rows_task, &j);
+}
+
 /* ---------------------------------------------------------------- the layer loop */
 
 static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched) {
     const g4_config *c = &m->cfg;
-    const int H = c->hidden_size, Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
-    const float eps = c->rms_norm_eps;
-    for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_in, eps, H, m->h + (size_t)r * H);
+    const int H = c->hidden_size, Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv;
+    rows_pass(m, L, ROWS_PRE_ATTN, R, slots, pos);
 
     g4_mm_op ops[3] = {{&L->q, m->h, m->q, Hq * D}, {&L->k, m->h, m->kk, Hkv * D}, {&L->v, m->h, m->vv, Hkv * D}};
     g4_matmul_multi(m, R, L->has_v ? 3 : 2, ops);
     if (!L->has_v) memcpy(m->vv, m->kk, (size_t)R * Hkv * D * sizeof(float));   /* k_eq_v: v_raw = k_raw */
 
-    const int ggml = m->opts.numerics == G4_NUMERICS_GGML;
-    void (*rope_apply)(float *, const float *, int) = ggml ? g4_rope_apply_ggml : g4_rope_apply;
-    for (int r = 0; r < R; r++) {
-        float *cs = m->rope_cs + (size_t)r * D;
-        if (ggml) g4_rope_table_ggml(L->rope_base, L->inv_freq, D, pos[r], cs);
-        else g4_rope_table(L->inv_freq, D, pos[r], cs);
-        for (int h = 0; h < Hq; h++) {
-            float *qh = m->q + ((size_t)r * Hq + h) * D;
-            m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
-            rope_apply(qh, cs, D);
-        }
-        float *K = slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
-        const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
-        for (int g = 0; g < Hkv; g++) {
-            float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
-            float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
-            m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
-            rope_apply(kd, cs, D);
-            if (m->cfg.no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));
-            else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
-        }
-    }
+    rows_pass(m, L, ROWS_QK, R, slots, pos);   /* q/k norms, RoPE, K and V into the cache */
     attention_rows(m, L, R, slots, pos, batched);
     matmul1(m, R, &L->o, m->att, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel o_proj */
-    for (int r = 0; r < R; r++) {
-        float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
-        m->k->rmsnorm(t, L->w_post_attn, eps, H, t);
-        for (int i = 0; i < H; i++) x[i] += t[i];
-    }
+    rows_pass(m, L, ROWS_POST_ATTN, R, slots, pos);   /* residual, then mlp_block's pre-ffw norm */
 }
 
 static void mlp_block(g4_model *m, const g4_layer *L, int R) {
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, I = L->gate.rows;   /* this rank's slice of the intermediate size */
-    const float eps = c->rms_norm_eps;
-    for (int r = 0; r < R; r++) m->k->rmsnorm(m->x + (size_t)r * H, L->w_pre_ffw, eps, H, m->h + (size_t)r * H);
+    /* h = pre_ffw_norm(x) was written by attention_block's last pass */
     g4_mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
     g4_matmul_multi(m, R, 2, ops);
-    for (int r = 0; r < R; r++)
-        m->k->gelu_mul(m->gate + (size_t)r * I, m->up + (size_t)r * I, I, m->gate + (size_t)r * I);
+    rows_pass(m, L, ROWS_GELU, R, NULL, NULL);
     matmul1(m, R, &L->down, m->gate, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel down_proj */
-    for (int r = 0; r < R; r++) {
-        float *t = m->tmp + (size_t)r * H, *x = m->x + (size_t)r * H;
-        m->k->rmsnorm(t, L->w_post_ffw, eps, H, t);
-        for (int i = 0; i < H; i++) x[i] = (x[i] + t[i]) * L->layer_scalar;
-    }
+    rows_pass(m, L, ROWS_POST_FFW, R, NULL, NULL);
 }
 
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,

@@ -5,7 +5,9 @@
  *
  * Paths: "scalar" (reference) and "avx2" (AVX2 + FMA + F16C): bf16/f16 weights widened to fp32
  * in registers (exact), fp32 accumulation — decode GEMV streams the weights with software
- * prefetch; prefill GEMM packs 16-row fp32 panels and runs a 6x16 FMA microkernel.
+ * prefetch; prefill GEMM packs 16-row x 512-column fp32 panels (bf16: a 16-bit transpose, then
+ * shift/mask widening) and runs a 6x16 FMA microkernel, prefetching the next panel's weights
+ * while it runs (bench/gemm_bench.c times it alone).
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
  * against fp32 activations (AVX2 decode: quants zero-extended from memory into int32 lanes, offsets
  * and Q4_K mins from per-call sums of x; bench --kernels, 2 threads, 2026-12-03: Q4_K ~5 -> ~10.5

@@ -1,8 +1,11 @@
 /* threadpool.c — worker threads for the forward pass (see threadpool.h for the contract).
- * Tasks are claimed from one atomic word holding (loop generation << 32 | next task index), so a
- * worker that wakes late can never claim a task of a loop it did not see start, and the caller
- * waits only for claimed tasks to finish — not for every worker to check in. On an
- * oversubscribed machine that matters: a descheduled worker no longer stalls every loop. */
+ * Tasks are claimed from one atomic word holding (loop generation | task count | next task index),
+ * so a worker that wakes late can never claim a task of a loop it did not see start, and the
+ * caller waits only for claimed tasks to finish — not for every worker to check in. On an
+ * oversubscribed machine that matters: a descheduled worker no longer stalls every loop. The task
+ * count lives in the word too: read from the pool it could already be the next loop's (the caller
+ * writes it before publishing the new generation), letting a worker still holding the old word
+ * claim a task of the new loop early and the caller return while it ran. */
 #include "base/threadpool.h"
 
 #include <pthread.h>
@@ -17,9 +20,8 @@ struct g4_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    _Atomic uint64_t work;      /* generation << 32 | next task index */
+    _Atomic uint64_t work;      /* generation << 40 | task count << 20 | next task index */
     atomic_int tasks_done;
-    int n_tasks;
     g4_task_fn fn;
     void *ctx;
     int stop;
@@ -27,13 +29,19 @@ struct g4_pool {
 
 typedef struct { g4_pool *p; int id; } worker_arg;
 
+enum { TASK_BITS = 20, MAX_TASKS = (1 << TASK_BITS) - 1, GEN_MASK = (1 << 24) - 1 };
+static inline uint32_t w_gen(uint64_t v) { return (uint32_t)(v >> 40); }
+static inline uint32_t w_count(uint64_t v) { return (uint32_t)(v >> TASK_BITS) & MAX_TASKS; }
+static inline uint32_t w_next(uint64_t v) { return (uint32_t)v & MAX_TASKS; }
+static inline uint64_t w_make(uint32_t gen, uint32_t count) { return (uint64_t)(gen & GEN_MASK) << 40 | (uint64_t)count << TASK_BITS; }
+
 /* Claims and runs tasks of generation `gen` until none are left. */
 static void drain(g4_pool *p, uint32_t gen, int thread) {
     uint64_t v = atomic_load_explicit(&p->work, memory_order_acquire);
     for (;;) {
-        if ((uint32_t)(v >> 32) != gen) return;
-        uint32_t t = (uint32_t)v;
-        if ((int)t >= p->n_tasks) return;
+        if (w_gen(v) != gen) return;
+        const uint32_t t = w_next(v);
+        if (t >= w_count(v)) return;
         if (!atomic_compare_exchange_weak_explicit(&p->work, &v, v + 1, memory_order_acq_rel, memory_order_acquire))
             continue;
         p->fn(p->ctx, (int)t, thread);
@@ -51,14 +59,14 @@ static void *worker_main(void *arg) {
         /* Spin for a while (cheap wake-up between back-to-back loops), then sleep. */
         uint32_t gen;
         int spins = 0;
-        while ((gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_acquire) >> 32)) == seen &&
+        while ((gen = w_gen(atomic_load_explicit(&p->work, memory_order_acquire))) == seen &&
                spins < 20000) {
             spins++;
             __builtin_ia32_pause();
         }
         if (gen == seen) {
             pthread_mutex_lock(&p->mu);
-            while ((gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_acquire) >> 32)) == seen && !p->stop)
+            while ((gen = w_gen(atomic_load_explicit(&p->work, memory_order_acquire))) == seen && !p->stop)
                 pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
@@ -99,8 +107,7 @@ void g4_pool_free(g4_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
-    p->n_tasks = 0;
-    atomic_fetch_add_explicit(&p->work, (uint64_t)1 << 32, memory_order_release);
+    atomic_store_explicit(&p->work, w_make(w_gen(atomic_load(&p->work)) + 1, 0), memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
@@ -112,20 +119,34 @@ void g4_pool_free(g4_pool *p) {
 
 int g4_pool_size(const g4_pool *p) { return p->n_threads; }
 
+/* more tasks than the word can count: consecutive loops over ranges of them */
+typedef struct { g4_task_fn fn; void *ctx; int base; } offset_job;
+static void offset_task(void *ctx, int task, int thread) {
+    const offset_job *j = ctx;
+    j->fn(j->ctx, j->base + task, thread);
+}
+
 void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx) {
     if (n_tasks <= 0) return;
     if (p->n_threads == 1 || n_tasks == 1) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
-    /* publish the job, then the new generation with task index 0 */
+    if (n_tasks > MAX_TASKS) {
+        for (int base = 0; base < n_tasks; base += MAX_TASKS) {
+            offset_job j = {fn, ctx, base};
+            g4_pool_run(p, n_tasks - base < MAX_TASKS ? n_tasks - base : MAX_TASKS, offset_task, &j);
+        }
+        return;
+    }
+    /* publish the job, then the new generation with its task count and task index 0 (no worker
+     * can be running a task now: the previous loop's claimed tasks have all finished) */
     p->fn = fn;
     p->ctx = ctx;
-    p->n_tasks = n_tasks;
     atomic_store_explicit(&p->tasks_done, 0, memory_order_relaxed);
-    uint32_t gen = (uint32_t)(atomic_load_explicit(&p->work, memory_order_relaxed) >> 32) + 1;
+    const uint32_t gen = (w_gen(atomic_load_explicit(&p->work, memory_order_relaxed)) + 1) & GEN_MASK;
     pthread_mutex_lock(&p->mu);
-    atomic_store_explicit(&p->work, (uint64_t)gen << 32, memory_order_release);
+    atomic_store_explicit(&p->work, w_make(gen, (uint32_t)n_tasks), memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     drain(p, gen, 0);

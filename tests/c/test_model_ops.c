@@ -113,8 +113,52 @@ static void test_threadpool(void **state) {
     g4_pool_free(p);
 }
 
+/* Back-to-back loops with few tasks and more threads than cores: each loop's tasks must run
+ * exactly once, with that loop's function and context, and finish before g4_pool_run returns.
+ * (A worker finishing the last task of one loop used to read the next loop's task count while
+ * the word still held the old generation, claim a task early and let the caller return while it
+ * ran: the forward pass's back-to-back row passes hit it under load.) */
+typedef struct {
+    int id;
+    atomic_int done[4];
+} loop_ctx;
+static atomic_int wrong;
+static void run_a(void *ctx, int task, int thread) {
+    (void)thread;
+    loop_ctx *c = ctx;
+    if (c->id != 0) atomic_fetch_add(&wrong, 1);
+    atomic_fetch_add(&c->done[task], 1);
+}
+static void run_b(void *ctx, int task, int thread) {
+    (void)thread;
+    loop_ctx *c = ctx;
+    if (c->id != 1) atomic_fetch_add(&wrong, 1);
+    for (volatile int spin = 0; spin < 50; spin++) {}
+    atomic_fetch_add(&c->done[task], 1);
+}
+
+static void test_threadpool_back_to_back(void **state) {
+    (void)state;
+    g4_pool *p = g4_pool_new(4);
+    assert_non_null(p);
+    loop_ctx a = {.id = 0}, b = {.id = 1};
+    for (int round = 0; round < 200000; round++) {
+        loop_ctx *c = round & 1 ? &b : &a;
+        const int n = 2 + round % 3;
+        for (int i = 0; i < 4; i++) atomic_store(&c->done[i], 0);
+        g4_pool_run(p, n, round & 1 ? run_b : run_a, c);
+        for (int i = 0; i < 4; i++)
+            if (atomic_load(&c->done[i]) != (i < n)) {
+                fail_msg("round %d: task %d ran %d times (n_tasks %d)", round, i, atomic_load(&c->done[i]), n);
+            }
+    }
+    assert_int_equal(atomic_load(&wrong), 0);
+    g4_pool_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threadpool_back_to_back),
         cmocka_unit_test(test_rope_default),
         cmocka_unit_test(test_rope_proportional),
         cmocka_unit_test(test_attend_paths),

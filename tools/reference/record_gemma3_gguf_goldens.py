@@ -24,6 +24,7 @@ PROMPTS = [
     "Machine learning is a field of",
     "Le chat est assis sur",
     "1, 2, 3, 4, 5,",
+    "Question: What is the capital of France?\nAnswer:",   # the pretrained model's way to answer
 ]
 CHAT = "<bos><start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n"
 

@@ -29,3 +29,22 @@ def run_g4(g4_bin, *args, input=None, timeout=600, env=None):
         full_env.update(env)
     return subprocess.run([g4_bin, *map(str, args)], input=input, capture_output=True,
                           timeout=timeout, env=full_env)
+
+
+def g4_logits(g4_bin, tmp_path, model, prompt, *extra):
+    """`gemma4c logits` on a list of prompt ids (--ctx 512): the last position's logits."""
+    import numpy as np
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-o", out,
+               "--ctx", 512, *extra)
+    assert r.returncode == 0, r.stderr.decode()
+    return np.fromfile(out, dtype="<f4")
+
+
+def g4_greedy(g4_bin, model, prompt, n, *extra):
+    """`gemma4c run --ids --ignore-eos` on a list of prompt ids (--ctx 512): n greedy token ids."""
+    import json
+    r = run_g4(g4_bin, "run", "-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
+               "--ignore-eos", "--ctx", 512, *extra)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)

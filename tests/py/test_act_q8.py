@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, run_g4
+from conftest import FIXTURES, g4_greedy, g4_logits, run_g4
 
 G = FIXTURES / "g4-gguf"
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
@@ -31,30 +31,15 @@ ACT_MEDIAN_MAX = 0.38
 MIN_GAIN = 0.03
 
 
-def _logits(g4_bin, tmp_path, path, prompt, *extra):
-    out = tmp_path / "logits.f32"
-    r = run_g4(g4_bin, "logits", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-o", out,
-               "--ctx", 512, *extra)
-    assert r.returncode == 0, r.stderr.decode()
-    return np.fromfile(out, dtype="<f4")
-
-
-def _greedy(g4_bin, path, prompt, n, *extra):
-    r = run_g4(g4_bin, "run", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
-               "--ignore-eos", "--ctx", 512, *extra)
-    assert r.returncode == 0, r.stderr.decode()
-    return json.loads(r.stdout)
-
-
 def test_act_q8_closer_to_llamacpp(g4_bin, tmp_path):
     d = {"exact": [], "act-q8": []}
     prefix = {"exact": [], "act-q8": []}
     for name, case in LC_CASES:
         want = np.fromfile(G / case["logits_file"], dtype="<f4")
         for mode, extra in (("exact", ()), ("act-q8", ("--act-q8",))):
-            got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], *extra)
+            got = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"], *extra)
             d[mode].append(float(np.abs(got - want).max()))
-            toks = _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), *extra)
+            toks = g4_greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), *extra)
             prefix[mode].append(next((i for i, (a, b) in enumerate(zip(toks, case["greedy"])) if a != b),
                                      len(case["greedy"])))
     for mode in d:
@@ -69,18 +54,18 @@ def test_act_q8_closer_to_llamacpp(g4_bin, tmp_path):
 
 def test_act_q8_leaves_float_weights_alone(g4_bin, tmp_path):
     prompt = LC_CASES[0][1]["prompt_ids"]
-    a = _logits(g4_bin, tmp_path, G / "cond-bf16.gguf", prompt)
-    b = _logits(g4_bin, tmp_path, G / "cond-bf16.gguf", prompt, "--act-q8")
+    a = g4_logits(g4_bin, tmp_path, G / "cond-bf16.gguf", prompt)
+    b = g4_logits(g4_bin, tmp_path, G / "cond-bf16.gguf", prompt, "--act-q8")
     assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("name", ["cond-q8_0.gguf", "causal-q8_0.gguf"])
 def test_act_q8_tp2_threads(g4_bin, tmp_path, name):
     prompt = [c for n, c in LC_CASES if n == name][1]["prompt_ids"]
-    one = _logits(g4_bin, tmp_path, G / name, prompt, "--act-q8", "--threads", 2)
-    two = _logits(g4_bin, tmp_path, G / name, prompt, "--act-q8", "--threads", 2, "--tp", 2)
+    one = g4_logits(g4_bin, tmp_path, G / name, prompt, "--act-q8", "--threads", 2)
+    two = g4_logits(g4_bin, tmp_path, G / name, prompt, "--act-q8", "--threads", 2, "--tp", 2)
     assert np.abs(one - two).max() <= 1e-5 * np.abs(one).max()
-    assert _greedy(g4_bin, G / name, prompt, 16, "--act-q8", "--tp", 2) == _greedy(g4_bin, G / name, prompt, 16, "--act-q8")
+    assert g4_greedy(g4_bin, G / name, prompt, 16, "--act-q8", "--tp", 2) == g4_greedy(g4_bin, G / name, prompt, 16, "--act-q8")
 
 
 def test_act_q8_bench_flag(g4_bin):
@@ -119,10 +104,10 @@ def test_act_q8_gemma3_270m(g4_bin, tmp_path, gguf3):
     first prompt's logits, more than exact vs --act-q8 vs llama.cpp (0.86 / 1.06)."""
     same, prefixes, dl = 0, [], []
     for case in G3:
-        toks = _greedy(g4_bin, gguf3, case["prompt_ids"], len(case["greedy"]), "--act-q8")
+        toks = g4_greedy(g4_bin, gguf3, case["prompt_ids"], len(case["greedy"]), "--act-q8")
         same += toks == case["greedy"]
         prefixes.append(next((i for i, (a, b) in enumerate(zip(toks, case["greedy"])) if a != b), len(toks)))
-        lg = _logits(g4_bin, tmp_path, gguf3, case["prompt_ids"], "--act-q8")
+        lg = g4_logits(g4_bin, tmp_path, gguf3, case["prompt_ids"], "--act-q8")
         dl.append(float(np.abs(lg[case["top5_ids"]] - np.array(case["top5_logits"])).max()))
     print(f"--act-q8 vs transformers: {same}/{len(G3)} identical runs, prefixes {prefixes}, "
           f"top-5 logit error max {max(dl):.3f} median {np.median(dl):.3f}")

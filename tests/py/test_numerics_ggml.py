@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, run_g4
+from conftest import FIXTURES, g4_greedy, g4_logits, run_g4
 
 G = FIXTURES / "g4-gguf"
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
@@ -25,32 +25,17 @@ LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c
 IDS = [f"{n[:-5]}-{c['name']}" for n, c in LC_CASES]
 
 
-def _logits(g4_bin, tmp_path, path, prompt, *extra):
-    out = tmp_path / "logits.f32"
-    r = run_g4(g4_bin, "logits", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-o", out,
-               "--ctx", 512, *extra)
-    assert r.returncode == 0, r.stderr.decode()
-    return np.fromfile(out, dtype="<f4")
-
-
-def _greedy(g4_bin, path, prompt, n, *extra):
-    r = run_g4(g4_bin, "run", "-m", path, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
-               "--ignore-eos", "--ctx", 512, *extra)
-    assert r.returncode == 0, r.stderr.decode()
-    return json.loads(r.stdout)
-
-
 @pytest.mark.parametrize("name,case", LC_CASES, ids=IDS)
 def test_logits_bit_identical_to_llamacpp(g4_bin, tmp_path, name, case):
     want = np.fromfile(G / case["logits_file"], dtype="<f4")
-    got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml")
+    got = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml")
     assert got.shape == want.shape
     assert np.array_equal(got, want), f"max |d| {np.abs(got - want).max():.3g}"
 
 
 @pytest.mark.parametrize("name,case", LC_CASES, ids=IDS)
 def test_greedy_identical_to_llamacpp(g4_bin, name, case):
-    toks = _greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), "--numerics", "ggml")
+    toks = g4_greedy(g4_bin, G / name, case["prompt_ids"], len(case["greedy"]), "--numerics", "ggml")
     assert toks == case["greedy"]
 
 
@@ -60,16 +45,16 @@ def test_threads_and_chunks_do_not_matter(g4_bin, tmp_path):
     name, case = next((n, c) for n, c in LC_CASES if c["name"] == "long" and n.startswith("cond"))
     want = np.fromfile(G / case["logits_file"], dtype="<f4")
     for extra in (("--threads", 1), ("--threads", 2), ("--prefill-chunk", 7), ("--prefill-chunk", 189)):
-        got = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml", *extra)
+        got = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml", *extra)
         assert np.array_equal(got, want), extra
 
 
 def test_exact_stays_default(g4_bin, tmp_path):
     """--numerics exact is the default; ggml differs from it (and applies the softcap: |logit| < 30)."""
     name, case = LC_CASES[3]
-    a = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"])
-    b = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "exact")
-    c = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml")
+    a = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"])
+    b = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "exact")
+    c = g4_logits(g4_bin, tmp_path, G / name, case["prompt_ids"], "--numerics", "ggml")
     assert np.array_equal(a, b)
     assert not np.array_equal(a, c)
     assert np.abs(a - c).max() < 2.0 and np.abs(c).max() < 30

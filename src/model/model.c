@@ -79,7 +79,10 @@ static g4_status alloc_state(g4_model *m) {
     if (m->opts.act_q8) {   /* --act-q8: up to 3 distinct matmul inputs per call, quantized */
         size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
         if (I > K) K = I;
-        const size_t row = (K / 32 + 1) * 34 > (K / 256 + 1) * 292 ? (K / 32 + 1) * 34 : (K / 256 + 1) * 292;
+        /* the larger of a Q8_0 and a Q8_K row of the widest input, in whole 256-blocks */
+        const int Kb = (int)((K + 255) / 256 * 256);
+        const size_t r0 = g4_act_row_bytes(G4_DT_Q8_0, Kb), rk = g4_act_row_bytes(G4_DT_Q4_K, Kb);
+        const size_t row = r0 > rk ? r0 : rk;
         if (!(m->xq = malloc(3 * R * row))) return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --act-q8 scratch");
     }
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));

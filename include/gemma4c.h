@@ -49,6 +49,11 @@ typedef struct {
                          * llama.cpp's CPU arithmetic (implies act_q8; its rms norm, fp16 GELU
                          * table, RoPE cache, softmax exp and sum orders, softcap), for bit-for-bit
                          * agreement with llama.cpp on a GGUF; see README */
+    int prefill_bf16;   /* 1: the layer matmuls over bf16 weights round the activations of prompt
+                         * tokens to bf16 (round to nearest even) and multiply them on the CPU's
+                         * bf16 units (AMX-BF16 tiles, else AVX512-BF16 vdpbf16ps; elsewhere the
+                         * same numbers through the fp32 kernels); products exact, fp32 sums.
+                         * Generated tokens and the LM head stay exact. Default 0 (exact) */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };

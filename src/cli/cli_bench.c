@@ -12,6 +12,7 @@
 #include "bench/roofline.h"
 #include "io/filemap.h"
 #include "cli/cli.h"
+#include "kernels/kernels.h"
 #include "base/clock.h"
 
 #define MAX_TESTS 16
@@ -21,7 +22,7 @@ typedef struct {
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
     long threads, reps, ctx, chunk, tp, bw_mib, seed;
-    int tp_backend, no_mmap, act_q8, numerics;
+    int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
     int no_peaks, kernels;
 } bench_opts;
 
@@ -42,7 +43,7 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap] [--act-q8]\n"
-    "                     [--numerics exact|ggml]\n"
+    "                     [--numerics exact|ggml] [--prefill-bf16]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
@@ -52,7 +53,8 @@ static const char *USAGE =
     "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
     "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n"
     "  --act-q8: int8 activations for matmuls over quantized weights (as llama.cpp; default exact).\n"
-    "  --numerics ggml: llama.cpp's CPU arithmetic throughout (implies --act-q8; scalar, slower).\n";
+    "  --numerics ggml: llama.cpp's CPU arithmetic throughout (implies --act-q8; scalar, slower).\n"
+    "  --prefill-bf16: prompt rows' layer matmuls in bf16 (AMX / AVX512-BF16 where the CPU has them).\n";
 
 /* "64,512" -> list of values in [0, 1<<20]; 0 entries are dropped. */
 static int parse_list(const char *opt, const char *s, long *out, int *n) {
@@ -98,6 +100,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
+        else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
         else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics("bench", v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--kernels")) o->kernels = 1;
         else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
@@ -175,6 +178,7 @@ int cli_bench(int argc, char **argv) {
     mo.no_mmap = o.no_mmap;
     mo.act_q8 = o.act_q8;
     mo.numerics = o.numerics;
+    mo.prefill_bf16 = o.prefill_bf16;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
@@ -188,6 +192,10 @@ int cli_bench(int argc, char **argv) {
     g4_bench_model_cost(m, &cost);
     const double decode_bytes = cost.layer_matrix_bytes + cost.lm_head_bytes;
     const char *kpath = g4_bench_kernel_path();
+    /* --prefill-bf16 on the CPU's bf16 units is judged against the bf16 peak, else the fp32 one */
+    const g4_kernels *ktab = g4_kernels_get();
+    const int bf16_units = ktab && ktab->matmul_xbf16;
+    const double prefill_peak = o.prefill_bf16 && bf16_units && bf16 > 0 ? bf16 : fma;
 
     long n_ids = max_p > max_n ? max_p : max_n;
     if (n_ids < 1) n_ids = 1;
@@ -247,7 +255,7 @@ int cli_bench(int argc, char **argv) {
             t->flops_per_token = flops / n;
             t->bytes_per_token = (cost.layer_matrix_bytes + cost.lm_head_bytes / n);
             t->achieved = t->tok_s * t->flops_per_token / 1e9;
-            t->roofline_tok_s = fma > 0 ? fma * 1e9 / t->flops_per_token : -1;
+            t->roofline_tok_s = prefill_peak > 0 ? prefill_peak * 1e9 / t->flops_per_token : -1;
         } else {
             t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, 0, n) / n;
             t->bytes_per_token = decode_bytes;
@@ -277,6 +285,9 @@ int cli_bench(int argc, char **argv) {
     printf("machine: %d threads, kernels %s; --tp %d (%s)\n", (int)o.threads, kpath, g4_model_get_info(m)->tp,
            o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     if (o.act_q8) printf("matmuls over quantized weights: --act-q8 (int8 activations, Q8_0 / Q8_K blocks)\n");
+    if (o.prefill_bf16)
+        printf("prefill: --prefill-bf16 (%s)\n", bf16_units ? "bf16 activations on the CPU's bf16 units"
+                                                             : "no bf16 units here: bf16-rounded activations through the fp32 kernels");
     if (!o.no_peaks) {
         printf("  memory read bandwidth : %7.2f GB/s  (best of %d streaming reads of %zu MiB; median %.2f)\n",
                bw.gbps, bw.reps, bw.bytes >> 20, bw.median_gbps);
@@ -309,8 +320,9 @@ int cli_bench(int argc, char **argv) {
         } else {
             printf("  = %6.1f GFLOP/s", t->achieved);
             if (t->fraction >= 0)
-                printf("; roofline %.1f tok/s (%.1f GFLOP/s / %.3f GFLOP/token) -> %5.1f%% of fp32 FMA peak",
-                       t->roofline_tok_s, fma, t->flops_per_token / 1e9, 100 * t->fraction);
+                printf("; roofline %.1f tok/s (%.1f GFLOP/s / %.3f GFLOP/token) -> %5.1f%% of %s peak",
+                       t->roofline_tok_s, prefill_peak, t->flops_per_token / 1e9, 100 * t->fraction,
+                       prefill_peak == fma ? "fp32 FMA" : "bf16");
         }
         printf("  reps:");
         for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_tok_s[r]);
@@ -342,6 +354,8 @@ int cli_bench(int argc, char **argv) {
     fputs("{\"bench\":\"gemma4c\",\"model\":", f);
     json_str(f, o.model);
     fprintf(f, ",\"act_q8\":%s", o.act_q8 || o.numerics == G4_NUMERICS_GGML ? "true" : "false");
+    fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.prefill_bf16 ? "true" : "false",
+            prefill_peak == fma ? "fp32" : "bf16");
     fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");

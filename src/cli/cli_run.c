@@ -16,7 +16,7 @@ typedef struct {
     const char *system;        /* --system TEXT (with --chat) */
     const char *out;
     long n_predict, threads, ctx, chunk, tp;
-    int tp_backend, no_mmap, act_q8, numerics;
+    int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
 } run_opts;
@@ -89,6 +89,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
+        else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
         else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics(cmd, v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
@@ -112,6 +113,7 @@ static int load(const run_opts *o, g4_model **m) {
     mo.no_mmap = o->no_mmap;
     mo.act_q8 = o->act_q8;
     mo.numerics = o->numerics;
+    mo.prefill_bf16 = o->prefill_bf16;
     return cli_load_model(o->model, &mo, m);
 }
 

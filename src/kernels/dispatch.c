@@ -1,19 +1,103 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
- * the one named by G4_CPU_ISA (scalar|avx2) so tests can run every path on one machine. */
+ * the one named by G4_CPU_ISA (scalar|avx2|avx512bf16|amx) so tests can run every path on one
+ * machine. The bf16 paths are the avx2 table plus --prefill-bf16's matmul on the CPU's bf16 units;
+ * their features are read from CPUID and XCR0 here, in code built for any x86-64. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "gemma4c.h"
 #include "kernels/kernels.h"
+
+#if defined(__x86_64__)
+static void cpuid_count(unsigned leaf, unsigned sub, unsigned r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+
+static unsigned long long xcr0(void) {
+    unsigned r[4];
+    cpuid_count(1, 0, r);
+    if (!((r[2] >> 27) & 1)) return 0;   /* no OSXSAVE: the OS manages no extended state */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (unsigned long long)hi << 32 | lo;
+}
+
+/* AVX-512 F/BW/VL and the BF16 dot product, with the OS saving the zmm and opmask state. */
+static int has_avx512bf16(void) {
+    unsigned r[4];
+    cpuid_count(0, 0, r);
+    if (r[0] < 7) return 0;
+    cpuid_count(7, 0, r);
+    const int f = (r[1] >> 16) & 1, bw = (r[1] >> 30) & 1, vl = (r[1] >> 31) & 1;
+    cpuid_count(7, 1, r);
+    const int bf16 = (r[0] >> 5) & 1;
+    return f && bw && vl && bf16 && (xcr0() & 0xe6) == 0xe6;   /* SSE, AVX, opmask, zmm state */
+}
+
+/* AMX-TILE + AMX-BF16 enabled by the OS (XCR0 tile state), and Linux's per-process permission to
+ * use tile data granted (arch_prctl ARCH_REQ_XCOMP_PERM, Linux >= 5.16). */
+static int has_amx_bf16(void) {
+    unsigned r[4];
+    cpuid_count(0, 0, r);
+    if (r[0] < 7) return 0;
+    cpuid_count(7, 0, r);
+    const int bf16 = (r[3] >> 22) & 1, tile = (r[3] >> 24) & 1;
+    if (!bf16 || !tile || (xcr0() & 0x60000) != 0x60000) return 0;
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+#else
+static int has_avx512bf16(void) { return 0; }
+static int has_amx_bf16(void) { return 0; }
+#endif
+
+static struct {
+    pthread_once_t once;
+    int avx512bf16, amx;
+    g4_kernels avx512bf16_table, amx_table;
+} bf16 = {.once = PTHREAD_ONCE_INIT};
+
+static void bf16_init(void) {
+    const g4_kernels *base = g4_kernels_avx2();
+    if (!base || !has_avx512bf16()) return;
+    bf16.avx512bf16 = 1;
+    bf16.avx512bf16_table = *base;
+    bf16.avx512bf16_table.name = "avx512bf16";
+    bf16.avx512bf16_table.matmul_xbf16 = g4_matmul_xbf16_avx512;
+    if (!has_amx_bf16()) return;
+    bf16.amx = 1;
+    bf16.amx_table = *base;
+    bf16.amx_table.name = "amx";
+    bf16.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
+}
+
+const g4_kernels *g4_kernels_avx512bf16(void) {
+    pthread_once(&bf16.once, bf16_init);
+    return bf16.avx512bf16 ? &bf16.avx512bf16_table : NULL;
+}
+
+const g4_kernels *g4_kernels_amx(void) {
+    pthread_once(&bf16.once, bf16_init);
+    return bf16.amx ? &bf16.amx_table : NULL;
+}
 
 const g4_kernels *g4_kernels_get(void) {
     const char *isa = getenv("G4_CPU_ISA");
     if (isa && *isa && strcmp(isa, "auto")) {
         const g4_kernels *k = !strcmp(isa, "scalar") ? g4_kernels_scalar()
-                            : !strcmp(isa, "avx2") ? g4_kernels_avx2() : NULL;
-        if (!k) g4_fail(G4_ERR_INPUT, "G4_CPU_ISA=%s: unknown or not supported by this CPU (scalar, avx2)", isa);
+                            : !strcmp(isa, "avx2") ? g4_kernels_avx2()
+                            : !strcmp(isa, "avx512bf16") ? g4_kernels_avx512bf16()
+                            : !strcmp(isa, "amx") ? g4_kernels_amx() : NULL;
+        if (!k)
+            g4_fail(G4_ERR_INPUT, "G4_CPU_ISA=%s: unknown or not supported by this CPU (scalar, avx2, avx512bf16, amx)",
+                    isa);
         return k;
     }
-    const g4_kernels *k = g4_kernels_avx2();
+    const g4_kernels *k = g4_kernels_amx();
+    if (!k) k = g4_kernels_avx512bf16();
+    if (!k) k = g4_kernels_avx2();
     return k ? k : g4_kernels_scalar();
 }

@@ -1,5 +1,5 @@
 /* kernels.h — the table of compute kernels the forward pass calls, filled once at start-up
- * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2). Every path is tested
+ * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2|avx512bf16|amx). Every path is tested
  * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller
  * (the AVX2 GEMM keeps its 32 KB weight panel on the calling thread's stack).
  *
@@ -18,10 +18,11 @@
  * decode kernels 1.6-3.5x the exact ones (before the exact Q4_0/Q4_K/Q6_K decode got ~1.5-2x faster); prefill runs the same int8 tiles (4 activation rows per
  * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
  * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
- * Not implemented: the opt-in bf16 fast prefill (`--prefill-bf16`: activations rounded to bf16,
- * AVX512-BF16 vdpbf16ps / AMX-BF16 tiles). The development machine (AMD EPYC Zen3: AVX2/FMA/F16C
- * only, no AVX-512, no AVX512-BF16, no AMX) cannot run or measure it, so no such path or flag
- * exists rather than an untested one; `gemma4c bench` reports the bf16 peak as n/a there. */
+ * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
+ * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx2 table
+ * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them
+ * (dispatch.c); on the other paths the forward pass feeds bf16-rounded floats to the fp32 kernels.
+ * The development machine (AMD Zen3, AVX2 only) cannot run the bf16 paths: their tests skip there. */
 #ifndef G4_KERNELS_H
 #define G4_KERNELS_H
 
@@ -43,8 +44,15 @@ typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0
 typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
 
+/* --prefill-bf16 on bf16 hardware: Y[t][n] = sum_k Xb[t][k] * W[n][k] with bf16 activations Xb
+ * ([T rounded up to 32] rows of stride ldx, a multiple of 32; the padding rows and the columns
+ * [K, K rounded up to 32) are zero) and bf16 weights W [N][K]; bf16 x bf16 products (exact in
+ * fp32) summed in fp32. Only columns [n0, n1) of Y [T][ldy] are written. */
+typedef void (*g4_matmul_xbf16_fn)(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0,
+                                   int n1, float *y, int ldy);
+
 typedef struct {
-    const char *name;                 /* "scalar", "avx2" */
+    const char *name;                 /* "scalar", "avx2", "avx512bf16", "amx" */
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
@@ -52,6 +60,10 @@ typedef struct {
      * avx2 = ggml's x86 quantize_row_q8_0 (x * (127/amax), round half to even — it differs from
      * the reference in the last bit of some quants) and quantize_row_q8_K_ref (x86 ggml uses it) */
     void (*quantize_act)(g4_dtype wdt, const float *x, int T, int K, void *dst);
+    /* --prefill-bf16's matmul on the CPU's bf16 units (avx512bf16: vdpbf16ps; amx: AMX-BF16
+     * tiles); NULL on paths without them, where the forward pass feeds bf16-rounded floats to
+     * matmul[G4_DT_BF16] instead (the same products; only the summation order differs) */
+    g4_matmul_xbf16_fn matmul_xbf16;
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n);        /* y += a x */
     /* y = x * (mean(x^2) + eps)^-1/2 * (w ? w : 1); x and y may alias.  [n] */
@@ -84,6 +96,16 @@ void g4_attend_generic(const float *q, const float *K, const float *V, int cap, 
 const g4_kernels *g4_kernels_get(void);
 const g4_kernels *g4_kernels_scalar(void);
 const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
+/* The avx2 table with --prefill-bf16's matmul on AVX512-BF16 (vdpbf16ps) or AMX-BF16 tiles
+ * (cpu/bf16_avx512.c, cpu/bf16_amx.c); NULL if the CPU (or, for AMX, the kernel's permission to
+ * use tile data) lacks them. */
+const g4_kernels *g4_kernels_avx512bf16(void);
+const g4_kernels *g4_kernels_amx(void);
+/* The bf16 matmuls themselves, for tests on any table (callers check the CPU first). */
+void g4_matmul_xbf16_avx512(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
+                            float *y, int ldy);
+void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
+                         float *y, int ldy);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

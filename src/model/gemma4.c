@@ -23,6 +23,8 @@ typedef struct {
     int T;
     g4_mm_op ops[3];
     const void *xq[3];               /* --act-q8: op i's input quantized for its weight type, or NULL */
+    const uint16_t *xb[3];           /* --prefill-bf16 on bf16 hardware: op i's input in bf16, or NULL */
+    int xb_ld;
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
     int bound[MM_MAX_TASKS + 1];
@@ -37,6 +39,7 @@ static void mm_task(void *ctx, int task, int thread) {
         if (a >= b) continue;
         const g4_mm_op *op = &j->ops[o];
         if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        else if (j->xb[o]) j->k->matmul_xbf16(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
 }
@@ -48,6 +51,40 @@ static void mm_task(void *ctx, int task, int thread) {
  * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
  * tenants preempt holds at most the share it claimed. Boundaries fall on multiples of 16 rows of
  * each op (the GEMM's panel; the GEMV's 4-row blocks). */
+static int ops_share_input(const g4_mm_op *a, const g4_mm_op *b) {
+    return a->x == b->x && a->w->cols == b->w->cols;
+}
+
+/* --prefill-bf16: op i's input rounded to bf16, once for the ops that share it (q/k/v, gate/up):
+ * as bf16 rows of stride xb_ld for the kernel table's bf16 hardware matmul (zero-padded to whole
+ * 32 x 32 tiles), else as floats (exactly representable, so the fp32 kernels compute the same
+ * products) that replace op i's x. */
+static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i, int T) {
+    const int K = ops[i].w->cols, ld = m->xb_ld, Kp = (K + 31) & ~31, Tp = (T + 31) & ~31;
+    const float *x = ops[i].x;
+    for (int p = 0; p < i; p++)
+        if (ops[p].w->dt == G4_DT_BF16 && ops_share_input(&ops[p], &ops[i])) {
+            j->xb[i] = j->xb[p];
+            j->ops[i].x = j->ops[p].x;
+            return;
+        }
+    if (m->k->matmul_xbf16) {
+        uint16_t *dst = (uint16_t *)m->xb;
+        for (int t = 0; t < Tp; t++) {
+            uint16_t *row = dst + (size_t)t * ld;
+            const int n = t < T ? K : 0;
+            for (int k = 0; k < n; k++) row[k] = g4_f32_to_bf16(x[(size_t)t * K + k]);
+            memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
+        }
+        j->xb[i] = dst;
+        j->xb_ld = ld;
+    } else {
+        float *dst = m->xb;
+        for (size_t e = 0; e < (size_t)T * K; e++) dst[e] = g4_bf16_to_f32(g4_f32_to_bf16(x[e]));
+        j->ops[i].x = dst;
+    }
+}
+
 void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
     int total = 0;
@@ -58,10 +95,12 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
         j.op_end[i] = total;
         const g4_dtype dt = ops[i].w->dt;
         j.xq[i] = NULL;
+        j.xb[i] = NULL;
+        if (m->round_bf16 && dt == G4_DT_BF16) round_input_bf16(m, &j, ops, i, T);
         if (!m->opts.act_q8 || !m->k->matmul_q8[dt]) continue;   /* float weights: exact path */
         /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
         for (int p = 0; p < i && !j.xq[i]; p++)
-            if (j.xq[p] && ops[p].x == ops[i].x && ops[p].w->cols == ops[i].w->cols &&
+            if (j.xq[p] && ops_share_input(&ops[p], &ops[i]) &&
                 g4_act_format(ops[p].w->dt) == g4_act_format(dt))
                 j.xq[i] = j.xq[p];
         if (!j.xq[i]) {
@@ -291,7 +330,8 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
 }
 
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                     int logit_row0, int batched, float *logits) {
+                     int logit_row0, int step, float *logits) {
+    const int batched = (step & G4_STEP_BATCHED) != 0;
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, V = c->vocab_size;
     if (R <= 0 || R > m->max_rows) return g4_fail(G4_ERR_RUNTIME, "forward: %d rows (max %d)", R, m->max_rows);
@@ -312,10 +352,13 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         for (int i = 0; i < H; i++) x[i] *= m->embed_scale;
     }
     if (m->comm) m->comm->allreduce_sum(m->comm, m->x, (size_t)R * H);
+    /* --prefill-bf16 rounds the layer matmuls' inputs of prompt rows; the LM head stays exact */
+    m->round_bf16 = m->opts.prefill_bf16 && (step & G4_STEP_PREFILL);
     for (int l = 0; l < c->n_layers; l++) {
         attention_block(m, &m->layers[l], R, slots, pos, batched);
         mlp_block(m, &m->layers[l], R);
     }
+    m->round_bf16 = 0;
     if (logits && logit_row0 < R) {
         int n = R - logit_row0;
         for (int r = 0; r < n; r++)

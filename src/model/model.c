@@ -22,7 +22,7 @@
 
 enum { CMD_STOP = 0, CMD_STEP = 1 };
 enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
-#define CMD_HDR 5   /* op, R, logit_row0, out mode, batched; then slots[R], pos[R], ids[R] */
+#define CMD_HDR 5   /* op, R, logit_row0, out mode, step flags (G4_STEP_*); then slots[R], pos[R], ids[R] */
 
 void g4_model_opts_default(g4_model_opts *o) {
     o->threads = 0;
@@ -34,6 +34,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->no_mmap = 0;
     o->act_q8 = 0;
     o->numerics = G4_NUMERICS_EXACT;
+    o->prefill_bf16 = 0;
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -85,6 +86,13 @@ static g4_status alloc_state(g4_model *m) {
         const size_t row = r0 > rk ? r0 : rk;
         if (!(m->xq = malloc(3 * R * row))) return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --act-q8 scratch");
     }
+    if (m->opts.prefill_bf16) {   /* --prefill-bf16: one rounded input, rows and columns padded to 32 */
+        size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
+        if (I > K) K = I;
+        m->xb_ld = (int)((K + 31) / 32 * 32);
+        if (!(m->xb = calloc((R + 31) / 32 * 32 * (size_t)m->xb_ld, sizeof(float))))
+            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --prefill-bf16 scratch");
+    }
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));
     if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
         !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
@@ -123,6 +131,10 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     m->comm = comm;
     g4_status st;
     if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
+    if (o->numerics == G4_NUMERICS_GGML && o->prefill_bf16) {
+        st = g4_fail(G4_ERR_INPUT, "--prefill-bf16 and --numerics ggml exclude each other (llama.cpp's arithmetic has no bf16 prefill)");
+        goto fail;
+    }
     if (o->numerics == G4_NUMERICS_GGML) {
         /* llama.cpp's CPU arithmetic: its int8 activations (--act-q8), its rms norm and fp16-table
          * GELU in this rank's copy of the kernel table; RoPE, attention and the softcap branch in
@@ -377,11 +389,11 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
  * [n][V] or `next` [n]. */
 static void rank_step(g4_model *m, float *logits, int32_t *next) {
     const int32_t *c = m->cmd;
-    const int R = c[1], row0 = c[2], mode = c[3], batched = c[4];
+    const int R = c[1], row0 = c[2], mode = c[3], step = c[4];
     const int *slots = c + CMD_HDR, *pos = slots + R;
     const int32_t *ids = pos + R;
     const int n = R - row0, V = m->cfg.vocab_size;
-    g4_forward(m, R, slots, pos, ids, row0, batched, mode == OUT_NONE ? NULL : m->lg);
+    g4_forward(m, R, slots, pos, ids, row0, step, mode == OUT_NONE ? NULL : m->lg);
     if (mode == OUT_NONE) return;
     g4_comm *cm = m->comm;
     if (mode == OUT_LOGITS) {
@@ -416,10 +428,10 @@ static void rank_step(g4_model *m, float *logits, int32_t *next) {
 
 /* Rank 0: one forward pass of R rows over the whole group. */
 static void group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                          int row0, int batched, float *logits, int32_t *next) {
+                          int row0, int step, float *logits, int32_t *next) {
     const int n = R - row0, V = m->cfg.vocab_size;
     if (!m->comm) {
-        g4_forward(m, R, slots, pos, ids, row0, batched, next ? m->lg : logits);
+        g4_forward(m, R, slots, pos, ids, row0, step, next ? m->lg : logits);
         for (int i = 0; next && i < n; i++) next[i] = g4_argmax(m->lg + (size_t)i * V, V);
         return;
     }
@@ -428,7 +440,7 @@ static void group_forward(g4_model *m, int R, const int *slots, const int *pos, 
     c[1] = R;
     c[2] = row0;
     c[3] = next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE;
-    c[4] = batched;
+    c[4] = step;
     memcpy(c + CMD_HDR, slots, (size_t)R * sizeof(int));
     memcpy(c + CMD_HDR + R, pos, (size_t)R * sizeof(int));
     memcpy(c + CMD_HDR + 2 * R, ids, (size_t)R * sizeof(int32_t));
@@ -465,7 +477,7 @@ void g4_model_free(g4_model *m) {
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
-    free(m->xq);
+    free(m->xq); free(m->xb);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }
@@ -497,7 +509,8 @@ static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float
         /* --numerics ggml: did llama.cpp's micro-batch holding these rows (the prompt cut into
          * n_ubatch = 512 tokens) have >= 2 tokens? (its attention P·V then runs through tinyBLAS) */
         const int ub = n - done / 512 * 512 < 512 ? n - done / 512 * 512 : 512;
-        group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, ub >= 2, last ? logits : NULL, last ? next : NULL);
+        const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
+        group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, step, last ? logits : NULL, last ? next : NULL);
         m->slot_pos[slot] += R;
         done += R;
     }
@@ -525,7 +538,7 @@ static g4_status decode(g4_model *m, int n, const int *slots, const int32_t *ids
             return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[i], m->cfg.vocab_size);
         pos[i] = m->slot_pos[slots[i]];
     }
-    group_forward(m, n, slots, pos, ids, 0, n >= 2, logits, next);
+    group_forward(m, n, slots, pos, ids, 0, n >= 2 ? G4_STEP_BATCHED : 0, logits, next);
     for (int i = 0; i < n; i++) m->slot_pos[slots[i]]++;
     return G4_OK;
 }

@@ -65,6 +65,11 @@ struct g4_model {
                                  * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
     void *xq;                   /* --act-q8: [3][max_rows] quantized activation rows (gemma4.c) */
+    float *xb;                  /* --prefill-bf16: one matmul input rounded to bf16, [max_rows
+                                 * rounded up to 32][xb_ld] floats (or bf16 for the hardware kernels);
+                                 * padding rows and columns stay zero */
+    int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
+    int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;
     g4_comm *comm;
@@ -90,12 +95,17 @@ g4_status g4_gguf_model_bind(g4_model *m, const char *path);
  * pre-sharded pack) in 2 MiB-aligned, huge-page-advised memory (shard.c). */
 g4_status g4_model_shard(g4_model *m);
 
+/* What a forward step is, for the modes whose arithmetic depends on it (g4_forward's `step`):
+ * BATCHED (--numerics ggml): llama.cpp would run these rows in a batch of >= 2 tokens;
+ * PREFILL (--prefill-bf16): the rows are prompt tokens. */
+enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2 };
+
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and
  * writes this rank's raw logits (vocabulary rows [vlo, vlo + vlen)) for rows [logit_row0, R) into
  * logits[(r - logit_row0) * vmax]. Every rank of a group calls it with the same arguments.
- * batched (--numerics ggml only): llama.cpp would run these rows in a batch of >= 2 tokens. */
+ * step: G4_STEP_* flags. */
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
-                     int logit_row0, int batched, float *logits);
+                     int logit_row0, int step, float *logits);
 
 /* One product of a parallel matmul: y[t * ldy + r] = x[t] · w[r] for T activation rows t. */
 typedef struct {
@@ -106,8 +116,8 @@ typedef struct {
 } g4_mm_op;
 
 /* Up to three products sharing one parallel loop on m's thread pool (q/k/v, gate/up), with
- * --act-q8's activation quantization; the forward pass's matmul, also timed alone by bench
- * (gemma4.c). */
+ * --act-q8's activation quantization and, while m->round_bf16 is set, --prefill-bf16's rounding;
+ * the forward pass's matmul, also timed alone by bench (gemma4.c). */
 void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops);
 
 #endif

@@ -58,6 +58,7 @@ static void *loader(void *arg) {
     mo.no_mmap = s->opts.no_mmap;
     mo.act_q8 = s->opts.act_q8;
     mo.numerics = s->opts.numerics;
+    mo.prefill_bf16 = s->opts.prefill_bf16;
     const char *dir = s->opts.model_path;
     double t0 = g4_now();
     /* Test hook: hold the loading state so tests can see /health answer 503. */

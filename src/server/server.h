@@ -25,6 +25,7 @@ typedef struct {
     int no_mmap;             /* copy the weights at load (g4_model_opts) */
     int act_q8;              /* int8 activations for quantized-weight matmuls (g4_model_opts) */
     int numerics;            /* G4_NUMERICS_EXACT | G4_NUMERICS_GGML (g4_model_opts) */
+    int prefill_bf16;        /* bf16 activations in the prompt's layer matmuls (g4_model_opts) */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 

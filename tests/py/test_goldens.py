@@ -62,8 +62,12 @@ def test_greedy(g4_bin, fixture, case, chunk):
 
 
 def _isas():
+    """The kernel paths this CPU runs: G4_CPU_ISA values (the bf16 ones add --prefill-bf16's matmul)."""
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-    return ["scalar"] + (["avx2"] if " avx2" in flags and " fma" in flags else [])
+    avx2 = " avx2" in flags and " fma" in flags
+    bf16 = avx2 and " avx512_bf16" in flags and " avx512bw" in flags and " avx512vl" in flags
+    amx = bf16 and " amx_bf16" in flags and " amx_tile" in flags
+    return ["scalar"] + (["avx2"] if avx2 else []) + (["avx512bf16"] if bf16 else []) + (["amx"] if amx else [])
 
 
 @pytest.mark.parametrize("isa", _isas())

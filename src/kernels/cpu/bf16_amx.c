@@ -1,0 +1,92 @@
+/* bf16_amx.c — --prefill-bf16's matmul on AMX-BF16 tiles: per 32 activation rows x 32 weight
+ * rows, four 16 x 16 fp32 C tiles accumulate tdpbf16ps of two A tiles (16 rows x 32 bf16 of the
+ * activations, loaded straight from the padded bf16 input) and two B tiles (16 pairs x 16 columns
+ * of the pair-interleaved weight panel, bf16_pack.h). A 32 x 32 block that is not whole (the
+ * last rows of T, the last columns of [n0, n1)) goes through a small staging buffer, so nothing
+ * outside y's rows and columns is read or written. Compiled for AMX here only; the dispatcher
+ * calls it after checking the CPU and obtaining the kernel's permission to use tile data. */
+#ifndef G4_BF16_EMULATED   /* tests/c/test_bf16_matmul.c builds this file on emulated intrinsics */
+#pragma GCC target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16")
+#include <immintrin.h>
+#endif
+#include <string.h>
+
+#include "kernels/cpu/bf16_pack.h"
+#include "kernels/kernels.h"
+
+/* ldtilecfg's 64-byte operand, palette 1: tiles 0-3 C, 4-5 A, 6-7 B, each 16 rows x 64 bytes */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* C tiles 0-3 (rows r, r + 16 x columns c, c + 16 of a 32 x 32 block) from / to memory of row
+ * stride ld floats. */
+static inline void c_load(const float *c, int ld) {
+    const size_t s = (size_t)ld * sizeof(float);
+    _tile_loadd(0, c, s);
+    _tile_loadd(1, c + 16, s);
+    _tile_loadd(2, c + 16 * (size_t)ld, s);
+    _tile_loadd(3, c + 16 * (size_t)ld + 16, s);
+}
+static inline void c_store(float *c, int ld) {
+    const size_t s = (size_t)ld * sizeof(float);
+    _tile_stored(0, c, s);
+    _tile_stored(1, c + 16, s);
+    _tile_stored(2, c + 16 * (size_t)ld, s);
+    _tile_stored(3, c + 16 * (size_t)ld + 16, s);
+}
+
+void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
+                         int ldy) {
+    const uint16_t *W = w;
+    const int Kp = (K + 31) & ~31;
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    _tile_loadconfig(&cfg);
+    _Alignas(64) uint16_t panel[G4_BF16_KC * G4_BF16_NR];   /* 32 KB */
+    _Alignas(64) float stage[32 * 32];
+    for (int n = n0; n < n1; n += G4_BF16_NR) {
+        const int cols = n1 - n < G4_BF16_NR ? n1 - n : G4_BF16_NR;
+        for (int k0 = 0; k0 < Kp; k0 += G4_BF16_KC) {
+            const int kc = Kp - k0 < G4_BF16_KC ? Kp - k0 : G4_BF16_KC;
+            g4_bf16_pack_panel(W, K, n, cols, k0, kc, panel);
+            for (int t = 0; t < T; t += 32) {
+                const int rows = T - t < 32 ? T - t : 32;
+                const int whole = rows == 32 && cols == 32;
+                float *yb = y + (size_t)t * ldy + n;
+                if (k0 == 0) {
+                    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+                } else if (whole) {
+                    c_load(yb, ldy);
+                } else {
+                    memset(stage, 0, sizeof stage);
+                    for (int r = 0; r < rows; r++) memcpy(stage + 32 * r, yb + (size_t)r * ldy, (size_t)cols * sizeof(float));
+                    c_load(stage, 32);
+                }
+                const uint16_t *a = xb + (size_t)t * ldx + k0;
+                const size_t as = (size_t)ldx * sizeof(uint16_t);
+                for (int kk = 0; kk < kc; kk += 32) {
+                    _tile_loadd(4, a + kk, as);
+                    _tile_loadd(5, a + 16 * (size_t)ldx + kk, as);
+                    _tile_loadd(6, panel + (size_t)kk * G4_BF16_NR, 2 * G4_BF16_NR * sizeof(uint16_t));
+                    _tile_loadd(7, panel + (size_t)kk * G4_BF16_NR + 32, 2 * G4_BF16_NR * sizeof(uint16_t));
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+                if (whole) {
+                    c_store(yb, ldy);
+                } else {
+                    c_store(stage, 32);
+                    for (int r = 0; r < rows; r++) memcpy(yb + (size_t)r * ldy, stage + 32 * r, (size_t)cols * sizeof(float));
+                }
+            }
+        }
+    }
+    _tile_release();
+}

@@ -1,0 +1,96 @@
+/* test_bf16_matmul.c — --prefill-bf16's bf16 matmuls (cpu/bf16_avx512.c, cpu/bf16_amx.c) against a
+ * double-precision sum of the same bf16 products, on the padded bf16 input the forward pass builds
+ * (rows to 32, columns to 32, zeros): T, K and [n0, n1) that are not whole blocks, K past the
+ * 512-column panel and odd, and y's columns outside [n0, n1) left untouched.
+ * Twice: the kernels' own source compiled here against a C emulation of the intrinsics
+ * (emu_avx512_amx.h: the blocking, packing, masks and tile strides, on any CPU), and the library's
+ * real kernels where this CPU has AVX512-BF16 / AMX-BF16 (skipped elsewhere). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+
+#define G4_BF16_EMULATED
+#include "emu_avx512_amx.h"
+#define g4_matmul_xbf16_avx512 emu_matmul_xbf16_avx512
+#define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
+#include "../../src/kernels/cpu/bf16_avx512.c"
+#include "../../src/kernels/cpu/bf16_amx.c"
+#undef g4_matmul_xbf16_avx512
+#undef g4_matmul_xbf16_amx
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+static void check(g4_matmul_xbf16_fn mm, int T, int K, int N, int n0, int n1) {
+    const int ld = (K + 31) / 32 * 32 + 32, Tp = (T + 31) / 32 * 32, ldy = N + 3;
+    uint16_t *xb = calloc((size_t)Tp * ld, sizeof *xb), *w = malloc((size_t)N * K * sizeof *w);
+    float *y = malloc((size_t)T * ldy * sizeof *y);
+    unsigned seed = (unsigned)(T * 131 + K * 7 + N);
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) xb[(size_t)t * ld + k] = g4_f32_to_bf16(frand(&seed) * 3.0f);
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
+    for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
+    mm(xb, ld, T, K, w, n0, n1, y, ldy);
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < ldy; n++) {
+            const float got = y[(size_t)t * ldy + n];
+            if (n < n0 || n >= n1) {
+                if (got != -12345.0f) fail_msg("T=%d K=%d: column %d outside [%d, %d) written", T, K, n, n0, n1);
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)g4_bf16_to_f32(xb[(size_t)t * ld + k]) * g4_bf16_to_f32(w[(size_t)n * K + k]);
+                ref += p;
+                mag += fabs(p);
+            }
+            /* fp32 sums: ~sqrt(K) roundings of 2^-24 of the running magnitude; a lost or misplaced
+             * product is ~mag / K, far outside */
+            if (fabs(got - ref) > 1e-5 * mag + 1e-30) fail_msg("T=%d K=%d n=%d t=%d: %g vs %g", T, K, n, t, got, ref);
+        }
+    free(xb);
+    free(w);
+    free(y);
+}
+
+static const int shapes[][5] = {   /* T, K, N, n0, n1 */
+    {1, 32, 32, 0, 32}, {5, 64, 48, 16, 48}, {13, 200, 80, 0, 77}, {32, 1030, 64, 16, 64},
+    {45, 96, 100, 32, 99}, {64, 63, 40, 0, 40}, {70, 544, 96, 0, 96},
+};
+
+static void check_all(g4_matmul_xbf16_fn mm) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check(mm, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
+}
+
+static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512); }
+static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx); }
+
+static void test_avx512_hardware(void **state) {
+    (void)state;
+    if (!g4_kernels_avx512bf16()) skip();
+    check_all(g4_matmul_xbf16_avx512);
+}
+
+static void test_amx_hardware(void **state) {
+    (void)state;
+    if (!g4_kernels_amx()) skip();
+    check_all(g4_matmul_xbf16_amx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_avx512_emulated),
+        cmocka_unit_test(test_amx_emulated),
+        cmocka_unit_test(test_avx512_hardware),
+        cmocka_unit_test(test_amx_hardware),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

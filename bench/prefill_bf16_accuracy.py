@@ -3,12 +3,17 @@
 prompt, the last prompt position's logits (max |delta| / max |logit|, argmax agreement) and the
 greedy continuation (tokens identical before the first difference), exact vs --prefill-bf16.
 
-Prompts: every case of every fixture with a goldens.json (tests/fixtures), and with --model DIR
-also NPROMPTS random-id prompts of each --lengths on that checkpoint (e.g. the 2 GB bench model).
+Prompts: every case of every fixture with a goldens.json (tests/fixtures); with --real GGUF the 14
+real-text prompts of tests/fixtures/gemma3-270m/greedy.json on that file — the real Gemma 3 270M
+requantized to BF16, e.g. `llama-quantize --allow-requantize "$(scripts/gemma3-270m.sh)" g3-bf16.gguf
+BF16` (the mode only touches bf16 weights); with --model DIR also NPROMPTS random-id prompts of
+each --lengths on that checkpoint (beware: a wide random-weight model such as the bench model is
+so chaotic that even the exact mode's float32 summation order moves its logits by ~1% against
+transformers, and bf16 rounding by >100%; it measures nothing about a trained model).
 Prints a markdown table and a summary line.
 
-Usage: python3 bench/prefill_bf16_accuracy.py [--bin build/gemma4c] [--model DIR] [--lengths 16,64,256]
-       [--nprompts 3] [--ngen 32] [--threads N]
+Usage: python3 bench/prefill_bf16_accuracy.py [--bin build/gemma4c] [--real GGUF] [--model DIR]
+       [--lengths 16,64,256] [--nprompts 3] [--ngen 32] [--threads N]
 """
 import argparse
 import json
@@ -50,6 +55,7 @@ def measure(args, model, ids, ctx):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "gemma4c"))
+    ap.add_argument("--real")
     ap.add_argument("--model")
     ap.add_argument("--lengths", default="16,64,256")
     ap.add_argument("--nprompts", type=int, default=3)
@@ -64,6 +70,11 @@ def main():
             continue
         for c in json.load(open(g))["cases"]:
             rows.append((name, c["name"], len(c["prompt_ids"]), *measure(args, os.path.join(fx, name), c["prompt_ids"], 512)))
+    if args.real:
+        real = json.load(open(os.path.join(fx, "gemma3-270m", "greedy.json")))
+        for i, c in enumerate(real["cases"]):
+            rows.append((os.path.basename(args.real), f"text{i}", len(c["prompt_ids"]),
+                         *measure(args, args.real, c["prompt_ids"], 4096)))
     if args.model:
         vocab = json.load(open(os.path.join(args.model, "config.json")))
         vocab = vocab.get("text_config", vocab)["vocab_size"]

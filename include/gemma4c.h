@@ -41,7 +41,9 @@ typedef struct {
     int tp;             /* tensor-parallel ranks; default 1; 0 = unset: 1, or the mpirun size (mpi) */
     int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
     int no_mmap;        /* 1: copy the weights into huge-page memory at load (slower load, faster
-                         * decode: 4 KiB file pages break the weight streams); default 0 */
+                         * decode: 4 KiB file pages break the weight streams); -1: never copy, read
+                         * the file mapping whatever its pages; 0 (default): read the mapping when
+                         * the page cache holds >= 90% of it in 2 MiB pages, else copy */
     int act_q8;         /* 1: matmuls over quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K) round the
                          * activations to int8 blocks first (Q8_0 / Q8_K, as llama.cpp does) and
                          * use integer dot products; float weights are untouched. Default 0 (exact) */
@@ -82,6 +84,7 @@ typedef struct {
     size_t weight_bytes;          /* bytes of weights (all ranks' shards with --tp) */
     size_t kv_bytes;              /* bytes of KV cache over all slots (all ranks) */
     int tp;                       /* tensor-parallel ranks */
+    int weights_copied;           /* no_mmap 0: the mapping was mostly in 4 KiB pages, so copied */
 } g4_model_info;
 
 const g4_model_info *g4_model_get_info(const g4_model *m);

@@ -42,7 +42,7 @@ typedef struct {
 static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
-    "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap] [--act-q8]\n"
+    "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap] [--act-q8]\n"
     "                     [--numerics exact|ggml] [--prefill-bf16]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
@@ -51,7 +51,8 @@ static const char *USAGE =
     "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
     "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
-    "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping.\n"
+    "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping\n"
+    "  (default: copy only when the page cache holds < 90% of them in 2 MiB pages; --mmap: never).\n"
     "  --act-q8: int8 activations for matmuls over quantized weights (as llama.cpp; default exact).\n"
     "  --numerics ggml: llama.cpp's CPU arithmetic throughout (implies --act-q8; scalar, slower).\n"
     "  --prefill-bf16: prompt rows' layer matmuls in bf16 (AMX / AVX512-BF16 where the CPU has them).\n";
@@ -99,6 +100,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
+        else if (!strcmp(a, "--mmap")) o->no_mmap = -1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
         else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
         else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics("bench", v, &o->numerics)) return 0; }
@@ -298,8 +300,9 @@ int cli_bench(int argc, char **argv) {
     printf("model: %s, %d layers, hidden %d, vocab %d; %.3f GB mapped, load %.2f s, warm-up step %.2f s\n",
            info->architecture, info->n_layers, info->hidden_size, V, info->weight_bytes / 1e9, t_load, t_warm);
     if (huge >= 0)
-        printf("  in 2 MiB pages: %.3f GB (%.0f%% of the weights; 4 KiB pages break every weight stream)\n",
-               huge / 1e9, 100.0 * (double)huge / (double)info->weight_bytes);
+        printf("  in 2 MiB pages: %.3f GB (%.0f%% of the weights; 4 KiB pages break every weight stream)%s\n",
+               huge / 1e9, 100.0 * (double)huge / (double)info->weight_bytes,
+               info->weights_copied ? "; copied at load: the page cache held them mostly in 4 KiB pages" : "");
     printf("  weights read per decode token: %.3f GB (layer matrices %.3f GB + LM head %.3f GB); "
            "%.1f M params + %.1f M LM head\n", decode_bytes / 1e9, cost.layer_matrix_bytes / 1e9,
            cost.lm_head_bytes / 1e9, cost.layer_params / 1e6, cost.lm_head_params / 1e6);
@@ -370,9 +373,10 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"n_layers\":%d,\"hidden\":%d,\"vocab\":%d,\"weight_bytes_mapped\":%zu,"
                "\"decode_weight_bytes_per_token\":%.0f,\"layer_matrix_bytes\":%.0f,\"lm_head_bytes\":%.0f,"
                "\"layer_params\":%.0f,\"lm_head_params\":%.0f,\"prefill_chunk\":%ld,\"ctx\":%d,\"rss_bytes\":%ld,"
-               "\"load_s\":%.3f,\"huge_page_bytes\":%lld}",
+               "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s}",
             info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
-            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge);
+            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge,
+            info->weights_copied ? "true" : "false");
     fputs(",\"tests\":[", f);
     for (int i = 0; i < nt; i++) {
         const bench_test *t = &tests[i];

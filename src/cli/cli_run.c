@@ -88,6 +88,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend(cmd, v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
+        else if (!strcmp(a, "--mmap")) o->no_mmap = -1;
         else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
         else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
         else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics(cmd, v, &o->numerics)) return 0; }

@@ -9,7 +9,7 @@
 static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--ctx 4096] [--parallel 1]\n"
                "                     [--threads N] [--prefill-chunk 64] [--alias NAME] [--max-body BYTES]\n"
-               "                     [--shutdown-grace SECONDS] [--tp N] [--tp-backend threads|mpi] [--no-mmap]\n"
+               "                     [--shutdown-grace SECONDS] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap]\n"
                "                     [--act-q8] [--numerics exact|ggml] [--prefill-bf16]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr).\n");
@@ -38,6 +38,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--shutdown-grace")) { int g; INTV(0, 3600, g); o.shutdown_grace_s = g; }
         else if (!strcmp(a, "--tp")) INTV(1, 64, o.tp);
         else if (!strcmp(a, "--no-mmap")) o.no_mmap = 1;
+        else if (!strcmp(a, "--mmap")) o.no_mmap = -1;
         else if (!strcmp(a, "--act-q8")) o.act_q8 = 1;
         else if (!strcmp(a, "--prefill-bf16")) o.prefill_bf16 = 1;
         else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics(cmd, v, &o.numerics)) return 2; }

@@ -5,11 +5,13 @@
  * boundaries. A packed .g4c file arrives already sharded: with --no-mmap its tensors are copied
  * whole, otherwise this step is skipped. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "io/filemap.h"
 #include "model/model.h"
 
 static g4_status keep(g4_model *m, void *p) {
@@ -87,4 +89,42 @@ g4_status g4_model_shard(g4_model *m) {
         }
     }
     return G4_OK;
+}
+
+/* ---------------------------------------------------------------- huge pages of a file mapping */
+
+static int thp_available(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char line[128] = "";
+    const int ok = fgets(line, sizeof line, f) && !strstr(line, "[never]");
+    fclose(f);
+    return ok;
+}
+
+/* Touches one byte in each 2 MiB window of `w` (mapping a page-cache folio that is 2 MiB whole by
+ * one PMD entry) and returns the bytes of those windows. */
+static size_t touch_windows(const g4_mat *w, volatile unsigned char *sink) {
+    const uintptr_t huge = (uintptr_t)2 << 20, a = (uintptr_t)w->data, b = a + g4_mat_bytes(w);
+    size_t n = 0;
+    for (uintptr_t p = (a + huge - 1) & ~(huge - 1); p + huge <= b; p += huge, n += huge) *sink += *(const unsigned char *)p;
+    return n;
+}
+
+int g4_weights_mapped_small(g4_model *m) {
+    if (!thp_available()) return 0;
+    const long long before = g4_huge_mapped_bytes();
+    if (before < 0) return 0;
+    volatile unsigned char sink = 0;
+    size_t windows = touch_windows(&m->embed, &sink);
+    if (m->lm_head.data != m->embed.data) windows += touch_windows(&m->lm_head, &sink);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const g4_layer *L = &m->layers[l];
+        const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (int i = 0; i < 7; i++)
+            if (ws[i]->data) windows += touch_windows(ws[i], &sink);
+    }
+    if (windows < ((size_t)64 << 20)) return 0;   /* small models: the TLB hardly matters */
+    const long long after = g4_huge_mapped_bytes();
+    return (double)(after - before) < 0.9 * (double)windows;
 }

@@ -22,7 +22,7 @@ typedef struct {
     size_t max_body;         /* request body limit in bytes */
     double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
     int tp, tp_backend;      /* tensor parallelism (g4_model_opts) */
-    int no_mmap;             /* copy the weights at load (g4_model_opts) */
+    int no_mmap;             /* 1 copy the weights at load, -1 never, 0 auto (g4_model_opts) */
     int act_q8;              /* int8 activations for quantized-weight matmuls (g4_model_opts) */
     int numerics;            /* G4_NUMERICS_EXACT | G4_NUMERICS_GGML (g4_model_opts) */
     int prefill_bf16;        /* bf16 activations in the prompt's layer matmuls (g4_model_opts) */

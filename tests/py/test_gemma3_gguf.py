@@ -81,3 +81,36 @@ def test_bad_gguf_files(g4_bin, gguf, tmp_path):
     bad.write_bytes(b"GGUF" + (7).to_bytes(4, "little") + data[8:4096])
     r = run_g4(g4_bin, "run", "-m", bad, "--prompt-ids", "2", "-n", 1)
     assert r.returncode == 2 and "version 7" in r.stderr.decode()
+
+
+def _thp():
+    try:
+        return "[never]" not in open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return False
+
+
+def _bench_json(g4_bin, gguf, *extra):
+    r = run_g4(g4_bin, "bench", "-m", gguf, "-p", 0, "-n", 2, "--reps", 1, "--no-peaks", "--threads", 1, *extra)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+def test_weights_end_up_in_huge_pages(g4_bin, gguf, tmp_path):
+    """By default the weights are read through the file mapping when the page cache holds them in
+    2 MiB pages, else copied into huge-page memory (--mmap: never copied; --no-mmap: always); the
+    numbers are the same either way."""
+    if not _thp():
+        pytest.skip("transparent huge pages are off on this machine")
+    auto = _bench_json(g4_bin, gguf)["model_info"]
+    weights = auto["weight_bytes_mapped"]
+    assert auto["huge_page_bytes"] >= 0.8 * weights, auto
+    assert _bench_json(g4_bin, gguf, "--mmap")["model_info"]["weights_copied"] is False
+    ids = ",".join(map(str, CASES[0]["prompt_ids"]))
+    outs = []
+    for extra in ([], ["--mmap"], ["--no-mmap"]):
+        out = tmp_path / f"l{len(outs)}.f32"
+        r = run_g4(g4_bin, "logits", "-m", gguf, "--prompt-ids", ids, "-o", out, *extra)
+        assert r.returncode == 0, r.stderr.decode()
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]

@@ -253,29 +253,18 @@ double g4_bench_fma_peak(int threads, int reps, const char **isa) {
     return run_peak(threads, reps, avx2 ? 1 : 0);
 }
 
-static void cpuid_count(unsigned leaf, unsigned sub, unsigned r[4]) {
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
-}
-
 double g4_bench_bf16_peak(int threads, int reps, const char **note) {
-    unsigned r[4] = {0};
-    cpuid_count(0, 0, r);
-    unsigned max_leaf = r[0];
-    int amx_bf16 = 0, avx512bf16 = 0;
-    if (max_leaf >= 7) {
-        cpuid_count(7, 0, r);
-        amx_bf16 = (r[3] >> 22) & 1;
-        cpuid_count(7, 1, r);
-        avx512bf16 = (r[0] >> 5) & 1;
-    }
-    __builtin_cpu_init();
-    avx512bf16 = avx512bf16 && __builtin_cpu_supports("avx512f");   /* also checks OS (XCR0) support */
-    if (avx512bf16) {
-        if (note) *note = amx_bf16 ? "avx512-bf16 vdpbf16ps (AMX-BF16 present, not measured)" : "avx512-bf16 vdpbf16ps";
+    /* the unit --prefill-bf16 runs on with this kernel table (dispatch.c checked CPUID and XCR0) */
+    const g4_kernels *k = g4_kernels_get();
+    const char *path = k ? k->name : "";
+    if (!strcmp(path, "avx512bf16")) {
+        if (note) *note = "avx512-bf16 vdpbf16ps";
         return run_peak(threads, reps, 2);
     }
-    if (note) *note = amx_bf16 ? "n/a: AMX-BF16 present but not measured; no AVX512-BF16"
-                               : "n/a: this CPU has no bf16 arithmetic (no AVX512-BF16, no AMX-BF16)";
+    if (note)
+        *note = !strcmp(path, "amx") ? "n/a: the AMX-BF16 tile peak is not measured (no AMX machine to check it on)"
+              : g4_kernels_amx() || g4_kernels_avx512bf16() ? "n/a: the selected kernel path has no bf16 unit (G4_CPU_ISA)"
+                                                            : "n/a: this CPU has no bf16 arithmetic (no AVX512-BF16, no AMX-BF16)";
     return 0;
 }
 

@@ -33,9 +33,9 @@ void g4_bw_probe_free(g4_bw_probe *p);
  * `reps`. AVX2+FMA when the CPU has it, scalar otherwise (named in *isa). */
 double g4_bench_fma_peak(int threads, int reps, const char **isa);
 
-/* bf16 dot-product peak in GFLOP/s (AVX512-BF16 vdpbf16ps: 2 FLOP per bf16 pair), or 0 when the
- * CPU has no bf16 arithmetic; *note says which unit was measured or why none was. AMX-BF16 is
- * detected and reported in *note but not measured here. */
+/* Peak of the bf16 unit the selected kernel path's --prefill-bf16 runs on, in GFLOP/s: AVX512-BF16
+ * vdpbf16ps (2 FLOP per bf16 pair) on path "avx512bf16"; 0 otherwise — no bf16 unit, or AMX-BF16
+ * tiles, whose peak is not measured here; *note says which unit was measured or why none was. */
 double g4_bench_bf16_peak(int threads, int reps, const char **note);
 
 /* Name of the kernel path the model uses ("avx2", "scalar", ...; honours G4_CPU_ISA). */

@@ -194,10 +194,11 @@ int cli_bench(int argc, char **argv) {
     g4_bench_model_cost(m, &cost);
     const double decode_bytes = cost.layer_matrix_bytes + cost.lm_head_bytes;
     const char *kpath = g4_bench_kernel_path();
-    /* --prefill-bf16 on the CPU's bf16 units is judged against the bf16 peak, else the fp32 one */
+    /* --prefill-bf16 on the CPU's bf16 units is judged against their peak (none when it was not
+     * measured: AMX), else against the fp32 one */
     const g4_kernels *ktab = g4_kernels_get();
     const int bf16_units = ktab && ktab->matmul_xbf16;
-    const double prefill_peak = o.prefill_bf16 && bf16_units && bf16 > 0 ? bf16 : fma;
+    const double prefill_peak = o.prefill_bf16 && bf16_units ? (bf16 > 0 ? bf16 : -1) : fma;
 
     long n_ids = max_p > max_n ? max_p : max_n;
     if (n_ids < 1) n_ids = 1;
@@ -358,7 +359,7 @@ int cli_bench(int argc, char **argv) {
     json_str(f, o.model);
     fprintf(f, ",\"act_q8\":%s", o.act_q8 || o.numerics == G4_NUMERICS_GGML ? "true" : "false");
     fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.prefill_bf16 ? "true" : "false",
-            prefill_peak == fma ? "fp32" : "bf16");
+            prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
     fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");

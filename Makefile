@@ -37,7 +37,7 @@ $(BUILD)/src/kernels/%.o: CFLAGS += -O3
 $(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/model/model.o: CFLAGS += $(NUMA_CFLAGS)
 # emulated AVX-512 vectors passed by value without AVX-512 enabled (tests/c/emu_avx512_amx.h)
-$(BUILD)/tests/test_bf16_matmul: CFLAGS += -Wno-psabi
+$(BUILD)/tests/test_bf16_matmul $(BUILD)/tests/test_avx512_matmul: CFLAGS += -Wno-psabi
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -161,13 +161,14 @@ g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *ou
 #define FMA_ITERS 200000   /* per task: 200k x 12 FMAs x 8 lanes x 2 = 38.4 MFLOP */
 
 typedef struct {
-    int kind;               /* 0 scalar, 1 avx2 fma, 2 avx512 bf16 */
+    int kind;               /* 0 scalar, 1 avx2 fma, 2 avx512 bf16, 3 avx512f fma */
     _Atomic uint32_t sink;
 } peak_job;
 
 static double peak_flops_per_task(int kind) {
     return kind == 1 ? (double)FMA_ITERS * 12 * 8 * 2
          : kind == 2 ? (double)FMA_ITERS * 12 * 16 * 2 * 2
+         : kind == 3 ? (double)FMA_ITERS * 12 * 16 * 2
                      : (double)FMA_ITERS * 8 * 2;
 }
 
@@ -191,6 +192,22 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(float seed) {
     float o[8];
     _mm256_storeu_ps(o, s);
     return o[0] + o[7];
+}
+
+/* fma_avx2's chains, 16 lanes wide (the AVX-512F GEMM's FMAs) */
+__attribute__((target("avx512f"))) static float fma_avx512(float seed) {
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f * seed);
+    __m512 x[12];
+    for (int k = 0; k < 12; k++) x[k] = _mm512_set1_ps(seed + 1e-6f * (float)k);
+    for (int i = 0; i < FMA_ITERS; i++) {
+        x[0] = _mm512_fmadd_ps(x[0], a, b); x[1] = _mm512_fmadd_ps(x[1], a, b); x[2] = _mm512_fmadd_ps(x[2], a, b);
+        x[3] = _mm512_fmadd_ps(x[3], a, b); x[4] = _mm512_fmadd_ps(x[4], a, b); x[5] = _mm512_fmadd_ps(x[5], a, b);
+        x[6] = _mm512_fmadd_ps(x[6], a, b); x[7] = _mm512_fmadd_ps(x[7], a, b); x[8] = _mm512_fmadd_ps(x[8], a, b);
+        x[9] = _mm512_fmadd_ps(x[9], a, b); x[10] = _mm512_fmadd_ps(x[10], a, b); x[11] = _mm512_fmadd_ps(x[11], a, b);
+    }
+    __m512 s = x[0];
+    for (int k = 1; k < 12; k++) s = _mm512_add_ps(s, x[k]);
+    return _mm512_reduce_add_ps(s);
 }
 
 static float fma_scalar(float seed) {
@@ -224,7 +241,7 @@ static void peak_task(void *ctx, int task, int thread) {
     (void)thread;
     peak_job *j = ctx;
     float seed = 1.0f + (float)(task & 7);
-    float r = j->kind == 1 ? fma_avx2(seed) : j->kind == 2 ? bf16_avx512(seed) : fma_scalar(seed);
+    float r = j->kind == 1 ? fma_avx2(seed) : j->kind == 2 ? bf16_avx512(seed) : j->kind == 3 ? fma_avx512(seed) : fma_scalar(seed);
     uint32_t u;
     memcpy(&u, &r, sizeof u);
     atomic_fetch_xor_explicit(&j->sink, u, memory_order_relaxed);
@@ -248,6 +265,12 @@ static double run_peak(int threads, int reps, int kind) {
 }
 
 double g4_bench_fma_peak(int threads, int reps, const char **isa) {
+    /* the machine's widest fp32 FMA, whichever kernel path runs: 16 lanes where the CPU (and the
+     * OS, XCR0: dispatch.c) has AVX-512F, else 8 */
+    if (g4_kernels_avx512()) {
+        if (isa) *isa = "avx512f (16-wide fp32 FMA)";
+        return run_peak(threads, reps, 3);
+    }
     int avx2 = have_avx2_fma();
     if (isa) *isa = avx2 ? "avx2+fma (8-wide fp32 FMA)" : "scalar fmaf";
     return run_peak(threads, reps, avx2 ? 1 : 0);

@@ -1,7 +1,8 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
- * the one named by G4_CPU_ISA (scalar|avx2|avx512bf16|amx) so tests can run every path on one
- * machine. The bf16 paths are the avx2 table plus --prefill-bf16's matmul on the CPU's bf16 units;
- * their features are read from CPUID and XCR0 here, in code built for any x86-64. */
+ * the one named by G4_CPU_ISA (scalar|avx2|avx512|avx512bf16|amx) so tests can run every path on
+ * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM; the bf16 paths are the
+ * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units. The AVX-512 features are
+ * read from CPUID and XCR0 here, in code built for any x86-64. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "gemma4c.h"
+#include "kernels/cpu/pack_avx2.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__)
@@ -25,16 +27,23 @@ static unsigned long long xcr0(void) {
     return (unsigned long long)hi << 32 | lo;
 }
 
-/* AVX-512 F/BW/VL and the BF16 dot product, with the OS saving the zmm and opmask state. */
-static int has_avx512bf16(void) {
+/* AVX-512F, with the OS saving the zmm and opmask state. */
+static int has_avx512f(void) {
     unsigned r[4];
     cpuid_count(0, 0, r);
     if (r[0] < 7) return 0;
     cpuid_count(7, 0, r);
-    const int f = (r[1] >> 16) & 1, bw = (r[1] >> 30) & 1, vl = (r[1] >> 31) & 1;
+    return ((r[1] >> 16) & 1) && (xcr0() & 0xe6) == 0xe6;   /* SSE, AVX, opmask, zmm state */
+}
+
+/* AVX-512 F/BW/VL and the BF16 dot product. */
+static int has_avx512bf16(void) {
+    unsigned r[4];
+    if (!has_avx512f()) return 0;
+    cpuid_count(7, 0, r);
+    const int bw = (r[1] >> 30) & 1, vl = (r[1] >> 31) & 1;
     cpuid_count(7, 1, r);
-    const int bf16 = (r[0] >> 5) & 1;
-    return f && bw && vl && bf16 && (xcr0() & 0xe6) == 0xe6;   /* SSE, AVX, opmask, zmm state */
+    return bw && vl && ((r[0] >> 5) & 1);
 }
 
 /* AMX-TILE + AMX-BF16 enabled by the OS (XCR0 tile state), and Linux's per-process permission to
@@ -50,19 +59,28 @@ static int has_amx_bf16(void) {
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 #else
+static int has_avx512f(void) { return 0; }
 static int has_avx512bf16(void) { return 0; }
 static int has_amx_bf16(void) { return 0; }
 #endif
 
 static struct {
     pthread_once_t once;
-    int avx512bf16, amx;
-    g4_kernels avx512bf16_table, amx_table;
+    int avx512, avx512bf16, amx;
+    g4_kernels avx512_table, avx512bf16_table, amx_table;
 } bf16 = {.once = PTHREAD_ONCE_INIT};
 
 static void bf16_init(void) {
-    const g4_kernels *base = g4_kernels_avx2();
-    if (!base || !has_avx512bf16()) return;
+    const g4_kernels *avx2 = g4_kernels_avx2();
+    if (!avx2 || !has_avx512f()) return;
+    bf16.avx512 = 1;
+    bf16.avx512_table = *avx2;
+    bf16.avx512_table.name = "avx512";
+    bf16.avx512_table.matmul[G4_DT_F32] = g4_matmul_f32_avx512;
+    bf16.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
+    bf16.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
+    const g4_kernels *base = &bf16.avx512_table;
+    if (!has_avx512bf16()) return;
     bf16.avx512bf16 = 1;
     bf16.avx512bf16_table = *base;
     bf16.avx512bf16_table.name = "avx512bf16";
@@ -72,6 +90,11 @@ static void bf16_init(void) {
     bf16.amx_table = *base;
     bf16.amx_table.name = "amx";
     bf16.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
+}
+
+const g4_kernels *g4_kernels_avx512(void) {
+    pthread_once(&bf16.once, bf16_init);
+    return bf16.avx512 ? &bf16.avx512_table : NULL;
 }
 
 const g4_kernels *g4_kernels_avx512bf16(void) {
@@ -89,15 +112,17 @@ const g4_kernels *g4_kernels_get(void) {
     if (isa && *isa && strcmp(isa, "auto")) {
         const g4_kernels *k = !strcmp(isa, "scalar") ? g4_kernels_scalar()
                             : !strcmp(isa, "avx2") ? g4_kernels_avx2()
+                            : !strcmp(isa, "avx512") ? g4_kernels_avx512()
                             : !strcmp(isa, "avx512bf16") ? g4_kernels_avx512bf16()
                             : !strcmp(isa, "amx") ? g4_kernels_amx() : NULL;
         if (!k)
-            g4_fail(G4_ERR_INPUT, "G4_CPU_ISA=%s: unknown or not supported by this CPU (scalar, avx2, avx512bf16, amx)",
+            g4_fail(G4_ERR_INPUT, "G4_CPU_ISA=%s: unknown or not supported by this CPU (scalar, avx2, avx512, avx512bf16, amx)",
                     isa);
         return k;
     }
     const g4_kernels *k = g4_kernels_amx();
     if (!k) k = g4_kernels_avx512bf16();
+    if (!k) k = g4_kernels_avx512();
     if (!k) k = g4_kernels_avx2();
     return k ? k : g4_kernels_scalar();
 }

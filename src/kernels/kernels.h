@@ -1,5 +1,5 @@
 /* kernels.h — the table of compute kernels the forward pass calls, filled once at start-up
- * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2|avx512bf16|amx). Every path is tested
+ * from CPU feature detection (or forced with G4_CPU_ISA=scalar|avx2|avx512|avx512bf16|amx). Every path is tested
  * against the scalar reference (cpu/ref.c). Owns no memory; all buffers come from the caller
  * (the AVX2 GEMM keeps its 32 KB weight panel on the calling thread's stack).
  *
@@ -18,8 +18,10 @@
  * decode kernels 1.6-3.5x the exact ones (before the exact Q4_0/Q4_K/Q6_K decode got ~1.5-2x faster); prefill runs the same int8 tiles (4 activation rows per
  * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
  * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
+ * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
+ * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
- * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx2 table
+ * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx512 table
  * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them
  * (dispatch.c); on the other paths the forward pass feeds bf16-rounded floats to the fp32 kernels.
  * The development machine (AMD Zen3, AVX2 only) cannot run the bf16 paths: their tests skip there. */
@@ -52,7 +54,7 @@ typedef void (*g4_matmul_xbf16_fn)(const uint16_t *xb, int ldx, int T, int K, co
                                    int n1, float *y, int ldy);
 
 typedef struct {
-    const char *name;                 /* "scalar", "avx2", "avx512bf16", "amx" */
+    const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
@@ -96,7 +98,9 @@ void g4_attend_generic(const float *q, const float *K, const float *V, int cap, 
 const g4_kernels *g4_kernels_get(void);
 const g4_kernels *g4_kernels_scalar(void);
 const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
-/* The avx2 table with --prefill-bf16's matmul on AVX512-BF16 (vdpbf16ps) or AMX-BF16 tiles
+/* The avx2 table with the AVX-512F prefill GEMM (cpu/avx512.c); NULL without AVX-512F. */
+const g4_kernels *g4_kernels_avx512(void);
+/* The avx512 table with --prefill-bf16's matmul on AVX512-BF16 (vdpbf16ps) or AMX-BF16 tiles
  * (cpu/bf16_avx512.c, cpu/bf16_amx.c); NULL if the CPU (or, for AMX, the kernel's permission to
  * use tile data) lacks them. */
 const g4_kernels *g4_kernels_avx512bf16(void);

@@ -1,6 +1,6 @@
-/* emu_avx512_amx.h — the AVX-512 / AVX512-BF16 / AMX intrinsics that src/kernels/cpu/bf16_*.c use,
- * in plain C, so that test_bf16_matmul.c can compile those kernels' own source and check their
- * blocking, packing, masking and tile strides on any CPU. Semantics follow Intel's pseudo-code
+/* emu_avx512_amx.h — the AVX-512 / AVX512-BF16 / AMX intrinsics that src/kernels/cpu/bf16_*.c and
+ * avx512.c use, in plain C, so that test_bf16_matmul.c and test_avx512_matmul.c can compile those
+ * kernels' own source and check their blocking, packing, masking and tile strides on any CPU. Semantics follow Intel's pseudo-code
  * (SDM / Intrinsics Guide): vdpbf16ps adds the odd pair's product then the even pair's, each
  * rounded to fp32 (products of bf16 are exact); tdpbf16ps likewise per k pair, even then odd.
  * Denormal flushing is not modelled (the tests use normal values). Test-only; never include it
@@ -8,6 +8,7 @@
 #ifndef EMU_AVX512_AMX_H
 #define EMU_AVX512_AMX_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -28,6 +29,24 @@ static inline __m512i _mm512_setzero_si512(void) { return (__m512i){0}; }
 static inline __m512i _mm512_loadu_si512(const void *p) { __m512i v; memcpy(&v, p, 64); return v; }
 static inline void _mm512_storeu_si512(void *p, __m512i v) { memcpy(p, &v, 64); }
 static inline __m512 _mm512_add_ps(__m512 a, __m512 b) { return a + b; }
+
+static inline __m512 _mm512_loadu_ps(const void *p) { __m512 v; memcpy(&v, p, 64); return v; }
+static inline __m512 _mm512_load_ps(const void *p) {   /* the instruction faults when unaligned */
+    if ((uintptr_t)p % 64) __builtin_trap();
+    return _mm512_loadu_ps(p);
+}
+static inline void _mm512_storeu_ps(void *p, __m512 v) { memcpy(p, &v, 64); }
+static inline __m512 _mm512_set1_ps(float x) {
+    __m512 v;
+    for (int i = 0; i < 16; i++) v[i] = x;
+    return v;
+}
+static inline __m512 _mm512_fmadd_ps(__m512 a, __m512 b, __m512 c) {   /* one rounding per lane */
+    for (int i = 0; i < 16; i++) c[i] = fmaf(a[i], b[i], c[i]);
+    return c;
+}
+#define _MM_HINT_T0 3
+static inline void _mm_prefetch(const void *p, int hint) { (void)p; (void)hint; }   /* a hint: nothing to model */
 
 static inline __m512i emu_from_i32(const int32_t e[16]) { __m512i v; memcpy(&v, e, 64); return v; }
 static inline void emu_to_i32(__m512i v, int32_t e[16]) { memcpy(e, &v, 64); }
@@ -64,6 +83,13 @@ static inline __m512i _mm512_mask_i32gather_epi32(__m512i src, __mmask16 k, __m5
     for (int i = 0; i < 16; i++)
         if (k >> i & 1) memcpy(&s[i], (const char *)base + (long)ix[i] * scale, 4);
     return emu_from_i32(s);
+}
+static inline __m512 _mm512_permutexvar_ps(__m512i idx, __m512 a) {   /* result[i] = a[idx[i] & 15] */
+    int32_t ix[16];
+    emu_to_i32(idx, ix);
+    __m512 r;
+    for (int i = 0; i < 16; i++) r[i] = a[ix[i] & 15];
+    return r;
 }
 static inline __m512 _mm512_maskz_loadu_ps(__mmask16 k, const void *p) {
     __m512 v = {0};

@@ -62,12 +62,15 @@ def test_greedy(g4_bin, fixture, case, chunk):
 
 
 def _isas():
-    """The kernel paths this CPU runs: G4_CPU_ISA values (the bf16 ones add --prefill-bf16's matmul)."""
+    """The kernel paths this CPU runs: G4_CPU_ISA values (avx512: the AVX-512F prefill GEMM; the bf16
+    ones add --prefill-bf16's matmul)."""
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx2 = " avx2" in flags and " fma" in flags
-    bf16 = avx2 and " avx512_bf16" in flags and " avx512bw" in flags and " avx512vl" in flags
+    avx512 = avx2 and " avx512f" in flags
+    bf16 = avx512 and " avx512_bf16" in flags and " avx512bw" in flags and " avx512vl" in flags
     amx = bf16 and " amx_bf16" in flags and " amx_tile" in flags
-    return ["scalar"] + (["avx2"] if avx2 else []) + (["avx512bf16"] if bf16 else []) + (["amx"] if amx else [])
+    return (["scalar"] + (["avx2"] if avx2 else []) + (["avx512"] if avx512 else []) +
+            (["avx512bf16"] if bf16 else []) + (["amx"] if amx else []))
 
 
 @pytest.mark.parametrize("isa", _isas())
@@ -86,3 +89,12 @@ def test_forced_kernel_path(g4_bin, tmp_path, fixture, case, isa):
                "--ignore-eos", "--ctx", 512, env=env)
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
+
+
+@pytest.mark.parametrize("isa", [i for i in ("avx512", "avx512bf16", "amx") if i not in _isas()] + ["avx3"])
+def test_forced_kernel_path_unavailable(g4_bin, isa):
+    """A G4_CPU_ISA this CPU cannot run, or a misspelt one, is a one-line error and exit 2."""
+    fixture = FIXTURES / "g4-cond-tiny"
+    r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", "2,5,7", "-n", 2, env={"G4_CPU_ISA": isa})
+    assert r.returncode == 2
+    assert f"G4_CPU_ISA={isa}: unknown or not supported by this CPU" in r.stderr.decode()

@@ -1,0 +1,137 @@
+/* avx512.c — the exact prefill GEMM on AVX-512F: the same products and fp32 accumulation as the
+ * AVX2 GEMM, twice the lanes per FMA (on cores with two 512-bit FMA units, e.g. Intel Xeon
+ * since Skylake-SP, twice the FLOP/s). Weights are packed by the AVX2 path's 16-row panel
+ * packers (pack_avx2.h: bf16 / f16 widened to fp32 once per panel); two panels side by side
+ * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
+ * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
+ * Decode-sized batches (T < 4), K not a multiple of 8 and the last < 16 rows of a range go to
+ * the AVX2 kernels: decode is a weight stream that 256-bit loads already saturate, and that
+ * kernel's prefetch schedule is the measured one.
+ * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics (no AVX-512 machine
+ * here to run it on). */
+#ifndef G4_AVX512_EMULATED
+#pragma GCC target("avx512f,avx2,fma,f16c")
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/pack_avx2.h"
+#include "kernels/kernels.h"
+
+enum { MR = 14, NR = 16, KC = 512, MC = 84 };   /* MC: a multiple of MR */
+
+/* pack_bf16's lane order (lanes 0-7 = panel rows 0,2,..,14; 8-15 = rows 1,3,..,15) ↔ natural */
+static inline __m512 eo_to_natural(__m512 c) {
+    return _mm512_permutexvar_ps(_mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0), c);
+}
+static inline __m512 natural_to_eo(__m512 c) {
+    return _mm512_permutexvar_ps(_mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0), c);
+}
+
+/* C[mr][np*16] (+)= X[mr][k0:k0+kc] · [panel 0 | panel 1]; rows of C at stride ldy. mr and np
+ * are compile-time constants at every call site (micro_rows' switch). */
+static inline __attribute__((always_inline)) void micro(const float *x, int K, int k0, int kc,
+                                                        const float *p0, const float *p1, float *y,
+                                                        int ldy, int mr, int np, int accumulate, int eo) {
+    __m512 c[MR][2];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < 2; j++) {
+            c[i][j] = _mm512_setzero_ps();
+            if (i < mr && j < np && accumulate) {
+                c[i][j] = _mm512_loadu_ps(y + (size_t)i * ldy + NR * j);
+                if (eo) c[i][j] = natural_to_eo(c[i][j]);
+            }
+        }
+    const float *xr[MR];
+    for (int i = 0; i < MR; i++) xr[i] = x + (size_t)(i < mr ? i : 0) * K + k0;
+    for (int k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_load_ps(p0 + (size_t)k * NR);
+        const __m512 b1 = np > 1 ? _mm512_load_ps(p1 + (size_t)k * NR) : b0;
+        for (int i = 0; i < MR; i++) {
+            if (i >= mr) break;
+            const __m512 a = _mm512_set1_ps(xr[i][k]);
+            c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
+            if (np > 1) c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
+        }
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < np; j++)
+            _mm512_storeu_ps(y + (size_t)i * ldy + NR * j, eo ? eo_to_natural(c[i][j]) : c[i][j]);
+}
+
+#define MICRO_CASE(R)                                                                         \
+    case R:                                                                                   \
+        if (np == 2) micro(x, K, k0, kc, p0, p1, y, ldy, R, 2, accumulate, eo);              \
+        else micro(x, K, k0, kc, p0, p1, y, ldy, R, 1, accumulate, eo);                      \
+        break;
+
+static void micro_any(const float *x, int K, int k0, int kc, const float *p0, const float *p1, float *y, int ldy,
+                      int mr, int np, int accumulate, int eo) {
+    switch (mr) {
+        MICRO_CASE(14) MICRO_CASE(13) MICRO_CASE(12) MICRO_CASE(11) MICRO_CASE(10) MICRO_CASE(9) MICRO_CASE(8)
+        MICRO_CASE(7) MICRO_CASE(6) MICRO_CASE(5) MICRO_CASE(4) MICRO_CASE(3) MICRO_CASE(2) MICRO_CASE(1)
+    default: break;
+    }
+}
+
+/* All T activation rows against one pair of panels, MR rows at a time, prefetching the next
+ * pack's weight rows (`pf`: rows of pf_bytes at pf_stride, from DRAM) a few rows per block, as
+ * the AVX2 GEMM does (issued all at once they left the pack waiting on DRAM). */
+static void micro_rows(const float *x, int T, int K, int k0, int kc, const float *p0, const float *p1, int np,
+                       float *y, int ldy, int accumulate, int eo, const char *pf, size_t pf_stride, int pf_rows,
+                       int pf_bytes) {
+    const int nb = (T + MR - 1) / MR;
+    for (int t = 0, b = 0; t < T; t += MR, b++) {
+        if (pf)
+            for (int r = b * pf_rows / nb; r < (b + 1) * pf_rows / nb; r++)
+                for (int l = 0; l < pf_bytes; l += 64) _mm_prefetch(pf + r * pf_stride + l, _MM_HINT_T0);
+        const int mr = T - t < MR ? T - t : MR;
+        micro_any(x + (size_t)t * K, K, k0, kc, p0, p1, y + (size_t)t * ldy, ldy, mr, np, accumulate, eo);
+    }
+}
+
+/* K blocks outside the panel loop so X[m0:m0+MC][k0:k0+KC] stays in L2 while every panel pair
+ * of the range is packed (once) and multiplied against it (avx2.c's GEMM_IMPL has the measurements). */
+static void gemm(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const g4_kernels *avx2 = g4_kernels_avx2();
+    if (T < 4 || K % 8) {
+        avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
+        return;
+    }
+    const size_t esz = dt == G4_DT_F32 ? 4 : 2, row = (size_t)K * esz;
+    g4_pack16_fn pack = dt == G4_DT_F32 ? g4_pack16_f32_avx2 : dt == G4_DT_F16 ? g4_pack16_f16_avx2 : g4_pack16_bf16_avx2;
+    const int eo = dt == G4_DT_BF16;   /* pack_bf16's even/odd lanes */
+    float panel[2][KC * NR] __attribute__((aligned(64)));
+    const char *W = w;
+    const int nfull = n0 + (n1 - n0) / NR * NR;
+    for (int m0 = 0; m0 < T; m0 += MC) {
+        const int mc = T - m0 < MC ? T - m0 : MC;
+        const float *xm = x + (size_t)m0 * K;
+        float *ym = y + (size_t)m0 * ldy;
+        for (int k0 = 0; k0 < K; k0 += KC) {
+            const int kc = K - k0 < KC ? K - k0 : KC;
+            for (int n = n0; n < nfull;) {
+                const int np = nfull - n >= 2 * NR ? 2 : 1;
+                /* the next pack in loop order: the next panels, else the next K block's first */
+                const int nn = n + np * NR < nfull ? n + np * NR : n0;
+                const int nk = n + np * NR < nfull ? k0 : k0 + KC;
+                const int nkc = K - nk < KC ? K - nk : KC;
+                pack(W + (size_t)n * row, K, k0, kc, panel[0]);
+                if (np == 2) pack(W + (size_t)(n + NR) * row, K, k0, kc, panel[1]);
+                micro_rows(xm, mc, K, k0, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0, eo,
+                           nk < K ? W + (size_t)nn * row + (size_t)nk * esz : NULL, row, 2 * NR, nkc * (int)esz);
+                n += np * NR;
+            }
+        }
+    }
+    if (nfull < n1) avx2->matmul[dt](x, T, K, w, nfull, n1, y, ldy);
+}
+
+void g4_matmul_f32_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_DT_F32, x, T, K, w, n0, n1, y, ldy);
+}
+void g4_matmul_f16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_DT_F16, x, T, K, w, n0, n1, y, ldy);
+}
+void g4_matmul_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_DT_BF16, x, T, K, w, n0, n1, y, ldy);
+}

@@ -1,0 +1,129 @@
+/* test_avx512_matmul.c — the AVX-512F exact GEMM (cpu/avx512.c) against a double-precision sum of
+ * the same products, for f32 / f16 / bf16 weights: T across the 14-row blocks and the GEMV
+ * hand-off (T < 4), K past the 512-column panel and not a multiple of 8, row ranges of whole
+ * 32-row panel pairs, a single 16-row panel and a tail of < 16 rows, accumulation across K blocks
+ * (the bf16 panel's even/odd lanes permuted on load and store), and y's columns outside
+ * [n0, n1) left untouched. Twice: the kernel's own source compiled here against a C emulation of
+ * the intrinsics (emu_avx512_amx.h; the AVX2 packers and fallbacks are the library's, so that
+ * part needs AVX2), and the library's real kernel where this CPU has AVX-512F (skipped elsewhere). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+
+#define G4_AVX512_EMULATED
+#include "emu_avx512_amx.h"
+#define g4_matmul_f32_avx512 emu_matmul_f32_avx512
+#define g4_matmul_f16_avx512 emu_matmul_f16_avx512
+#define g4_matmul_bf16_avx512 emu_matmul_bf16_avx512
+#include "../../src/kernels/cpu/avx512.c"
+#undef g4_matmul_f32_avx512
+#undef g4_matmul_f16_avx512
+#undef g4_matmul_bf16_avx512
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+/* f16 bits of a value in [-1, 1) on a coarse grid (exactly representable) */
+static uint16_t to_f16(float v) {
+    const int q = (int)lrintf(v * 1024.0f);   /* multiples of 2^-10 */
+    if (q == 0) return 0;
+    const int neg = q < 0, a = neg ? -q : q;
+    int e = 0;
+    while ((a >> e) > 1) e++;   /* a = 1.m x 2^e, value = a x 2^-10 */
+    const int mant = (a << (10 - e)) & 0x3ff;
+    return (uint16_t)((neg << 15) | ((e - 10 + 15) << 10) | mant);
+}
+
+static double weight(g4_dtype dt, const void *w, size_t i) {
+    return dt == G4_DT_F32 ? ((const float *)w)[i]
+         : dt == G4_DT_F16 ? g4_f16_to_f32(((const uint16_t *)w)[i])
+                           : g4_bf16_to_f32(((const uint16_t *)w)[i]);
+}
+
+static void check(g4_matmul_fn mm, g4_dtype dt, int T, int K, int N, int n0, int n1) {
+    const int ldy = N + 5;
+    const size_t esz = dt == G4_DT_F32 ? 4 : 2;
+    float *x = malloc((size_t)T * K * sizeof *x), *y = malloc((size_t)T * ldy * sizeof *y);
+    void *w = malloc((size_t)N * K * esz);
+    unsigned seed = (unsigned)(T * 131 + K * 7 + N + dt);
+    for (size_t i = 0; i < (size_t)T * K; i++) x[i] = frand(&seed) * 2.0f;
+    for (size_t i = 0; i < (size_t)N * K; i++) {
+        const float v = frand(&seed) * 0.5f;
+        if (dt == G4_DT_F32) ((float *)w)[i] = v;
+        else ((uint16_t *)w)[i] = dt == G4_DT_F16 ? to_f16(v) : g4_f32_to_bf16(v);
+    }
+    for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
+    mm(x, T, K, w, n0, n1, y, ldy);
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < ldy; n++) {
+            const float got = y[(size_t)t * ldy + n];
+            if (n < n0 || n >= n1) {
+                if (got != -12345.0f) fail_msg("dt=%d T=%d K=%d: column %d outside [%d, %d) written", dt, T, K, n, n0, n1);
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)x[(size_t)t * K + k] * weight(dt, w, (size_t)n * K + k);
+                ref += p;
+                mag += fabs(p);
+            }
+            /* fp32 sums: ~sqrt(K) roundings of 2^-24 of the running magnitude; a lost, doubled or
+             * misplaced product is ~mag / K, far outside */
+            if (fabs(got - ref) > 1e-5 * mag + 1e-30)
+                fail_msg("dt=%d T=%d K=%d n=%d t=%d: %g vs %g", dt, T, K, n, t, got, ref);
+        }
+    free(x);
+    free(w);
+    free(y);
+}
+
+static const int shapes[][5] = {   /* T, K, N, n0, n1 */
+    {1, 64, 32, 0, 32},      {3, 40, 48, 16, 48},     {4, 8, 32, 0, 32},       {5, 64, 48, 16, 48},
+    {14, 96, 64, 0, 64},     {15, 520, 80, 0, 77},    {29, 1032, 64, 16, 64},  {45, 96, 100, 32, 99},
+    {64, 63, 40, 0, 40},     {70, 544, 112, 0, 112},  {90, 136, 96, 32, 96},   {100, 16, 200, 16, 196},
+};
+
+static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *s = shapes[i];
+        check(f32, G4_DT_F32, s[0], s[1], s[2], s[3], s[4]);
+        check(f16, G4_DT_F16, s[0], s[1], s[2], s[3], s[4]);
+        check(bf16, G4_DT_BF16, s[0], s[1], s[2], s[3], s[4]);
+    }
+}
+
+static void test_emulated(void **state) {
+    (void)state;
+    if (!g4_kernels_avx2()) skip();   /* the packers and the T < 4 hand-off are AVX2 code */
+    check_all(emu_matmul_f32_avx512, emu_matmul_f16_avx512, emu_matmul_bf16_avx512);
+}
+
+static void test_hardware(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx512();
+    if (!k) skip();
+    check_all(k->matmul[G4_DT_F32], k->matmul[G4_DT_F16], k->matmul[G4_DT_BF16]);
+}
+
+/* the shape the model's prefill gives it: a 64-row chunk over a 1536-column matrix */
+static void test_model_shape_emulated(void **state) {
+    (void)state;
+    if (!g4_kernels_avx2()) skip();
+    check(emu_matmul_bf16_avx512, G4_DT_BF16, 64, 1536, 96, 0, 96);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_emulated),
+        cmocka_unit_test(test_model_shape_emulated),
+        cmocka_unit_test(test_hardware),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -5,7 +5,8 @@
  *
  * Paths: "scalar" (reference) and "avx2" (AVX2 + FMA + F16C): bf16/f16 weights widened to fp32
  * in registers (exact), fp32 accumulation — decode GEMV streams the weights with software
- * prefetch; prefill GEMM packs 16-row x 512-column fp32 panels (bf16: a 16-bit transpose, then
+ * prefetch (one bf16 row: pairs split by a shift and a mask against x split into even/odd
+ * columns, half the vector work per weight byte); prefill GEMM packs 16-row x 512-column fp32 panels (bf16: a 16-bit transpose, then
  * shift/mask widening) and runs a 6x16 FMA microkernel, prefetching the next panel's weights
  * while it runs (bench/gemm_bench.c times it alone).
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32

@@ -23,7 +23,7 @@ static float frand(unsigned *s) {
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-static const g4_kernels *paths[4];
+static const g4_kernels *paths[3];
 static int n_paths;
 
 static int setup(void **state) {
@@ -31,6 +31,7 @@ static int setup(void **state) {
     n_paths = 0;
     paths[n_paths++] = g4_kernels_scalar();
     if (g4_kernels_avx2()) paths[n_paths++] = g4_kernels_avx2();
+    if (g4_kernels_avx512()) paths[n_paths++] = g4_kernels_avx512();   /* the bf16 paths: test_bf16_matmul */
     return 0;
 }
 

@@ -110,51 +110,80 @@ MATMUL_IMPL(dot_f32, float, load_f32, WIDEN_F32)
 MATMUL_IMPL(dot_f16, uint16_t, load_f16, g4_f16_to_f32)
 MATMUL_IMPL(dot_bf16, uint16_t, load_bf16, g4_bf16_to_f32)
 
-/* Decode of one activation row over bf16 weights with half the vector work per weight byte: a
+/* Decode (1-3 activation rows) over bf16 weights with half the vector work per weight byte: a
  * 32-byte load holds 16 bf16 as 8 pairs, and the pair's low half shifted up (w[k+2j]) and its
  * high half masked (w[k+2j+1]) are both exact floats, so one load + a shift + an AND feed two FMAs
- * against x split once per call into even and odd columns — where dot_bf16 spends two widening
- * loads (zero-extend + shift) per 16 weights. The same products, summed in another order. Measured
- * (bench kernels, 1 thread, weights in L3): 33-38 GB/s against dot_bf16's 19-27, which lifts the
- * per-core ceiling well above what one core draws from DRAM. Same 4-row blocks and prefetch as
+ * per activation row against x split once per call into even and odd columns — where dot_bf16
+ * spends two widening loads (zero-extend + shift) per 16 weights. The same products, summed in
+ * another order. Measured on one core with the weights in L3 (4096 x 1536, one call, best of 30;
+ * 3 alternating runs): T=1 26-32 GB/s of weights vs dot_bf16's 14-16, T=2 23-25 vs 7.7-7.9, T=3
+ * 15-17 vs 6.9-7.3 — dot_bf16 could not keep up with one core's share of DRAM (~15 GB/s here), and
+ * batched decode (2-3 slots) ran at half the speed of one. Same 4-row blocks and prefetch as
  * dot_bf16; K % 16 == 0 (else, and for rows past the last whole block, dot_bf16). */
 enum { EO_MAX_K = 16384 };   /* x's even/odd copy lives on the stack */
-static void gemv_bf16_eo(const float *x, int K, const uint16_t *W, int n0, int n1, float *y) {
-    float xs[EO_MAX_K] __attribute__((aligned(32)));
-    for (int k = 0; k < K; k += 16) {
+
+/* x[t] (T rows of K, K % 16 == 0) → xs[t]: per 16 columns the 8 even ones, then the 8 odd ones */
+static void split_even_odd(const float *x, int T, int K, float *xs) {
+    for (size_t k = 0; k < (size_t)T * K; k += 16) {
         const __m256 a = _mm256_loadu_ps(x + k), b = _mm256_loadu_ps(x + k + 8);
         /* [a0 a2 b0 b2 | a4 a6 b4 b6] → 64-bit lanes 0,2,1,3 → a0 a2 a4 a6 b0 b2 b4 b6 */
         _mm256_store_ps(xs + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8)));
         _mm256_store_ps(xs + k + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8)));
     }
+}
+
+/* Rows n..n+3 against TR activation rows. One row keeps even and odd sums apart (8 FMA chains, so
+ * the FMA latency is covered); 2-3 rows share one accumulator per (row, activation row) and take x
+ * from memory operands, which keeps the block in 16 registers. */
+static inline __attribute__((always_inline)) void eo_block(const float *xs, int K, const uint16_t *w, int TR,
+                                                          float *y, int ldy, int pf_on) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    const char *pf = (const char *)w + G4_PF_BYTES;   /* as dot_bf16: the block's bytes, linearly */
+    __m256 acc[4][3];
+    for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = acc[i][2] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k += 16) {
+        if (pf_on) {
+            _mm_prefetch(pf + (size_t)k * 8, _MM_HINT_T0);
+            _mm_prefetch(pf + (size_t)k * 8 + 64, _MM_HINT_T0);
+        }
+        for (int i = 0; i < 4; i++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)i * K + k));
+            const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+            if (TR == 1) {
+                acc[i][0] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + k), acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(wo, _mm256_load_ps(xs + k + 8), acc[i][1]);
+            } else {
+                for (int t = 0; t < TR; t++) {
+                    acc[i][t] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + (size_t)t * K + k), acc[i][t]);
+                    acc[i][t] = _mm256_fmadd_ps(wo, _mm256_load_ps(xs + (size_t)t * K + k + 8), acc[i][t]);
+                }
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        if (TR == 1) y[i] = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        else
+            for (int t = 0; t < TR; t++) y[(size_t)t * ldy + i] = hsum(acc[i][t]);
+    }
+}
+
+static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
+    float xs[3 * EO_MAX_K] __attribute__((aligned(32)));
+    split_even_odd(x, T, K, xs);
     const int pf_on = (size_t)K * 2 < G4_PF_MAX_ROW;
     int n = n0;
     for (; n + 4 <= n1; n += 4) {
         const uint16_t *w = W + (size_t)n * K;
-        const char *pf = (const char *)w + G4_PF_BYTES;   /* as dot_bf16: the block's bytes, linearly */
-        __m256 e[4], o[4];
-        for (int i = 0; i < 4; i++) e[i] = o[i] = _mm256_setzero_ps();
-        for (int k = 0; k < K; k += 16) {
-            if (pf_on) {
-                _mm_prefetch(pf + (size_t)k * 8, _MM_HINT_T0);
-                _mm_prefetch(pf + (size_t)k * 8 + 64, _MM_HINT_T0);
-            }
-            const __m256 xe = _mm256_load_ps(xs + k), xo = _mm256_load_ps(xs + k + 8);
-            for (int i = 0; i < 4; i++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)i * K + k));
-                e[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), xe, e[i]);
-                o[i] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, hi)), xo, o[i]);
-            }
-        }
-        for (int i = 0; i < 4; i++) y[n + i] = hsum(_mm256_add_ps(e[i], o[i]));
+        if (T == 1) eo_block(xs, K, w, 1, y + n, ldy, pf_on);
+        else if (T == 2) eo_block(xs, K, w, 2, y + n, ldy, pf_on);
+        else eo_block(xs, K, w, 3, y + n, ldy, pf_on);
     }
-    if (n < n1) dot_bf16(x, 1, K, W, n, n1, y, 0);
+    if (n < n1) dot_bf16(x, T, K, W, n, n1, y, ldy);
 }
 
 /* matmul_bf16's kernel for T < 4 and for the rows a GEMM leaves over */
 static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    if (T == 1 && K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo(x, K, w, n0, n1, y);
+    if (T <= 3 && K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo(x, T, K, w, n0, n1, y, ldy);
     else dot_bf16(x, T, K, w, n0, n1, y, ldy);
 }
 

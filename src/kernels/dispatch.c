@@ -66,45 +66,41 @@ static int has_amx_bf16(void) { return 0; }
 
 static struct {
     pthread_once_t once;
-    int avx512, avx512bf16, amx;
-    g4_kernels avx512_table, avx512bf16_table, amx_table;
-} bf16 = {.once = PTHREAD_ONCE_INIT};
+    g4_kernels avx512_table, avx512bf16_table, amx_table;   /* name NULL: not on this CPU */
+} x512 = {.once = PTHREAD_ONCE_INIT};   /* the tables built on AVX-512, filled once */
 
-static void bf16_init(void) {
+static void x512_init(void) {
     const g4_kernels *avx2 = g4_kernels_avx2();
     if (!avx2 || !has_avx512f()) return;
-    bf16.avx512 = 1;
-    bf16.avx512_table = *avx2;
-    bf16.avx512_table.name = "avx512";
-    bf16.avx512_table.matmul[G4_DT_F32] = g4_matmul_f32_avx512;
-    bf16.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
-    bf16.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
-    const g4_kernels *base = &bf16.avx512_table;
+    x512.avx512_table = *avx2;
+    x512.avx512_table.name = "avx512";
+    x512.avx512_table.matmul[G4_DT_F32] = g4_matmul_f32_avx512;
+    x512.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
+    x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
+    const g4_kernels *base = &x512.avx512_table;
     if (!has_avx512bf16()) return;
-    bf16.avx512bf16 = 1;
-    bf16.avx512bf16_table = *base;
-    bf16.avx512bf16_table.name = "avx512bf16";
-    bf16.avx512bf16_table.matmul_xbf16 = g4_matmul_xbf16_avx512;
+    x512.avx512bf16_table = *base;
+    x512.avx512bf16_table.name = "avx512bf16";
+    x512.avx512bf16_table.matmul_xbf16 = g4_matmul_xbf16_avx512;
     if (!has_amx_bf16()) return;
-    bf16.amx = 1;
-    bf16.amx_table = *base;
-    bf16.amx_table.name = "amx";
-    bf16.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
+    x512.amx_table = *base;
+    x512.amx_table.name = "amx";
+    x512.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {
-    pthread_once(&bf16.once, bf16_init);
-    return bf16.avx512 ? &bf16.avx512_table : NULL;
+    pthread_once(&x512.once, x512_init);
+    return x512.avx512_table.name ? &x512.avx512_table : NULL;
 }
 
 const g4_kernels *g4_kernels_avx512bf16(void) {
-    pthread_once(&bf16.once, bf16_init);
-    return bf16.avx512bf16 ? &bf16.avx512bf16_table : NULL;
+    pthread_once(&x512.once, x512_init);
+    return x512.avx512bf16_table.name ? &x512.avx512bf16_table : NULL;
 }
 
 const g4_kernels *g4_kernels_amx(void) {
-    pthread_once(&bf16.once, bf16_init);
-    return bf16.amx ? &bf16.amx_table : NULL;
+    pthread_once(&x512.once, x512_init);
+    return x512.amx_table.name ? &x512.amx_table : NULL;
 }
 
 const g4_kernels *g4_kernels_get(void) {

@@ -77,9 +77,10 @@ static g4_status alloc_state(g4_model *m) {
     m->scores = malloc((size_t)g4_pool_size(m->pool) * m->att_rows * ctx * sizeof(float));
     m->lg = malloc((size_t)S * m->vmax * sizeof(float));
     m->cmd = malloc((CMD_HDR + 3 * R) * sizeof(int32_t));
+    /* the widest matmul input: hidden (q/k/v, gate/up), attention output (o), intermediate (down) */
+    size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
+    if (I > K) K = I;
     if (m->opts.act_q8) {   /* --act-q8: up to 3 distinct matmul inputs per call, quantized */
-        size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
-        if (I > K) K = I;
         /* the larger of a Q8_0 and a Q8_K row of the widest input, in whole 256-blocks */
         const int Kb = (int)((K + 255) / 256 * 256);
         const size_t r0 = g4_act_row_bytes(G4_DT_Q8_0, Kb), rk = g4_act_row_bytes(G4_DT_Q4_K, Kb);
@@ -87,8 +88,6 @@ static g4_status alloc_state(g4_model *m) {
         if (!(m->xq = malloc(3 * R * row))) return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --act-q8 scratch");
     }
     if (m->opts.prefill_bf16) {   /* --prefill-bf16: one rounded input, rows and columns padded to 32 */
-        size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
-        if (I > K) K = I;
         m->xb_ld = (int)((K + 31) / 32 * 32);
         if (!(m->xb = calloc((R + 31) / 32 * 32 * (size_t)m->xb_ld, sizeof(float))))
             return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --prefill-bf16 scratch");

@@ -1,4 +1,5 @@
 """Shared pytest fixtures: where the gemma4c binary, the repo and the shared test data live."""
+import json
 import os
 import pathlib
 import subprocess
@@ -8,6 +9,17 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED = ROOT.parent / "shared" / "data"
+
+
+def fixture_cases(golden_file):
+    """(fixture dir, case) for every case of every tests/fixtures dir that has `golden_file`
+    (goldens.json, prefill_bf16.json), in name order."""
+    out = []
+    for d in sorted(FIXTURES.iterdir()):
+        g = d / golden_file
+        if g.exists():
+            out += [(d, c) for c in json.loads(g.read_text())["cases"]]
+    return out
 
 
 def pytest_configure(config):

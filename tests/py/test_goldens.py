@@ -8,23 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, run_g4
+from conftest import FIXTURES, fixture_cases, run_g4
 
 REL_TOL = 1e-4
 CHUNKS = [1, 7, 64]
 
 
-def _cases():
-    out = []
-    for d in sorted(FIXTURES.iterdir()):
-        g = d / "goldens.json"
-        if g.exists():
-            for c in json.loads(g.read_text())["cases"]:
-                out.append((d, c))
-    return out
-
-
-CASES = _cases()
+CASES = fixture_cases("goldens.json")
 IDS = [f"{d.name}:{c['name']}" for d, c in CASES]
 
 

@@ -20,23 +20,14 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, run_g4
+from conftest import fixture_cases, run_g4
 from test_goldens import _isas
 
 REL_TOL = 1e-4
 CHUNKS = [1, 7, 64]
 
 
-def _cases():
-    out = []
-    for d in sorted(FIXTURES.iterdir()):
-        g = d / "prefill_bf16.json"
-        if g.exists():
-            out += [(d, c) for c in json.loads(g.read_text())["cases"]]
-    return out
-
-
-CASES = _cases()
+CASES = fixture_cases("prefill_bf16.json")
 STRICT = [(d, c) for d, c in CASES if len(c["prompt_ids"]) == 1]
 LOOSE = [(d, c) for d, c in CASES if (d, c) not in STRICT]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import requests
 
-from conftest import FIXTURES, run_g4
+from conftest import FIXTURES, fixture_cases, run_g4
 
 TP_REL_TOL = 1e-5     # TP=N vs TP=1: only the order of the all-reduce sums differs
 GOLDEN_REL_TOL = 1e-4
@@ -39,17 +39,7 @@ def _valid_tp(d, tp):
     return heads % tp == 0 and inter % tp == 0 and all(k % tp == 0 or tp % k == 0 for k in kvs)
 
 
-def _cases():
-    out = []
-    for d in sorted(FIXTURES.iterdir()):
-        g = d / "goldens.json"
-        if g.exists() and (d / "config.json").exists():
-            for c in json.loads(g.read_text())["cases"]:
-                out.append((d, c))
-    return out
-
-
-CASES = _cases()
+CASES = [(d, c) for d, c in fixture_cases("goldens.json") if (d / "config.json").exists()]
 TP_CASES = [(d, c, tp) for d, c in CASES for tp in (2, 4) if _valid_tp(d, tp)]
 TP_IDS = [f"{d.name}:{c['name']}:tp{tp}" for d, c, tp in TP_CASES]
 

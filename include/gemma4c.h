@@ -85,6 +85,8 @@ typedef struct {
     size_t kv_bytes;              /* bytes of KV cache over all slots (all ranks) */
     int tp;                       /* tensor-parallel ranks */
     int weights_copied;           /* no_mmap 0: the mapping was mostly in 4 KiB pages, so copied */
+    size_t weights_reread_bytes;  /* windows of the mapping the page cache held in 4 KiB pages,
+                                     re-read at load into 2 MiB ones (0 where none, or unknown) */
 } g4_model_info;
 
 const g4_model_info *g4_model_get_info(const g4_model *m);

@@ -304,6 +304,9 @@ int cli_bench(int argc, char **argv) {
         printf("  in 2 MiB pages: %.3f GB (%.0f%% of the weights; 4 KiB pages break every weight stream)%s\n",
                huge / 1e9, 100.0 * (double)huge / (double)info->weight_bytes,
                info->weights_copied ? "; copied at load: the page cache held them mostly in 4 KiB pages" : "");
+    if (info->weights_reread_bytes)
+        printf("  re-read at load: %.3f GB the page cache held in 4 KiB pages, now in 2 MiB ones\n",
+               info->weights_reread_bytes / 1e9);
     printf("  weights read per decode token: %.3f GB (layer matrices %.3f GB + LM head %.3f GB); "
            "%.1f M params + %.1f M LM head\n", decode_bytes / 1e9, cost.layer_matrix_bytes / 1e9,
            cost.lm_head_bytes / 1e9, cost.layer_params / 1e6, cost.lm_head_params / 1e6);
@@ -374,10 +377,10 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"n_layers\":%d,\"hidden\":%d,\"vocab\":%d,\"weight_bytes_mapped\":%zu,"
                "\"decode_weight_bytes_per_token\":%.0f,\"layer_matrix_bytes\":%.0f,\"lm_head_bytes\":%.0f,"
                "\"layer_params\":%.0f,\"lm_head_params\":%.0f,\"prefill_chunk\":%ld,\"ctx\":%d,\"rss_bytes\":%ld,"
-               "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s}",
+               "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s,\"weights_reread_bytes\":%zu}",
             info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
             cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge,
-            info->weights_copied ? "true" : "false");
+            info->weights_copied ? "true" : "false", info->weights_reread_bytes);
     fputs(",\"tests\":[", f);
     for (int i = 0; i < nt; i++) {
         const bench_test *t = &tests[i];

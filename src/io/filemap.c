@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -86,6 +87,83 @@ void *g4_map_weights(int fd, size_t len, off_t off) {
         posix_fadvise(fd, off, (off_t)len, POSIX_FADV_DONTNEED);
     }
     return map;
+}
+
+/* ---------------------------------------------------------------- re-reading small windows */
+
+/* The PAGEMAP_SCAN ioctl of /proc/PID/pagemap (linux/fs.h of Linux 6.7+; older headers lack it):
+ * the ranges of a mapping whose pages do or do not have a category, here "mapped by a PMD". */
+struct g4_page_region { uint64_t start, end, categories; };
+struct g4_pm_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define G4_PAGEMAP_SCAN _IOWR('f', 16, struct g4_pm_scan_arg)
+#define G4_PAGE_IS_HUGE (1u << 6)
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+static void touch_each_window(uintptr_t a, uintptr_t b) {
+    volatile unsigned char sink = 0;
+    for (uintptr_t p = a; p < b; p += HUGE_SZ) sink += *(const unsigned char *)p;
+    (void)sink;
+}
+
+/* Calls `fn` on each maximal range of [a, b) not mapped by PMDs (the windows were faulted, so a
+ * window in small pages has some PTE-mapped pages and the rest unmapped: all of it reported).
+ * Returns their total bytes, or -1 if the kernel has no PAGEMAP_SCAN. */
+static long long for_small_ranges(uintptr_t a, uintptr_t b, void (*fn)(uintptr_t, uintptr_t)) {
+    const int pm = open("/proc/self/pagemap", O_RDONLY);
+    if (pm < 0) return -1;
+    struct g4_page_region v[64];
+    long long small = 0;
+    for (uintptr_t at = a; at < b;) {
+        struct g4_pm_scan_arg arg = {.size = sizeof arg, .start = at, .end = b, .vec = (uintptr_t)v, .vec_len = 64,
+                                     .category_inverted = G4_PAGE_IS_HUGE, .category_mask = G4_PAGE_IS_HUGE,
+                                     .return_mask = G4_PAGE_IS_HUGE};
+        const int n = ioctl(pm, G4_PAGEMAP_SCAN, &arg);
+        if (n < 0) { small = -1; break; }
+        for (int i = 0; i < n; i++) {
+            small += (long long)(v[i].end - v[i].start);
+            if (fn) fn(v[i].start & ~(uintptr_t)(HUGE_SZ - 1), (v[i].end + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1));
+        }
+        if (arg.walk_end <= at) break;
+        at = arg.walk_end;
+    }
+    close(pm);
+    return small;
+}
+
+/* Reclaims the range's clean page-cache pages that only this process maps (MADV_PAGEOUT reaches
+ * only pages mapped here, so every page is mapped first: one left cached keeps its window small),
+ * then drops our page tables over it so that the next touch faults through the HUGEPAGE advice
+ * and reads the file back in 2 MiB folios (seen here, Linux 6.18: without that step the range came
+ * back in small pages within the same process). */
+static void reread_range(uintptr_t a, uintptr_t b) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    volatile unsigned char sink = 0;
+    for (uintptr_t p = a; p < b; p += (uintptr_t)pg) sink += *(const unsigned char *)p;
+    (void)sink;
+    madvise((void *)a, b - a, MADV_PAGEOUT);
+    madvise((void *)a, b - a, MADV_DONTNEED);
+    touch_each_window(a, b);
+}
+
+long long g4_map_rehuge(const void *addr, size_t len, size_t *reread) {
+    const uintptr_t a = ((uintptr_t)addr + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1);
+    const uintptr_t b = ((uintptr_t)addr + len) & ~(uintptr_t)(HUGE_SZ - 1);
+    *reread = 0;
+    if (a >= b) return 0;
+    touch_each_window(a, b);
+    long long small = for_small_ranges(a, b, reread_range);
+    if (small <= 0) return small;
+    *reread = (size_t)small;
+    /* a second pass for pages the first could not reclaim (seen: pages read moments before on
+     * another CPU, still in that CPU's batch of pages not yet on the kernel's LRU lists, where
+     * MADV_PAGEOUT cannot take them; it drains only this CPU's batch) */
+    for (int pass = 0; pass < 2 && small > 0; pass++) small = for_small_ranges(a, b, pass ? NULL : reread_range);
+    return small;
 }
 
 long long g4_huge_mapped_bytes(void) {

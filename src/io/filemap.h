@@ -13,6 +13,14 @@
  * Returns MAP_FAILED with errno set on failure. */
 void *g4_map_weights(int fd, size_t len, off_t off);
 
+/* Faults every whole 2 MiB window of [addr, addr + len) (inside a g4_map_weights mapping) and
+ * re-reads the windows the page cache holds in small pages, so that they come back as 2 MiB
+ * folios: the cache drops them only where no other process maps them. Returns the bytes of whole
+ * windows still not mapped in 2 MiB pages afterwards (0: all of them are), and *reread the bytes
+ * it re-read, or -1 where the kernel cannot say which windows are small (PAGEMAP_SCAN: Linux
+ * 6.7+), having only faulted them. */
+long long g4_map_rehuge(const void *addr, size_t len, size_t *reread);
+
 /* Bytes of this process's memory mapped in 2 MiB pages: file mappings (FilePmdMapped) plus
  * anonymous memory (AnonHugePages: --no-mmap copies), or -1 if the kernel does not say. */
 long long g4_huge_mapped_bytes(void);

@@ -174,8 +174,9 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
      * them: where the kernel cached part of a file in 4 KiB pages (it falls back to small folios
      * when a 2 MiB one is not free at read time, and a file cached earlier keeps its pages), every
      * weight stream is cut at each 4 KiB page (measured on the 2 GB bench model: 79% of it in
-     * 2 MiB pages decoded 7.7 tok/s, copied 8.4, 1 thread). Unless --mmap forbids it, such
-     * weights are copied into huge-page memory as --no-mmap does. */
+     * 2 MiB pages decoded 7.7 tok/s, copied 8.4, 1 thread). Unless --mmap forbids it, the small
+     * windows are re-read in 2 MiB pages (g4_map_rehuge), and weights still mostly small after
+     * that are copied into huge-page memory as --no-mmap does. */
     if (o->no_mmap == 0 && (tp == 1 || m->presharded) && g4_weights_mapped_small(m)) m->info.weights_copied = 1;
     if ((tp > 1 && !m->presharded) || o->no_mmap > 0 || m->info.weights_copied) {
         /* copy this rank's slices into its own memory, then let the checkpoint mapping go */

@@ -131,28 +131,32 @@ static int thp_available(void) {
     return ok;
 }
 
-/* Touches one byte in each 2 MiB window of `w` (mapping a page-cache folio that is 2 MiB whole by
- * one PMD entry) and returns the bytes of those windows. */
-static size_t touch_windows(const g4_mat *w, volatile unsigned char *sink) {
+/* Faults each whole 2 MiB window of `w` (a page-cache folio that is 2 MiB whole is mapped by one
+ * PMD entry), re-reading those the cache holds in small pages (g4_map_rehuge); returns the bytes
+ * of those windows and adds the re-read ones to *reread. */
+static size_t touch_windows(const g4_mat *w, size_t *reread) {
     const uintptr_t huge = (uintptr_t)2 << 20, a = (uintptr_t)w->data, b = a + g4_mat_bytes(w);
-    size_t n = 0;
-    for (uintptr_t p = (a + huge - 1) & ~(huge - 1); p + huge <= b; p += huge, n += huge) *sink += *(const unsigned char *)p;
-    return n;
+    const uintptr_t wa = (a + huge - 1) & ~(huge - 1), wb = b & ~(huge - 1);
+    size_t r = 0;
+    g4_map_rehuge(w->data, g4_mat_bytes(w), &r);
+    *reread += r;
+    return wb > wa ? wb - wa : 0;
 }
 
 int g4_weights_mapped_small(g4_model *m) {
     if (!thp_available()) return 0;
     const long long before = g4_huge_mapped_bytes();
     if (before < 0) return 0;
-    volatile unsigned char sink = 0;
-    size_t windows = touch_windows(&m->embed, &sink);
-    if (m->lm_head.data != m->embed.data) windows += touch_windows(&m->lm_head, &sink);
+    size_t reread = 0;
+    size_t windows = touch_windows(&m->embed, &reread);
+    if (m->lm_head.data != m->embed.data) windows += touch_windows(&m->lm_head, &reread);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const g4_layer *L = &m->layers[l];
         const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
         for (int i = 0; i < 7; i++)
-            if (ws[i]->data) windows += touch_windows(ws[i], &sink);
+            if (ws[i]->data) windows += touch_windows(ws[i], &reread);
     }
+    m->info.weights_reread_bytes = reread;
     if (windows < ((size_t)64 << 20)) return 0;   /* small models: the TLB hardly matters */
     const long long after = g4_huge_mapped_bytes();
     return (double)(after - before) < 0.9 * (double)windows;

@@ -1,11 +1,14 @@
 /* test_filemap.c — weight mappings advised for 2 MiB pages read back the file's bytes exactly,
  * at offset 0 and at a 2 MiB-aligned offset (pack segments), whether or not the file's cached
- * pages were dropped and re-read on the way (a file just written is cached in small pages). */
+ * pages were dropped and re-read on the way (a file just written is cached in small pages); and
+ * g4_map_rehuge turns the windows the page cache holds in 4 KiB pages into 2 MiB ones, in this
+ * process and for the next one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +67,73 @@ static void test_segment(void **state) {
     free(path);
 }
 
+static int thp_enabled(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    const int ok = f && fgets(line, sizeof line, f) && !strstr(line, "[never]");
+    if (f) fclose(f);
+    return ok;
+}
+
+#define MIB ((size_t)1 << 20)
+
+static void test_rehuge(void **state) {
+    (void)state;
+    if (!thp_enabled()) skip();
+    /* on one CPU: pages read moments before sit in the reading CPU's batch of pages not yet on
+     * the LRU lists, which MADV_PAGEOUT drains only on its own CPU (a model file's pages were
+     * read long before) */
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    char *path = write_file();
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    /* the first 8 MiB cached in 4 KiB pages: written back and dropped (dirty pages stay cached),
+     * then read page by page with readahead off */
+    assert_int_equal(fdatasync(fd), 0);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    char page[4096];
+    for (size_t off = 0; off < 8 * MIB; off += sizeof page) assert_int_equal(pread(fd, page, sizeof page, (off_t)off), sizeof page);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
+    setenv("G4_MMAP_RELOAD", "0", 1);   /* keep the small pages for g4_map_rehuge to find */
+    char *m = g4_map_weights(fd, FILE_BYTES, 0);
+    unsetenv("G4_MMAP_RELOAD");
+    assert_true(m != MAP_FAILED);
+    /* can this kernel and filesystem map the file in 2 MiB pages at all? (windows not read yet) */
+    size_t reread = 1;
+    const long long fresh = g4_map_rehuge(m + 16 * MIB, 8 * MIB, &reread);
+    if (fresh != 0) {   /* -1: no PAGEMAP_SCAN (Linux < 6.7); > 0: no large folios here (tmpfs) */
+        sched_setaffinity(0, sizeof all, &all);
+        munmap(m, FILE_BYTES);
+        close(fd);
+        unlink(path);
+        free(path);
+        skip();
+    }
+    assert_int_equal(reread, 0);
+    assert_int_equal(g4_map_rehuge(m, FILE_BYTES, &reread), 0);
+    assert_true(reread >= 8 * MIB && reread <= 10 * MIB);   /* the small windows, and only them */
+    for (size_t i = 0; i < FILE_BYTES / 4; i++)
+        if (((const uint32_t *)m)[i] != word_at(i)) fail_msg("word %zu differs after the re-read", i);
+    munmap(m, FILE_BYTES);
+    /* the page cache now holds them in 2 MiB folios: a second mapping finds nothing to re-read */
+    m = g4_map_weights(fd, FILE_BYTES, 0);
+    assert_true(m != MAP_FAILED);
+    assert_int_equal(g4_map_rehuge(m, FILE_BYTES, &reread), 0);
+    assert_int_equal(reread, 0);
+    munmap(m, FILE_BYTES);
+    sched_setaffinity(0, sizeof all, &all);
+    close(fd);
+    unlink(path);
+    free(path);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_whole_file), cmocka_unit_test(test_segment)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_whole_file), cmocka_unit_test(test_segment),
+                                       cmocka_unit_test(test_rehuge)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,13 +32,18 @@ def main() -> None:
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_llamacpp.sh` "
       f"(raw outputs were in `{out}`).\n\n")
     w(f"Median over {n_rounds} alternating rounds (ABBA order); within a round gemma4c reports the median of "
-      "its reps, llama-bench the mean of its reps. Ratio = gemma4c / llama.cpp (> 1: gemma4c faster).\n\n")
-    w("| test | gemma4c tok/s | llama.cpp tok/s | ratio | gemma4c per round | llama.cpp per round |\n")
-    w("|---|---:|---:|---:|---|---|\n")
+      "its reps, llama-bench the mean of its reps. Ratio = gemma4c / llama.cpp (> 1: gemma4c faster). "
+      "Paired ratio: the median over rounds of each round's own ratio — the two engines of a round ran "
+      "back to back, so it is the less sensitive to this shared host's drift.\n\n")
+    w("| test | gemma4c tok/s | llama.cpp tok/s | ratio | paired ratio (min-max) | gemma4c per round | "
+      "llama.cpp per round |\n")
+    w("|---|---:|---:|---:|---:|---|---|\n")
     for t in tests:
         a, b = med(g4.get(t, [])), med(llama.get(t, []))
         ratio = a / b if a and b else None
-        w(f"| {t} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {', '.join(fmt(x) for x in g4.get(t, []))} | "
+        pairs = [x / y for x, y in zip(g4.get(t, []), llama.get(t, [])) if x and y]
+        paired = f"{fmt(med(pairs))}x ({fmt(min(pairs))}-{fmt(max(pairs))})" if pairs else "—"
+        w(f"| {t} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {paired} | {', '.join(fmt(x) for x in g4.get(t, []))} | "
           f"{', '.join(fmt(x) for x in llama.get(t, []))} |\n")
 
     if runs:

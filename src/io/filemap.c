@@ -138,8 +138,8 @@ static long long for_small_ranges(uintptr_t a, uintptr_t b, void (*fn)(uintptr_t
 /* Reclaims the range's clean page-cache pages that only this process maps (MADV_PAGEOUT reaches
  * only pages mapped here, so every page is mapped first: one left cached keeps its window small),
  * then drops our page tables over it so that the next touch faults through the HUGEPAGE advice
- * and reads the file back in 2 MiB folios (seen here, Linux 6.18: without that step the range came
- * back in small pages within the same process). */
+ * and reads the file back in 2 MiB folios (seen here, Linux 6.18: without the MADV_DONTNEED the
+ * range came back in small pages within the same process). */
 static void reread_range(uintptr_t a, uintptr_t b) {
     const long pg = sysconf(_SC_PAGESIZE);
     volatile unsigned char sink = 0;

@@ -15,9 +15,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+typedef struct { g4_pool *p; int id; } worker_arg;
+
 struct g4_pool {
     int n_threads;
     pthread_t *threads;
+    worker_arg *args;           /* one per thread, owned by the pool: a starting worker frees
+                                 * nothing (it may start late, inside a decode step that is
+                                 * tested to make no allocator call) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     _Atomic uint64_t work;      /* generation << 40 | task count << 20 | next task index */
@@ -26,8 +31,6 @@ struct g4_pool {
     void *ctx;
     int stop;
 };
-
-typedef struct { g4_pool *p; int id; } worker_arg;
 
 enum { TASK_BITS = 20, MAX_TASKS = (1 << TASK_BITS) - 1, GEN_MASK = (1 << 24) - 1 };
 static inline uint32_t w_gen(uint64_t v) { return (uint32_t)(v >> 40); }
@@ -51,8 +54,7 @@ static void drain(g4_pool *p, uint32_t gen, int thread) {
 }
 
 static void *worker_main(void *arg) {
-    worker_arg wa = *(worker_arg *)arg;
-    free(arg);
+    const worker_arg wa = *(const worker_arg *)arg;
     g4_pool *p = wa.p;
     uint32_t seen = 0;
     for (;;) {
@@ -87,14 +89,13 @@ g4_pool *g4_pool_new(int n_threads) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
-    if (!p->threads) { free(p); return NULL; }
+    p->args = calloc((size_t)n_threads, sizeof(worker_arg));
+    if (!p->threads || !p->args) { free(p->threads); free(p->args); free(p); return NULL; }
     for (int i = 1; i < n_threads; i++) {
-        worker_arg *wa = malloc(sizeof *wa);
-        if (!wa) { p->n_threads = i; g4_pool_free(p); return NULL; }
+        worker_arg *wa = &p->args[i];
         wa->p = p;
         wa->id = i;
         if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
-            free(wa);
             p->n_threads = i;
             g4_pool_free(p);
             return NULL;
@@ -114,6 +115,7 @@ void g4_pool_free(g4_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     free(p->threads);
+    free(p->args);
     free(p);
 }
 

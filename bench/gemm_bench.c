@@ -5,6 +5,9 @@
  * and the fraction of a one-core FMA peak measured the same way.
  * Usage: gemm_bench [T] [N K] [sweeps] [isa]     (default 64, 12288 1536 — the bench model's
  *        gate+up rows at hidden 1536 — 5 sweeps, the CPU's best path)
+ *        GEMM_XBF16=1 gemm_bench ...   the --prefill-bf16 matmul instead (activations rounded to
+ *        bf16 once, outside the timing, as the forward pass does per layer input), against one
+ *        core's bf16 peak; paths avx512bf16 and amx only
  * Build: make build/bench/gemm_bench */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,16 +44,33 @@ int main(int argc, char **argv) {
     }
     float *x = malloc(sizeof(float) * T * K), *y = malloc(sizeof(float) * T * N);
     for (int i = 0; i < T * K; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
-    const double peak = g4_bench_fma_peak(1, 5, NULL);
+    const int xbf16 = getenv("GEMM_XBF16") && atoi(getenv("GEMM_XBF16"));
+    if (xbf16 && !k->matmul_xbf16) {
+        fprintf(stderr, "gemm_bench: GEMM_XBF16=1 needs a path with bf16 units (avx512bf16, amx); this one is %s\n", k->name);
+        return 2;
+    }
+    /* the bf16 matmul's input: rows rounded to bf16, zero-padded to whole 32 x 32 tiles */
+    const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
+    uint16_t *xb = calloc((size_t)Tp * ld, sizeof *xb);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < K; c++) xb[(size_t)t * ld + c] = g4_f32_to_bf16(x[(size_t)t * K + c]);
+    const char *bf16_note = NULL;
+    const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);
     double best = 1e30;
     for (int r = 0; r <= sweeps; r++) {   /* sweep 0 warms up */
         double t0 = cpu_now();
-        for (int m = 0; m < n_mats; m++) k->matmul[G4_DT_BF16](x, T, K, w + (size_t)m * N * K, 0, N, y, N);
+        for (int m = 0; m < n_mats; m++) {
+            const uint16_t *wm = w + (size_t)m * N * K;
+            if (xbf16) k->matmul_xbf16(xb, ld, T, K, wm, 0, N, y, N);
+            else k->matmul[G4_DT_BF16](x, T, K, wm, 0, N, y, N);
+        }
         double dt = (cpu_now() - t0) / n_mats;
         if (r > 0 && dt < best) best = dt;
     }
     const double gf = 2.0 * T * N * K / best / 1e9;
-    printf("%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s  %.1f%% of one core's FMA peak (%.1f)\n",
-           k->name, T, N, K, n_mats, mat * n_mats / 1e6, best * 1e3, gf, 100 * gf / peak, peak);
+    printf("%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s  %.1f%% of one core's %s peak (%.1f)\n",
+           k->name, xbf16 ? " xbf16" : "", T, N, K, n_mats, mat * n_mats / 1e6, best * 1e3, gf, 100 * gf / peak,
+           xbf16 ? "bf16" : "FMA", peak);
+    free(xb);
     return 0;
 }

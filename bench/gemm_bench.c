@@ -8,7 +8,7 @@
  *        GEMM_XBF16=1 gemm_bench ...   the --prefill-bf16 matmul instead (activations rounded to
  *        bf16 once, outside the timing, as the forward pass does per layer input), against one
  *        core's bf16 peak; paths avx512bf16 and amx only
- * Build: make build/bench/gemm_bench */
+ * Build: make build/bench/gemm_bench, or with nothing but a C compiler (bench/device_cpu_check.sh) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
     const int sweeps = argc > 4 ? atoi(argv[4]) : 5;
     if (argc > 5) setenv("G4_CPU_ISA", argv[5], 1);
     const g4_kernels *k = g4_kernels_get();
-    if (!k || T < 1 || N < 1 || K < 1) { fprintf(stderr, "usage: gemm_bench [T] [N K] [sweeps] [isa]\n"); return 2; }
+    if (!k) { fprintf(stderr, "gemm_bench: %s\n", g4_last_error()); return 2; }
+    if (T < 1 || N < 1 || K < 1) { fprintf(stderr, "usage: gemm_bench [T] [N K] [sweeps] [isa]\n"); return 2; }
     const size_t mat = (size_t)N * K * 2, region = (size_t)(getenv("REGION_MB") ? atoi(getenv("REGION_MB")) : 256) << 20;
     const int n_mats = region / mat > 1 ? (int)(region / mat) : 2;
     const size_t bytes = ((mat * n_mats) + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);

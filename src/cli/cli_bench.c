@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/model_cost.h"
 #include "bench/roofline.h"
 #include "io/filemap.h"
 #include "cli/cli.h"

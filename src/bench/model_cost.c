@@ -1,0 +1,129 @@
+/* model_cost.c — the model's side of `gemma4c bench`'s roofline (see model_cost.h): weight bytes
+ * and FLOPs per token from the bound matrices, attention FLOPs and KV bytes per position, and the
+ * matmul kernels timed alone on the model's own matrices. Reads the model (model.h), never
+ * changes it. */
+#include "bench/model_cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "model/model.h"
+
+static double mat_bytes(const g4_mat *w) { return (double)g4_mat_bytes(w); }
+static double mat_params(const g4_mat *w) { return w->data ? (double)w->rows * w->cols : 0; }
+
+void g4_bench_model_cost(const g4_model *m, g4_model_cost *c) {
+    memset(c, 0, sizeof *c);
+    const g4_config *cfg = &m->cfg;
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const g4_layer *L = &m->layers[l];
+        const g4_mat *mats[7] = {&L->q, &L->k, L->has_v ? &L->v : NULL, &L->o, &L->gate, &L->up, &L->down};
+        for (int i = 0; i < 7; i++)
+            if (mats[i]) { c->layer_matrix_bytes += mat_bytes(mats[i]); c->layer_params += mat_params(mats[i]); }
+    }
+    c->lm_head_bytes = mat_bytes(&m->lm_head);
+    c->lm_head_params = mat_params(&m->lm_head);
+    /* with tensor parallelism these are rank 0's shards; every rank streams one of the same size */
+    c->layer_matrix_bytes *= m->plan.tp;
+    c->layer_params *= m->plan.tp;
+    c->lm_head_bytes *= m->plan.tp;
+    c->lm_head_params *= m->plan.tp;
+    c->n_layers = cfg->n_layers;
+    c->hidden = cfg->hidden_size;
+    c->vocab = cfg->vocab_size;
+    c->n_heads = cfg->n_heads;
+}
+
+/* keys visible from position p in layer L: p + 1, capped by the sliding window */
+static double keys_seen(const g4_model *m, const g4_layer *L, int p) {
+    int k = p + 1;
+    if (!L->is_full && k > m->cfg.sliding_window) k = m->cfg.sliding_window;
+    return k;
+}
+
+double g4_bench_attn_flops(const g4_model *m, int p0, int n) {
+    double f = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const g4_layer *L = &m->layers[l];
+        for (int p = p0; p < p0 + n; p++) f += 4.0 * L->head_dim * m->cfg.n_heads * keys_seen(m, L, p);
+    }
+    return f;
+}
+
+double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n) {
+    double b = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const g4_layer *L = &m->layers[l];
+        for (int p = p0; p < p0 + n; p++) b += 2.0 * L->n_kv * L->head_dim * keys_seen(m, L, p) * sizeof(*m->kv);
+    }
+    return b * m->plan.tp;   /* every rank reads its own heads' cache */
+}
+
+/* ---------------------------------------------------------------- kernel-only timing */
+
+/* The group `which` of layer l (or the LM head) as the forward pass's ops, outputs laid end to end
+ * in y; returns how many (0 for an unknown group). */
+static int kt_bind(g4_model *m, const char *which, int l, int T, const float *x, float *y, g4_mm_op *ops) {
+    const g4_layer *L = &m->layers[l];
+    const g4_mat *w[3];
+    int n = 0;
+    if (!strcmp(which, "qkv")) {
+        w[n++] = &L->q;
+        w[n++] = &L->k;
+        if (L->has_v) w[n++] = &L->v;
+    } else if (!strcmp(which, "o")) w[n++] = &L->o;
+    else if (!strcmp(which, "gateup")) { w[n++] = &L->gate; w[n++] = &L->up; }
+    else if (!strcmp(which, "down")) w[n++] = &L->down;
+    else if (!strcmp(which, "lm_head")) w[n++] = &m->lm_head;
+    for (int i = 0, off = 0; i < n; off += w[i]->rows, i++)
+        ops[i] = (g4_mm_op){w[i], x, y ? y + (size_t)off * T : NULL, w[i]->rows};
+    return n;
+}
+
+g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out) {
+    memset(out, 0, sizeof *out);
+    g4_mm_op ops[3];
+    const int lm = !strcmp(which, "lm_head");
+    const int n_layers = lm ? 1 : m->cfg.n_layers;
+    if (!kt_bind(m, which, 0, T, NULL, NULL, ops))
+        return g4_fail(G4_ERR_INPUT, "bench: unknown matrix group '%s' (qkv, o, gateup, down, lm_head)", which);
+    /* scratch for the widest instance of the group over all layers */
+    int max_rows = 0, max_cols = 0;
+    for (int l = 0; l < n_layers; l++) {
+        const int n = kt_bind(m, which, l, T, NULL, NULL, ops);
+        int rows = 0;
+        for (int i = 0; i < n; i++) {
+            rows += ops[i].w->rows;
+            if (ops[i].w->cols > max_cols) max_cols = ops[i].w->cols;
+            out->bytes += mat_bytes(ops[i].w);
+            out->flops += 2.0 * T * mat_params(ops[i].w);
+        }
+        if (rows > max_rows) max_rows = rows;
+    }
+    float *x = malloc((size_t)T * max_cols * sizeof(float));
+    float *y = malloc((size_t)T * max_rows * sizeof(float));
+    if (!x || !y) { free(x); free(y); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
+    uint32_t s = 12345;
+    for (size_t i = 0; i < (size_t)T * max_cols; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
+    /* Every rep sweeps the group over ALL layers, one parallel loop per layer as the forward pass
+     * does, so the weights stream from DRAM (a single layer's matrices would sit in L3). */
+    double best = 1e30;
+    for (int r = 0; r <= (reps < 1 ? 1 : reps); r++) {   /* rep 0: warm-up */
+        double t0 = g4_now();
+        for (int l = 0; l < n_layers; l++) {
+            /* the forward pass's own call: its task split, and --act-q8's quantization of the input */
+            g4_matmul_multi(m, T, kt_bind(m, which, l, T, x, y, ops), ops);
+        }
+        double dt = g4_now() - t0;
+        if (r > 0 && dt < best) best = dt;
+    }
+    free(x);
+    free(y);
+    out->seconds = best;
+    out->rows = max_rows;
+    out->cols = max_cols;
+    out->T = T;
+    out->n_calls = n_layers;
+    return G4_OK;
+}

@@ -52,8 +52,8 @@ int main(int argc, char **argv) {
     }
     /* the bf16 matmul's input: rows rounded to bf16, zero-padded to whole 32 x 32 tiles */
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
-    uint16_t *xb = calloc((size_t)Tp * ld, sizeof *xb);
-    for (int t = 0; t < T; t++)
+    uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
+    for (int t = 0; xb && t < T; t++)
         for (int c = 0; c < K; c++) xb[(size_t)t * ld + c] = g4_f32_to_bf16(x[(size_t)t * K + c]);
     const char *bf16_note = NULL;
     const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);

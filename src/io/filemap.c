@@ -104,10 +104,13 @@ struct g4_pm_scan_arg {
 #define MADV_PAGEOUT 21
 #endif
 
-static void touch_each_window(uintptr_t a, uintptr_t b) {
+size_t g4_map_touch_windows(const void *addr, size_t len) {
+    const uintptr_t a = ((uintptr_t)addr + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1);
+    const uintptr_t b = ((uintptr_t)addr + len) & ~(uintptr_t)(HUGE_SZ - 1);
     volatile unsigned char sink = 0;
     for (uintptr_t p = a; p < b; p += HUGE_SZ) sink += *(const unsigned char *)p;
     (void)sink;
+    return a < b ? b - a : 0;
 }
 
 /* Calls `fn` on each maximal range of [a, b) not mapped by PMDs (the windows were faulted, so a
@@ -147,23 +150,21 @@ static void reread_range(uintptr_t a, uintptr_t b) {
     (void)sink;
     madvise((void *)a, b - a, MADV_PAGEOUT);
     madvise((void *)a, b - a, MADV_DONTNEED);
-    touch_each_window(a, b);
+    g4_map_touch_windows((const void *)a, b - a);
 }
 
 long long g4_map_rehuge(const void *addr, size_t len, size_t *reread) {
     const uintptr_t a = ((uintptr_t)addr + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1);
     const uintptr_t b = ((uintptr_t)addr + len) & ~(uintptr_t)(HUGE_SZ - 1);
     *reread = 0;
-    if (a >= b) return 0;
-    touch_each_window(a, b);
-    long long small = for_small_ranges(a, b, reread_range);
+    if (!g4_map_touch_windows(addr, len)) return 0;
+    const long long small = for_small_ranges(a, b, reread_range);
     if (small <= 0) return small;
     *reread = (size_t)small;
     /* a second pass for pages the first could not reclaim (seen: pages read moments before on
      * another CPU, still in that CPU's batch of pages not yet on the kernel's LRU lists, where
-     * MADV_PAGEOUT cannot take them; it drains only this CPU's batch) */
-    for (int pass = 0; pass < 2 && small > 0; pass++) small = for_small_ranges(a, b, pass ? NULL : reread_range);
-    return small;
+     * MADV_PAGEOUT cannot take them; it drains only this CPU's batch); then what is left */
+    return for_small_ranges(a, b, reread_range) > 0 ? for_small_ranges(a, b, NULL) : 0;
 }
 
 long long g4_huge_mapped_bytes(void) {

@@ -13,6 +13,10 @@
  * Returns MAP_FAILED with errno set on failure. */
 void *g4_map_weights(int fd, size_t len, off_t off);
 
+/* Touches one byte in each whole 2 MiB window of [addr, addr + len) (a page-cache folio that is
+ * 2 MiB whole is then mapped by one PMD entry) and returns the bytes of those windows. */
+size_t g4_map_touch_windows(const void *addr, size_t len);
+
 /* Faults every whole 2 MiB window of [addr, addr + len) (inside a g4_map_weights mapping) and
  * re-reads the windows the page cache holds in small pages, so that they come back as 2 MiB
  * folios: the cache drops them only where no other process maps them. Returns the bytes of whole

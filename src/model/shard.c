@@ -131,16 +131,6 @@ static int thp_available(void) {
     return ok;
 }
 
-/* Touches one byte in each whole 2 MiB window of `w` (mapping a page-cache folio that is 2 MiB
- * whole by one PMD entry) and returns the bytes of those windows. */
-static size_t touch_windows(const g4_mat *w) {
-    const uintptr_t huge = (uintptr_t)2 << 20, a = (uintptr_t)w->data, b = a + g4_mat_bytes(w);
-    volatile unsigned char sink = 0;
-    size_t n = 0;
-    for (uintptr_t p = (a + huge - 1) & ~(huge - 1); p + huge <= b; p += huge, n += huge) sink += *(const unsigned char *)p;
-    return n;
-}
-
 int g4_weights_mapped_small(g4_model *m) {
     if (!thp_available()) return 0;
     const long long before = g4_huge_mapped_bytes();
@@ -157,7 +147,7 @@ int g4_weights_mapped_small(g4_model *m) {
             if (ws[i]->data) mats[n++] = ws[i];   /* k_eq_v layers have no v_proj */
     }
     size_t windows = 0;
-    for (int i = 0; i < n; i++) windows += touch_windows(mats[i]);
+    for (int i = 0; i < n; i++) windows += g4_map_touch_windows(mats[i]->data, g4_mat_bytes(mats[i]));
     if (windows < ((size_t)64 << 20)) return 0;   /* small models: the TLB hardly matters */
     long long after = g4_huge_mapped_bytes();
     /* Some windows came in 2 MiB pages, so this file can be mapped so: re-read the rest. (None

@@ -104,6 +104,15 @@ struct g4_pm_scan_arg {
 #define MADV_PAGEOUT 21
 #endif
 
+int g4_thp_enabled(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char line[128] = "";
+    const int ok = fgets(line, sizeof line, f) && !strstr(line, "[never]");
+    fclose(f);
+    return ok;
+}
+
 size_t g4_map_touch_windows(const void *addr, size_t len) {
     const uintptr_t a = ((uintptr_t)addr + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1);
     const uintptr_t b = ((uintptr_t)addr + len) & ~(uintptr_t)(HUGE_SZ - 1);

@@ -13,6 +13,9 @@
  * Returns MAP_FAILED with errno set on failure. */
 void *g4_map_weights(int fd, size_t len, off_t off);
 
+/* Transparent huge pages not switched off ("always" or "madvise"). */
+int g4_thp_enabled(void);
+
 /* Touches one byte in each whole 2 MiB window of [addr, addr + len) (a page-cache folio that is
  * 2 MiB whole is then mapped by one PMD entry) and returns the bytes of those windows. */
 size_t g4_map_touch_windows(const void *addr, size_t len);

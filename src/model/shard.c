@@ -122,17 +122,8 @@ g4_status g4_model_shard(g4_model *m) {
 
 /* ---------------------------------------------------------------- huge pages of a file mapping */
 
-static int thp_available(void) {
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f) return 0;
-    char line[128] = "";
-    const int ok = fgets(line, sizeof line, f) && !strstr(line, "[never]");
-    fclose(f);
-    return ok;
-}
-
 int g4_weights_mapped_small(g4_model *m) {
-    if (!thp_available()) return 0;
+    if (!g4_thp_enabled()) return 0;
     const long long before = g4_huge_mapped_bytes();
     if (before < 0) return 0;
     const g4_config *c = &m->cfg;

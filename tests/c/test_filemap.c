@@ -67,19 +67,11 @@ static void test_segment(void **state) {
     free(path);
 }
 
-static int thp_enabled(void) {
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    char line[128] = "";
-    const int ok = f && fgets(line, sizeof line, f) && !strstr(line, "[never]");
-    if (f) fclose(f);
-    return ok;
-}
-
 #define MIB ((size_t)1 << 20)
 
 static void test_rehuge(void **state) {
     (void)state;
-    if (!thp_enabled()) skip();
+    if (!g4_thp_enabled()) skip();
     /* on one CPU: pages read moments before sit in the reading CPU's batch of pages not yet on
      * the LRU lists, which MADV_PAGEOUT drains only on its own CPU (a model file's pages were
      * read long before) */

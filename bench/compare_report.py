@@ -62,14 +62,16 @@ def main() -> None:
           f"(layer matrices {mi['layer_matrix_bytes'] / 1e9:.3f} GB + tied LM head {mi['lm_head_bytes'] / 1e9:.3f} GB) "
           "/ bandwidth. Prefill roofline: FLOPs per token (2 x layer parameters, + the LM head once per "
           "prompt, + attention) / fp32 FMA peak.\n\n")
-        w("Decode is also compared with a 256 MiB read made right before each rep (`roofline_fraction_adjacent`: "
-          "the median over reps of weight GB/s / that read's GB/s), because on this shared host the bandwidth "
-          "drifts by tens of percent within a run.\n\n")
+        w("Each rep is also compared with the limit measured right before it (`roofline_fraction_adjacent`: "
+          "the median over reps of the rep's figure / that limit): decode with a 256 MiB read (weight GB/s / "
+          "read GB/s), prefill with the FMA peak (GFLOP/s / peak GFLOP/s; runs from 2026-12-03 21:00 on), "
+          "because on this shared host the bandwidth drifts by tens of percent and the cores' clock by ~15% "
+          "within a run.\n\n")
         hp = [r["model_info"].get("huge_page_bytes") for r in runs if r["model_info"].get("huge_page_bytes") is not None]
         if hp:
             w(f"Weights in 2 MiB pages during the run: {fmt(med(hp) / 1e9, 3)} GB of "
               f"{mi['weight_bytes_mapped'] / 1e9:.3f} GB.\n\n")
-        w("| test | gemma4c tok/s | roofline tok/s | fraction of roofline | fraction of the read before each rep | achieved |\n"
+        w("| test | gemma4c tok/s | roofline tok/s | fraction of roofline | fraction of the limit measured before each rep | achieved |\n"
           "|---|---:|---:|---:|---:|---|\n")
         for t in tests:
             recs = [x for r in runs for x in r["tests"] if x["test"] == t]

@@ -35,8 +35,10 @@ typedef struct {
     /* cost model */
     double flops_per_token, bytes_per_token, kv_bytes_per_token;
     double roofline_tok_s, fraction;
-    double reps_bw[64];       /* decode: GB/s read right before each rep (0: not measured) */
-    double fraction_adjacent; /* decode: median over reps of weight GB/s / that rep's bandwidth */
+    /* the machine's limit measured right before each rep (0: not measured): decode, GB/s read;
+     * prefill, the peak GFLOP/s it is judged against — on a shared host both drift within a run */
+    double reps_limit[64];
+    double fraction_adjacent; /* median over reps of achieved / that rep's limit (-1: none) */
     double achieved;   /* GFLOP/s (prefill) or GB/s of weights (decode) */
 } bench_test;
 
@@ -148,6 +150,24 @@ static uint32_t lcg(uint64_t *s) {
     return (uint32_t)(*s >> 33);
 }
 
+/* The peak prefill is judged against (fp32 FMA or bf16; none: AMX's is not measured), measured
+ * again right before a rep: the clock of this host's cores moves by ~15% within a run. */
+static double adjacent_peak(double prefill_peak, double fma, double bf16, int threads) {
+    const char *unused;
+    if (prefill_peak <= 0) return 0;
+    return prefill_peak == fma ? g4_bench_fma_peak(threads, 3, &unused) : prefill_peak == bf16 ? g4_bench_bf16_peak(threads, 3, &unused) : 0;
+}
+
+/* median over reps of (tokens/s x cost per token, in GB or GFLOP) / that rep's measured limit */
+static double adjacent_fraction(const bench_test *t, double cost_per_token) {
+    double f[64];
+    int nf = 0;
+    for (int r = 0; r < t->reps; r++)
+        if (t->reps_limit[r] > 0) f[nf++] = t->reps_tok_s[r] * cost_per_token / 1e9 / t->reps_limit[r];
+    g4_sort_doubles(f, nf);
+    return !nf ? -1 : nf % 2 ? f[nf / 2] : 0.5 * (f[nf / 2 - 1] + f[nf / 2]);
+}
+
 int cli_bench(int argc, char **argv) {
     bench_opts o;
     if (!parse_opts(argc, argv, &o)) return 2;
@@ -235,7 +255,9 @@ int cli_bench(int argc, char **argv) {
         t->reps = (int)o.reps;
         for (int r = 0; !st && r < t->reps; r++) {
             g4_slot_reset(m, 0);
-            t->reps_bw[r] = t->is_decode && probe ? g4_bw_probe_read(probe, 3) : 0;
+            t->reps_limit[r] = o.no_peaks ? 0
+                             : t->is_decode ? (probe ? g4_bw_probe_read(probe, 3) : 0)
+                                            : adjacent_peak(prefill_peak, fma, bf16, (int)o.threads);
             double t0 = g4_now();
             /* greedy steps: with --tp N the ranks exchange only their argmax, as `run` does */
             int32_t next;
@@ -260,18 +282,14 @@ int cli_bench(int argc, char **argv) {
             t->bytes_per_token = (cost.layer_matrix_bytes + cost.lm_head_bytes / n);
             t->achieved = t->tok_s * t->flops_per_token / 1e9;
             t->roofline_tok_s = prefill_peak > 0 ? prefill_peak * 1e9 / t->flops_per_token : -1;
+            t->fraction_adjacent = adjacent_fraction(t, t->flops_per_token);
         } else {
             t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, 0, n) / n;
             t->bytes_per_token = decode_bytes;
             t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, 0, n) / n;
             t->achieved = t->tok_s * decode_bytes / 1e9;
             t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / decode_bytes : -1;
-            double f[64];
-            int nf = 0;
-            for (int r = 0; r < t->reps; r++)
-                if (t->reps_bw[r] > 0) f[nf++] = t->reps_tok_s[r] * decode_bytes / 1e9 / t->reps_bw[r];
-            g4_sort_doubles(f, nf);
-            t->fraction_adjacent = !nf ? -1 : nf % 2 ? f[nf / 2] : 0.5 * (f[nf / 2 - 1] + f[nf / 2]);
+            t->fraction_adjacent = adjacent_fraction(t, decode_bytes);
         }
         t->fraction = t->roofline_tok_s > 0 ? t->tok_s / t->roofline_tok_s : -1;
         nt++;
@@ -322,7 +340,7 @@ int cli_bench(int argc, char **argv) {
             printf("  [+KV reads %.1f MB/token]", t->kv_bytes_per_token / 1e6);
             if (t->fraction_adjacent >= 0) {
                 printf("\n         %5.1f%% of the bandwidth read just before each rep (median; GB/s:", 100 * t->fraction_adjacent);
-                for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_bw[r]);
+                for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_limit[r]);
                 printf(")");
             }
         } else {
@@ -331,6 +349,12 @@ int cli_bench(int argc, char **argv) {
                 printf("; roofline %.1f tok/s (%.1f GFLOP/s / %.3f GFLOP/token) -> %5.1f%% of %s peak",
                        t->roofline_tok_s, prefill_peak, t->flops_per_token / 1e9, 100 * t->fraction,
                        prefill_peak == fma ? "fp32 FMA" : "bf16");
+            if (t->fraction_adjacent >= 0) {
+                printf("\n         %5.1f%% of the %s peak measured just before each rep (median; GFLOP/s:",
+                       100 * t->fraction_adjacent, prefill_peak == fma ? "fp32 FMA" : "bf16");
+                for (int r = 0; r < t->reps; r++) printf(" %.1f", t->reps_limit[r]);
+                printf(")");
+            }
         }
         printf("  reps:");
         for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_tok_s[r]);
@@ -400,12 +424,10 @@ int cli_bench(int argc, char **argv) {
         }
         fputs(",\"roofline_tok_s\":", f); json_num(f, t->roofline_tok_s);
         fputs(",\"roofline_fraction\":", f); json_num(f, t->fraction);
-        if (t->is_decode) {
-            fputs(",\"roofline_fraction_adjacent\":", f); json_num(f, t->fraction_adjacent);
-            fputs(",\"read_bw_before_reps_gbs\":[", f);
-            for (int r = 0; r < t->reps; r++) { if (r) fputc(',', f); json_num(f, t->reps_bw[r]); }
-            fputc(']', f);
-        }
+        fputs(",\"roofline_fraction_adjacent\":", f); json_num(f, t->fraction_adjacent);
+        fputs(t->is_decode ? ",\"read_bw_before_reps_gbs\":[" : ",\"peak_before_reps_gflops\":[", f);
+        for (int r = 0; r < t->reps; r++) { if (r) fputc(',', f); json_num(f, t->reps_limit[r]); }
+        fputc(']', f);
         fputc('}', f);
     }
     fputc(']', f);

@@ -13,6 +13,7 @@ def test_bench_json(g4_bin):
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
     assert "of the bandwidth read just before each rep" in out
+    assert "of the fp32 FMA peak measured just before each rep" in out
     j = json.loads(out.strip().splitlines()[-1])
     assert j["machine"]["read_bw_gbs"] > 0
     assert j["model_info"]["huge_page_bytes"] >= -1
@@ -27,10 +28,15 @@ def test_bench_json(g4_bin):
     fr = sorted(x * tg["weight_bytes_per_token"] / 1e9 / b for x, b in zip(tg["tok_s_reps"], bws))
     assert abs(tg["roofline_fraction_adjacent"] - fr[1]) <= 1e-4 * fr[1]
     assert abs(tg["roofline_fraction"] - tg["achieved_gbs"] / j["machine"]["read_bw_gbs"]) <= 1e-3 * tg["roofline_fraction"]
+    # prefill against the FMA peak measured right before each rep
+    peaks = pp["peak_before_reps_gflops"]
+    assert len(peaks) == 3 and all(p > 0 for p in peaks)
+    fr = sorted(x * pp["flops_per_token"] / 1e9 / p for x, p in zip(pp["tok_s_reps"], peaks))
+    assert abs(pp["roofline_fraction_adjacent"] - fr[1]) <= 1e-4 * fr[1]
 
 
 def test_bench_no_peaks_has_no_fractions(g4_bin):
-    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "2", "--reps", "1", "--no-peaks")
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "4", "-n", "2", "--reps", "1", "--no-peaks")
     assert r.returncode == 0, r.stderr
-    tg = json.loads(r.stdout.decode().strip().splitlines()[-1])["tests"][0]
-    assert tg["roofline_fraction"] is None and tg["roofline_fraction_adjacent"] is None
+    for t in json.loads(r.stdout.decode().strip().splitlines()[-1])["tests"]:
+        assert t["roofline_fraction"] is None and t["roofline_fraction_adjacent"] is None

@@ -17,10 +17,11 @@ void g4_bench_model_cost(const g4_model *m, g4_model_cost *c) {
     memset(c, 0, sizeof *c);
     const g4_config *cfg = &m->cfg;
     for (int l = 0; l < cfg->n_layers; l++) {
-        const g4_layer *L = &m->layers[l];
-        const g4_mat *mats[7] = {&L->q, &L->k, L->has_v ? &L->v : NULL, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++)
-            if (mats[i]) { c->layer_matrix_bytes += mat_bytes(mats[i]); c->layer_params += mat_params(mats[i]); }
+        for (int i = 0; i < G4_LAYER_MATS; i++) {   /* an absent v_proj counts 0 bytes, 0 params */
+            const g4_mat *w = g4_layer_mat(&m->layers[l], i);
+            c->layer_matrix_bytes += mat_bytes(w);
+            c->layer_params += mat_params(w);
+        }
     }
     c->lm_head_bytes = mat_bytes(&m->lm_head);
     c->lm_head_params = mat_params(&m->lm_head);

@@ -190,8 +190,7 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
         g4_layer *L = &m->layers[l];
         L->n_q = m->plan.q_heads;
         L->n_kv = m->plan.kv_heads[l];
-        const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++) m->local_weight_bytes += g4_mat_bytes(ws[i]);
+        for (int i = 0; i < G4_LAYER_MATS; i++) m->local_weight_bytes += g4_mat_bytes(g4_layer_mat(L, i));
     }
     m->local_weight_bytes += g4_mat_bytes(&m->embed);
     if (m->lm_head.data != m->embed.data) m->local_weight_bytes += g4_mat_bytes(&m->lm_head);

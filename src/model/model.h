@@ -36,6 +36,17 @@ typedef struct {
     size_t kv_offset;           /* floats from the slot's base to this layer's K; V follows */
 } g4_layer;
 
+/* A layer's seven weight matrices, in the order of the checkpoint's names (q, k, v, o, gate, up,
+ * down): the one list that code walking all of them (copy at load, page-in, byte and parameter
+ * counts) goes through. v's data is NULL in k_eq_v layers. Non-const result as strchr's: the
+ * caller's own L decides whether it may write. */
+enum { G4_LAYER_MATS = 7 };
+static inline g4_mat *g4_layer_mat(const g4_layer *L, int i) {
+    g4_layer *l = (g4_layer *)L;
+    g4_mat *const mats[G4_LAYER_MATS] = {&l->q, &l->k, &l->v, &l->o, &l->gate, &l->up, &l->down};
+    return mats[i];
+}
+
 enum { G4_ATT_ROWS_MAX = 32 };   /* attention block rows (heads x positions) at short contexts */
 
 struct g4_model {

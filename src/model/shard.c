@@ -84,21 +84,22 @@ static g4_shard plan_or_whole(const g4_model *m, g4_role role, int layer) {
 g4_status g4_model_shard(g4_model *m) {
     const g4_config *c = &m->cfg;
     const int tied = m->lm_head.data == m->embed.data;
-    const int max_plans = 2 + 7 * c->n_layers;
+    const int max_plans = 2 + G4_LAYER_MATS * c->n_layers;
     slice_plan *plans = calloc((size_t)max_plans, sizeof *plans);
     if (!plans) return g4_fail(G4_ERR_NOMEM, "out of memory");
     int n = 0;
     g4_status st = plan_slice(m, &m->embed, plan_or_whole(m, G4_ROLE_EMBED, -1), "embedding", -1, &plans[n++]);
     if (!st && !tied) st = plan_slice(m, &m->lm_head, plan_or_whole(m, G4_ROLE_LM_HEAD, -1), "lm_head", -1, &plans[n++]);
     for (int l = 0; !st && l < c->n_layers; l++) {
-        g4_layer *L = &m->layers[l];
-        struct { g4_mat *w; g4_role role; const char *name; } mats[] = {
-            {&L->q, G4_ROLE_Q, "q_proj"}, {&L->k, G4_ROLE_K, "k_proj"}, {&L->v, G4_ROLE_V, "v_proj"},
-            {&L->o, G4_ROLE_O, "o_proj"}, {&L->gate, G4_ROLE_GATE, "gate_proj"},
-            {&L->up, G4_ROLE_UP, "up_proj"}, {&L->down, G4_ROLE_DOWN, "down_proj"}};
-        for (size_t i = 0; !st && i < sizeof mats / sizeof *mats; i++)
-            if (mats[i].w->data)   /* k_eq_v layers have no v_proj */
-                st = plan_slice(m, mats[i].w, plan_or_whole(m, mats[i].role, l), mats[i].name, l, &plans[n++]);
+        /* g4_layer_mat's order */
+        static const struct { g4_role role; const char *name; } kinds[G4_LAYER_MATS] = {
+            {G4_ROLE_Q, "q_proj"}, {G4_ROLE_K, "k_proj"}, {G4_ROLE_V, "v_proj"}, {G4_ROLE_O, "o_proj"},
+            {G4_ROLE_GATE, "gate_proj"}, {G4_ROLE_UP, "up_proj"}, {G4_ROLE_DOWN, "down_proj"}};
+        for (int i = 0; !st && i < G4_LAYER_MATS; i++) {
+            g4_mat *w = g4_layer_mat(&m->layers[l], i);
+            if (w->data)   /* k_eq_v layers have no v_proj */
+                st = plan_slice(m, w, plan_or_whole(m, kinds[i].role, l), kinds[i].name, l, &plans[n++]);
+        }
     }
     const size_t huge = (size_t)2 << 20, align = 64;
     size_t total = 0;
@@ -127,15 +128,13 @@ int g4_weights_mapped_small(g4_model *m) {
     const long long before = g4_huge_mapped_bytes();
     if (before < 0) return 0;
     const g4_config *c = &m->cfg;
-    const g4_mat *mats[2 + 7 * G4_MAX_LAYERS];
+    const g4_mat *mats[2 + G4_LAYER_MATS * G4_MAX_LAYERS];
     int n = 0;
     mats[n++] = &m->embed;
     if (m->lm_head.data != m->embed.data) mats[n++] = &m->lm_head;
     for (int l = 0; l < c->n_layers; l++) {
-        const g4_layer *L = &m->layers[l];
-        const g4_mat *ws[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++)
-            if (ws[i]->data) mats[n++] = ws[i];   /* k_eq_v layers have no v_proj */
+        for (int i = 0; i < G4_LAYER_MATS; i++)
+            if (g4_layer_mat(&m->layers[l], i)->data) mats[n++] = g4_layer_mat(&m->layers[l], i);   /* k_eq_v: no v */
     }
     size_t windows = 0;
     for (int i = 0; i < n; i++) windows += g4_map_touch_windows(mats[i]->data, g4_mat_bytes(mats[i]));

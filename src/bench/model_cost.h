@@ -31,9 +31,14 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
  * `which` = "qkv" (q,k,v as one loop), "o", "gateup", "down" — swept over every layer, one
  * parallel loop per layer, so weights stream from DRAM as in decode — or "lm_head".
  * T activation rows of random data. Best of `reps` sweeps: seconds, weight bytes and FLOPs of a
- * whole sweep (n_calls loops; rows/cols = the largest instance). G4_ERR_INPUT for an unknown group. */
+ * whole sweep (n_calls loops; rows/cols = the largest instance). For T < 4 (decode: a weight
+ * stream) each sweep follows a plain read of the same bytes on the same threads
+ * (g4_bench_read_range): read_seconds is the best such read, of_read the median over reps of
+ * that rep's read time / kernel time (1 = the kernel streams the weights as fast as a plain read
+ * of them at that moment; 0 and -1 when T >= 4). G4_ERR_INPUT for an unknown group. */
 typedef struct {
     double seconds, bytes, flops;
+    double read_seconds, of_read;
     int rows, cols, T, n_calls;
 } g4_kernel_timing;
 

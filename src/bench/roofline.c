@@ -60,6 +60,31 @@ static uint64_t read_scalar(const unsigned char *p, size_t n) {
 
 static int g_bw_avx2;
 
+__attribute__((target("avx2"))) static uint64_t read_avx2_unaligned(const unsigned char *p, size_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        const __m256i *v = (const __m256i *)(p + i);
+        a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(v + 0));
+        a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(v + 1));
+        a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(v + 2));
+        a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(v + 3));
+    }
+    __m256i s = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+    uint64_t r = (uint64_t)_mm256_extract_epi64(s, 0) ^ (uint64_t)_mm256_extract_epi64(s, 3);
+    for (; i < n; i++) r ^= p[i];
+    return r;
+}
+
+uint64_t g4_bench_read_range(const void *p, size_t n) {
+    if (have_avx2_fma()) return read_avx2_unaligned(p, n);
+    uint64_t r = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) { memcpy(&w, (const unsigned char *)p + i, 8); r ^= w; }
+    for (; i < n; i++) r ^= ((const unsigned char *)p)[i];
+    return r;
+}
+
 static void bw_task(void *ctx, int task, int thread) {
     (void)thread;
     bw_job *j = ctx;

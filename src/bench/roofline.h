@@ -5,6 +5,7 @@
 #define G4_BENCH_ROOFLINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gemma4c.h"
 
@@ -27,6 +28,11 @@ typedef struct g4_bw_probe g4_bw_probe;
 g4_status g4_bw_probe_new(int threads, size_t bytes, g4_bw_probe **out);
 double g4_bw_probe_read(g4_bw_probe *p, int reps);            /* best of `reps`, GB/s */
 void g4_bw_probe_free(g4_bw_probe *p);
+
+/* XOR of the bytes of [p, p + n) in 32-byte loads (AVX2 where the CPU has it; any alignment):
+ * the plainest stream a core makes of n bytes, to hold a kernel's stream of the same memory
+ * against (g4_bench_kernel). */
+uint64_t g4_bench_read_range(const void *p, size_t n);
 
 /* fp32 FMA peak in GFLOP/s (1 FMA = 2 FLOP): register-only FMA chains on every thread, best of
  * `reps`. AVX2+FMA when the CPU has it, scalar otherwise (named in *isa). */

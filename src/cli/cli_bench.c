@@ -366,7 +366,8 @@ int cli_bench(int argc, char **argv) {
     g4_kernel_timing kt[2][5];
     const int kT[2] = {1, (int)o.chunk};
     if (o.kernels) {
-        printf("kernels alone (matmul only, each group swept over all layers, best of %ld sweeps):\n", o.reps);
+        printf("kernels alone (matmul only, each group swept over all layers, best of %ld sweeps; T=1 against a\n"
+               "plain read of the same bytes on the same threads right before each sweep, median of the ratios):\n", o.reps);
         for (int a = 0; a < 2; a++)
             for (int g = 0; g < 5; g++) {
                 if (a == 1 && g == 4) { kt[a][g].T = 0; continue; }   /* prefill runs the LM head on one row */
@@ -376,6 +377,9 @@ int cli_bench(int argc, char **argv) {
                 printf("  T=%-3d %-8s %2d x [%6d x %5d] %9.2f ms  %7.2f GB/s  %7.1f GFLOP/s", k->T, groups[g], k->n_calls,
                        k->rows, k->cols, 1e3 * k->seconds, k->bytes / k->seconds / 1e9, k->flops / k->seconds / 1e9);
                 if (a == 0 && bw.gbps > 0) printf("  (%5.1f%% of bandwidth)", 100 * k->bytes / k->seconds / 1e9 / bw.gbps);
+                if (a == 0 && k->of_read > 0)
+                    printf("  %5.1f%% of a plain read of the same bytes (%.2f GB/s)", 100 * k->of_read,
+                           k->bytes / k->read_seconds / 1e9);
                 if (a == 1 && fma > 0) printf("  (%5.1f%% of fp32 peak)", 100 * k->flops / k->seconds / 1e9 / fma);
                 printf("\n");
             }
@@ -435,9 +439,15 @@ int cli_bench(int argc, char **argv) {
         fputs(",\"kernels_only\":[", f);
         for (int a = 0; a < 2; a++)
             for (int g = 0; g < 5; g++)
-                if (kt[a][g].T) fprintf(f, "%s{\"group\":\"%s\",\"T\":%d,\"calls\":%d,\"rows\":%d,\"cols\":%d,\"seconds\":%.6g,\"gbs\":%.6g,\"gflops\":%.6g}",
-                        a + g ? "," : "", groups[g], kt[a][g].T, kt[a][g].n_calls, kt[a][g].rows, kt[a][g].cols, kt[a][g].seconds,
-                        kt[a][g].bytes / kt[a][g].seconds / 1e9, kt[a][g].flops / kt[a][g].seconds / 1e9);
+                if (kt[a][g].T) {
+                    const g4_kernel_timing *k = &kt[a][g];
+                    fprintf(f, "%s{\"group\":\"%s\",\"T\":%d,\"calls\":%d,\"rows\":%d,\"cols\":%d,\"seconds\":%.6g,\"gbs\":%.6g,\"gflops\":%.6g",
+                            a + g ? "," : "", groups[g], k->T, k->n_calls, k->rows, k->cols, k->seconds,
+                            k->bytes / k->seconds / 1e9, k->flops / k->seconds / 1e9);
+                    fputs(",\"read_same_bytes_gbs\":", f); json_num(f, k->read_seconds > 0 ? k->bytes / k->read_seconds / 1e9 : -1);
+                    fputs(",\"fraction_of_read_same_bytes\":", f); json_num(f, k->of_read);
+                    fputc('}', f);
+                }
         fputc(']', f);
     }
     fputs("}\n", f);

@@ -40,3 +40,23 @@ def test_bench_no_peaks_has_no_fractions(g4_bin):
     assert r.returncode == 0, r.stderr
     for t in json.loads(r.stdout.decode().strip().splitlines()[-1])["tests"]:
         assert t["roofline_fraction"] is None and t["roofline_fraction_adjacent"] is None
+
+
+def test_bench_kernels_json(g4_bin):
+    """--kernels: every group at T = 1 and T = chunk; the decode sweeps (T = 1) carry a plain read
+    of the same bytes made on the same threads and the kernel's ratio to it, the prefill ones not.
+    (The tiny fixture sits in cache, so the figures themselves mean nothing here.)"""
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "0", "--reps", "3",
+               "--threads", "2", "--bw-mib", "64", "--prefill-chunk", "8", "--kernels")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "of a plain read of the same bytes" in out
+    ks = json.loads(out.strip().splitlines()[-1])["kernels_only"]
+    groups = ["qkv", "o", "gateup", "down", "lm_head"]
+    assert [(k["group"], k["T"]) for k in ks] == [(g, 1) for g in groups] + [(g, 8) for g in groups[:4]]
+    for k in ks:
+        assert k["seconds"] > 0 and k["gbs"] > 0
+        if k["T"] == 1:
+            assert k["read_same_bytes_gbs"] > 0 and 0 < k["fraction_of_read_same_bytes"] < 100
+        else:
+            assert k["read_same_bytes_gbs"] is None and k["fraction_of_read_same_bytes"] is None

@@ -61,8 +61,8 @@ static void test_matmul_paths(void **state) {
     /* 37 rows: two 16-row GEMM panels + tail; 70 rows: 35 per call, two panels each (the next
      * panel prefetched during the blocks); T 64: ten 6-row blocks + a 4-row tail, the bf16 pack's
      * even/odd order permuted back on every C load and store; K 520 and 1536: two and three K blocks; K 1536: the
-     * T = 1 bf16 even/odd GEMV over 96 column blocks */
-    const int Ts[] = {1, 2, 3, 4, 7, 13, 64}, Ns[] = {1, 4, 5, 13, 37, 70}, Ks[] = {8, 19, 64, 520, 1536};
+     * T = 1 bf16 even/odd GEMV over 96 column blocks; T 300: two M blocks of 150 rows */
+    const int Ts[] = {1, 2, 3, 4, 7, 13, 64, 300}, Ns[] = {1, 4, 5, 13, 37, 70}, Ks[] = {8, 19, 64, 520, 1536};
     unsigned s = 1;
     for (int dt = 0; dt < 3; dt++)
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)

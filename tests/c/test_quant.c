@@ -111,7 +111,9 @@ static void test_matmul(void **state) {
  * panel and the other two panels and a tail; against dequantize-then-dot in double. */
 static void test_gemm_prefill(void **state) {
     (void)state;
-    enum { N = 37, TMAX = 13 };
+    enum { N = 37, TMAX = 300 };
+    /* 4, 8, 11: micro-block tails; 300: two M blocks of 150 rows (avx2.c gemm_mc) */
+    static const int Ts[] = {4, 8, 11, 300};
     const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
     unsigned seed = 9;
     for (int p = 0; p < 2; p++) {
@@ -123,7 +125,8 @@ static void test_gemm_prefill(void **state) {
             float *wf = load(dt, "f32", ROWS * COLS * sizeof(float));
             for (int n = 0; n < N; n++) memcpy(w + n * rb, blocks + (n % ROWS) * rb, rb);
             static float x[TMAX * COLS], y[TMAX * N];
-            for (int T = 4; T <= TMAX; T += 3 + (T == 4)) {   /* 4, 8, 11 */
+            for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++) {
+                const int T = Ts[a];
                 for (int k = 0; k < T * COLS; k++) x[k] = frand(&seed);
                 memset(y, 0, sizeof y);
                 paths[p]->matmul[dt](x, T, COLS, w, 0, 5, y, N);

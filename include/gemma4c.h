@@ -37,7 +37,7 @@ typedef struct {
     int threads;        /* worker threads for the forward pass; <= 0 means all online CPUs */
     int ctx;            /* context length per session slot (full-layer KV positions); default 4096 */
     int n_slots;        /* session slots (independent sequences) with their own KV; default 1 */
-    int prefill_chunk;  /* positions per prefill step; default 64 */
+    int prefill_chunk;  /* positions per prefill step; default 256 */
     int tp;             /* tensor-parallel ranks; default 1; 0 = unset: 1, or the mpirun size (mpi) */
     int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
     int no_mmap;        /* 1: copy the weights into huge-page memory at load (slower load, faster

@@ -81,7 +81,9 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     o->p[0] = 64; o->np = 1;
     o->n[0] = 128; o->nn = 1;
     o->reps = 3;
-    o->chunk = 64;
+    g4_model_opts lib;
+    g4_model_opts_default(&lib);
+    o->chunk = lib.prefill_chunk;
     o->tp = 0;   /* unset: 1, or the mpirun size */
     o->bw_mib = 1024;
     o->seed = 1234;

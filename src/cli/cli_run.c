@@ -61,7 +61,9 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
     o->ctx = 4096;
-    o->chunk = 64;
+    g4_model_opts lib;
+    g4_model_opts_default(&lib);
+    o->chunk = lib.prefill_chunk;
     o->tp = 0;   /* unset: 1, or the mpirun size */
     g4_sampler_params_default(&o->sp);
     o->sp.temperature = 0.0f;   /* the CLI is greedy unless --temp is given */

@@ -28,7 +28,11 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->threads = 0;
     o->ctx = 4096;
     o->n_slots = 1;
-    o->prefill_chunk = 64;
+    /* A prefill step packs (widens) every weight panel once and reads every weight once, so
+     * longer steps amortize both over more rows: 256 against 64 measured +5-7% on pp512 (bench
+     * model, 2 threads, 6 alternating rounds), for window + 192 more positions in each sliding
+     * layer's KV ring and 4x the activation scratch. The server keeps 64 (server.c). */
+    o->prefill_chunk = 256;
     o->tp = 1;
     o->tp_backend = G4_TP_THREADS;
     o->no_mmap = 0;

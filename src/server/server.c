@@ -17,7 +17,7 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->port = 8080;
     o->ctx = 4096;
     o->parallel = 1;
-    o->prefill_chunk = 64;
+    o->prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
     o->tp = 0;   /* unset: 1, or the mpirun size */

@@ -9,8 +9,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "model/model.h"
 #include "model/rope.h"
+
+/* G4_PROFILE: `stmt` timed into phase `ph` of this step's kind (m->prof_s; one-row or multi-row) */
+static int prof_kind;
+#define PROF(m, ph, stmt)                                                   \
+    do {                                                                    \
+        if (!(m)->prof) { stmt; break; }                                    \
+        const double prof_t0_ = g4_now();                                   \
+        stmt;                                                               \
+        (m)->prof_s[prof_kind][ph] += g4_now() - prof_t0_;                  \
+    } while (0)
 
 /* ---------------------------------------------------------------- parallel matmul */
 
@@ -55,33 +66,59 @@ static int ops_share_input(const g4_mm_op *a, const g4_mm_op *b) {
     return a->x == b->x && a->w->cols == b->w->cols;
 }
 
+/* --prefill-bf16's rounding of one matmul input, split over the pool by rows: alone on the
+ * driving thread it was a serial pass of ~3.4 M conversions per layer and 256-row chunk. */
+typedef struct {
+    const float *x;
+    void *dst;
+    int T, K, ld, rows, per_task, hw;   /* hw: bf16 rows of stride ld padded to 32 x 32 tiles */
+} round_job;
+
+static void round_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const round_job *j = ctx;
+    const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    const int Kp = (j->K + 31) & ~31;
+    for (int t = r0; t < r1; t++) {
+        const float *x = j->x + (size_t)t * j->K;
+        if (j->hw) {
+            uint16_t *row = (uint16_t *)j->dst + (size_t)t * j->ld;
+            const int n = t < j->T ? j->K : 0;
+            for (int k = 0; k < n; k++) row[k] = g4_f32_to_bf16(x[k]);
+            memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
+        } else {
+            float *row = (float *)j->dst + (size_t)t * j->K;
+            for (int k = 0; k < j->K; k++) row[k] = g4_bf16_to_f32(g4_f32_to_bf16(x[k]));
+        }
+    }
+}
+
 /* --prefill-bf16: op i's input rounded to bf16, once for the ops that share it (q/k/v, gate/up):
  * as bf16 rows of stride xb_ld for the kernel table's bf16 hardware matmul (zero-padded to whole
  * 32 x 32 tiles), else as floats (exactly representable, so the fp32 kernels compute the same
  * products) that replace op i's x. */
 static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i, int T) {
-    const int K = ops[i].w->cols, ld = m->xb_ld, Kp = (K + 31) & ~31, Tp = (T + 31) & ~31;
-    const float *x = ops[i].x;
     for (int p = 0; p < i; p++)
         if (ops[p].w->dt == G4_DT_BF16 && ops_share_input(&ops[p], &ops[i])) {
             j->xb[i] = j->xb[p];
             j->ops[i].x = j->ops[p].x;
             return;
         }
-    if (m->k->matmul_xbf16) {
-        uint16_t *dst = (uint16_t *)m->xb;
-        for (int t = 0; t < Tp; t++) {
-            uint16_t *row = dst + (size_t)t * ld;
-            const int n = t < T ? K : 0;
-            for (int k = 0; k < n; k++) row[k] = g4_f32_to_bf16(x[(size_t)t * K + k]);
-            memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
-        }
-        j->xb[i] = dst;
-        j->xb_ld = ld;
+    const int hw = m->k->matmul_xbf16 != NULL;
+    round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
+                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw};
+    const int nth = g4_pool_size(m->pool), want = 4 * nth;
+    rj.per_task = (rj.rows + want - 1) / want;
+    const int n_tasks = (rj.rows + rj.per_task - 1) / rj.per_task;
+    PROF(m, G4_PROF_ROUND, {
+        if (nth == 1 || n_tasks == 1) { rj.per_task = rj.rows; round_task(&rj, 0, 0); }
+        else g4_pool_run(m->pool, n_tasks, round_task, &rj);
+    });
+    if (hw) {
+        j->xb[i] = (const uint16_t *)m->xb;
+        j->xb_ld = m->xb_ld;
     } else {
-        float *dst = m->xb;
-        for (size_t e = 0; e < (size_t)T * K; e++) dst[e] = g4_bf16_to_f32(g4_f32_to_bf16(x[e]));
-        j->ops[i].x = dst;
+        j->ops[i].x = m->xb;
     }
 }
 
@@ -132,17 +169,26 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     /* below ~1M multiply-adds a wake-up of the other threads costs more than it saves */
     double macs = 0;
     for (int i = 0; i < n_ops; i++) macs += (double)ops[i].w->rows * ops[i].w->cols * T;
+    const double t0 = m->prof && m->prof_mm >= 0 ? g4_now() : 0;
     if (macs < (1 << 20) || nth == 1) {
         j.bound[1] = total;
         mm_task(&j, 0, 0);
-        return;
+    } else {
+        g4_pool_run(m->pool, n, mm_task, &j);
     }
-    g4_pool_run(m->pool, n, mm_task, &j);
+    if (t0 > 0) m->prof_s[prof_kind][m->prof_mm] += g4_now() - t0;
 }
 
-static void matmul1(g4_model *m, int T, const g4_mat *w, const float *x, float *y) {
+/* g4_matmul_multi, timed by G4_PROFILE as `phase` */
+static void matmul_phase(g4_model *m, int phase, int T, int n_ops, const g4_mm_op *ops) {
+    m->prof_mm = phase;
+    g4_matmul_multi(m, T, n_ops, ops);
+    m->prof_mm = -1;
+}
+
+static void matmul1(g4_model *m, int phase, int T, const g4_mat *w, const float *x, float *y) {
     g4_mm_op op = {w, x, y, w->rows};
-    g4_matmul_multi(m, T, 1, &op);
+    matmul_phase(m, phase, T, 1, &op);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -286,7 +332,7 @@ static void rows_task(void *ctx, int task, int thread) {
     rows_range(j->m, j->L, j->kind, r0, r1, j->slots, j->pos);
 }
 
-static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int *slots, const int *pos) {
+static void rows_pass_run(g4_model *m, const g4_layer *L, int kind, int R, const int *slots, const int *pos) {
     const int nth = g4_pool_size(m->pool);
     if (R < ROWS_PAR_MIN || nth == 1) {
         rows_range(m, L, kind, 0, R, slots, pos);
@@ -299,6 +345,10 @@ static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int
     g4_pool_run(m->pool, (R + j.per_task - 1) / j.per_task, rows_task, &j);
 }
 
+static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int *slots, const int *pos) {
+    PROF(m, G4_PROF_ROWS, rows_pass_run(m, L, kind, R, slots, pos));
+}
+
 /* ---------------------------------------------------------------- the layer loop */
 
 static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched) {
@@ -307,12 +357,12 @@ static void attention_block(g4_model *m, const g4_layer *L, int R, const int *sl
     rows_pass(m, L, ROWS_PRE_ATTN, R, slots, pos);
 
     g4_mm_op ops[3] = {{&L->q, m->h, m->q, Hq * D}, {&L->k, m->h, m->kk, Hkv * D}, {&L->v, m->h, m->vv, Hkv * D}};
-    g4_matmul_multi(m, R, L->has_v ? 3 : 2, ops);
+    matmul_phase(m, G4_PROF_QKV, R, L->has_v ? 3 : 2, ops);
     if (!L->has_v) memcpy(m->vv, m->kk, (size_t)R * Hkv * D * sizeof(float));   /* k_eq_v: v_raw = k_raw */
 
     rows_pass(m, L, ROWS_QK, R, slots, pos);   /* q/k norms, RoPE, K and V into the cache */
-    attention_rows(m, L, R, slots, pos, batched);
-    matmul1(m, R, &L->o, m->att, m->tmp);
+    PROF(m, G4_PROF_ATTN, attention_rows(m, L, R, slots, pos, batched));
+    matmul1(m, G4_PROF_O, R, &L->o, m->att, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel o_proj */
     rows_pass(m, L, ROWS_POST_ATTN, R, slots, pos);   /* residual, then mlp_block's pre-ffw norm */
 }
@@ -322,15 +372,26 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
     const int H = c->hidden_size, I = L->gate.rows;   /* this rank's slice of the intermediate size */
     /* h = pre_ffw_norm(x) was written by attention_block's last pass */
     g4_mm_op ops[2] = {{&L->gate, m->h, m->gate, I}, {&L->up, m->h, m->up, I}};
-    g4_matmul_multi(m, R, 2, ops);
+    matmul_phase(m, G4_PROF_GATEUP, R, 2, ops);
     rows_pass(m, L, ROWS_GELU, R, NULL, NULL);
-    matmul1(m, R, &L->down, m->gate, m->tmp);
+    matmul1(m, G4_PROF_DOWN, R, &L->down, m->gate, m->tmp);
     if (m->comm) m->comm->allreduce_sum(m->comm, m->tmp, (size_t)R * H);   /* row-parallel down_proj */
     rows_pass(m, L, ROWS_POST_FFW, R, NULL, NULL);
 }
 
+static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids, int logit_row0,
+                         int step, float *logits);
+
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, int step, float *logits) {
+    prof_kind = R > 1;
+    g4_status st;
+    PROF(m, G4_PROF_FORWARD, st = forward(m, R, slots, pos, ids, logit_row0, step, logits));
+    return st;
+}
+
+static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids, int logit_row0,
+                         int step, float *logits) {
     const int batched = (step & G4_STEP_BATCHED) != 0;
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, V = c->vocab_size;
@@ -364,7 +425,7 @@ g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const
         for (int r = 0; r < n; r++)
             m->k->rmsnorm(m->x + (size_t)(logit_row0 + r) * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
         g4_mm_op op = {&m->lm_head, m->h, logits, m->vmax};   /* this rank's vocabulary slice */
-        g4_matmul_multi(m, n, 1, &op);
+        matmul_phase(m, G4_PROF_LM_HEAD, n, 1, &op);
         if (m->opts.numerics == G4_NUMERICS_GGML && c->final_logit_softcap > 0)   /* in llama.cpp's graph */
             for (int r = 0; r < n; r++)
                 g4_ggml_softcap(logits + (size_t)r * m->vmax, m->plan.vocab_hi - m->plan.vocab_lo, c->final_logit_softcap);

@@ -131,6 +131,8 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     if (!m) return g4_fail(G4_ERR_NOMEM, "out of memory");
     m->opts = *o;
     m->opts.tp = tp;
+    m->prof = getenv("G4_PROFILE") && atoi(getenv("G4_PROFILE")) > 0;
+    m->prof_mm = -1;
     m->comm = comm;
     g4_status st;
     if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
@@ -469,8 +471,26 @@ g4_status g4_model_work(g4_model *m) {
     }
 }
 
+/* G4_PROFILE's report: per kind of step, each phase's seconds and share of the forward time */
+static void print_profile(const g4_model *m) {
+    static const char *names[G4_PROF_PHASES] = {"forward", "row passes", "bf16 rounding", "q/k/v", "attention",
+                                                "o", "gate/up", "down", "LM head"};
+    for (int kind = 0; kind < 2; kind++) {
+        const double *s = m->prof_s[kind], total = s[G4_PROF_FORWARD];
+        if (total <= 0) continue;
+        double rest = total;
+        fprintf(stderr, "G4_PROFILE %s steps, %.3f s:", kind ? "multi-row" : "one-row", total);
+        for (int i = 1; i < G4_PROF_PHASES; i++) {
+            fprintf(stderr, " %s %.3f (%.1f%%);", names[i], s[i], 100 * s[i] / total);
+            rest -= s[i];
+        }
+        fprintf(stderr, " other %.3f (%.1f%%)\n", rest, 100 * rest / total);
+    }
+}
+
 void g4_model_free(g4_model *m) {
     if (!m) return;
+    if (m->prof && (!m->comm || m->comm->rank == 0)) print_profile(m);
     if (m->comm && m->comm->rank == 0 && m->cmd) {   /* the driver releases the other ranks */
         m->cmd[0] = CMD_STOP;
         m->comm->bcast(m->comm, m->cmd, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t));

@@ -49,6 +49,10 @@ static inline g4_mat *g4_layer_mat(const g4_layer *L, int i) {
 
 enum { G4_ATT_ROWS_MAX = 32 };   /* attention block rows (heads x positions) at short contexts */
 
+/* the forward pass's phases that G4_PROFILE times (gemma4.c) */
+enum { G4_PROF_FORWARD, G4_PROF_ROWS, G4_PROF_ROUND, G4_PROF_QKV, G4_PROF_ATTN, G4_PROF_O, G4_PROF_GATEUP,
+       G4_PROF_DOWN, G4_PROF_LM_HEAD, G4_PROF_PHASES };
+
 struct g4_model {
     g4_config cfg;
     g4_model_info info;
@@ -81,6 +85,11 @@ struct g4_model {
                                  * padding rows and columns stay zero */
     int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
     int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */
+    /* G4_PROFILE=1: wall seconds of each phase of the forward pass on the driving thread, kept
+     * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */
+    int prof;
+    int prof_mm;                /* the G4_PROF_* phase the current g4_matmul_multi call counts as, or -1 */
+    double prof_s[2][G4_PROF_PHASES];
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;
     g4_comm *comm;

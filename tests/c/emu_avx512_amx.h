@@ -84,6 +84,14 @@ static inline __m512i _mm512_mask_i32gather_epi32(__m512i src, __mmask16 k, __m5
         if (k >> i & 1) memcpy(&s[i], (const char *)base + (long)ix[i] * scale, 4);
     return emu_from_i32(s);
 }
+static inline __m512i _mm512_permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {   /* [i] = (idx & 16 ? b : a)[idx & 15] */
+    int32_t x[16], ix[16], y[16], r[16];
+    emu_to_i32(a, x);
+    emu_to_i32(idx, ix);
+    emu_to_i32(b, y);
+    for (int i = 0; i < 16; i++) r[i] = ix[i] & 16 ? y[ix[i] & 15] : x[ix[i] & 15];
+    return emu_from_i32(r);
+}
 static inline __m512 _mm512_permutexvar_ps(__m512i idx, __m512 a) {   /* result[i] = a[idx[i] & 15] */
     int32_t ix[16];
     emu_to_i32(idx, ix);

@@ -184,6 +184,7 @@ g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *ou
 
 #define PEAK_TASKS_PER_THREAD 16
 #define FMA_ITERS 200000   /* per task: 200k x 12 FMAs x 8 lanes x 2 = 38.4 MFLOP */
+#define AMX_ITERS 20000    /* per task: 20k x 4 tdpbf16ps x 16 x 16 x 32 x 2 = 1.3 GFLOP (~1.3 M cycles) */
 
 typedef struct {
     int kind;               /* 0 scalar, 1 avx2 fma, 2 avx512 bf16, 3 avx512f fma */
@@ -194,6 +195,7 @@ static double peak_flops_per_task(int kind) {
     return kind == 1 ? (double)FMA_ITERS * 12 * 8 * 2
          : kind == 2 ? (double)FMA_ITERS * 12 * 16 * 2 * 2
          : kind == 3 ? (double)FMA_ITERS * 12 * 16 * 2
+         : kind == 4 ? (double)AMX_ITERS * 4 * 16 * 16 * 32 * 2
                      : (double)FMA_ITERS * 8 * 2;
 }
 
@@ -266,7 +268,8 @@ static void peak_task(void *ctx, int task, int thread) {
     (void)thread;
     peak_job *j = ctx;
     float seed = 1.0f + (float)(task & 7);
-    float r = j->kind == 1 ? fma_avx2(seed) : j->kind == 2 ? bf16_avx512(seed) : j->kind == 3 ? fma_avx512(seed) : fma_scalar(seed);
+    float r = j->kind == 1 ? fma_avx2(seed) : j->kind == 2 ? bf16_avx512(seed) : j->kind == 3 ? fma_avx512(seed)
+            : j->kind == 4 ? g4_amx_peak_chain(AMX_ITERS, seed) : fma_scalar(seed);
     uint32_t u;
     memcpy(&u, &r, sizeof u);
     atomic_fetch_xor_explicit(&j->sink, u, memory_order_relaxed);
@@ -309,9 +312,12 @@ double g4_bench_bf16_peak(int threads, int reps, const char **note) {
         if (note) *note = "avx512-bf16 vdpbf16ps";
         return run_peak(threads, reps, 2);
     }
+    if (!strcmp(path, "amx")) {
+        if (note) *note = "amx-bf16 tdpbf16ps, 4 accumulator tiles";
+        return run_peak(threads, reps, 4);
+    }
     if (note)
-        *note = !strcmp(path, "amx") ? "n/a: the AMX-BF16 tile peak is not measured (no AMX machine to check it on)"
-              : g4_kernels_amx() || g4_kernels_avx512bf16() ? "n/a: the selected kernel path has no bf16 unit (G4_CPU_ISA)"
+        *note = g4_kernels_amx() || g4_kernels_avx512bf16() ? "n/a: the selected kernel path has no bf16 unit (G4_CPU_ISA)"
                                                             : "n/a: this CPU has no bf16 arithmetic (no AVX512-BF16, no AMX-BF16)";
     return 0;
 }

@@ -142,8 +142,14 @@ static inline float g4_bf16_to_f32(uint16_t h) {
     return v.f;
 }
 float g4_f16_to_f32(uint16_t h);
-/* Round-to-nearest-even float -> bf16 (tests and packing). */
+/* AMX-BF16 peak chains (cpu/bf16_amx.c; gemma4c bench): iters x 4 tdpbf16ps of 16 x 16 x 32
+ * multiply-adds each. Only where g4_kernels_amx() is non-NULL (tile permission granted). */
+float g4_amx_peak_chain(int iters, float seed);
+/* Round-to-nearest-even float -> bf16 (tests and packing); NaN stays NaN (quiet). */
 uint16_t g4_f32_to_bf16(float f);
+/* The same over n values (vectorized): to bf16, and to bf16 and back to float. */
+void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out);
+void g4_round_bf16_row(const float *x, int n, float *out);
 /* Widens `n` elements of `dt` at `src` to float32 (block types: n a multiple of the block). */
 void g4_to_f32(g4_dtype dt, const void *src, size_t n, float *dst);
 

@@ -84,11 +84,10 @@ static void round_task(void *ctx, int task, int thread) {
         if (j->hw) {
             uint16_t *row = (uint16_t *)j->dst + (size_t)t * j->ld;
             const int n = t < j->T ? j->K : 0;
-            for (int k = 0; k < n; k++) row[k] = g4_f32_to_bf16(x[k]);
+            g4_f32_to_bf16_row(x, n, row);
             memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
         } else {
-            float *row = (float *)j->dst + (size_t)t * j->K;
-            for (int k = 0; k < j->K; k++) row[k] = g4_bf16_to_f32(g4_f32_to_bf16(x[k]));
+            g4_round_bf16_row(x, j->K, (float *)j->dst + (size_t)t * j->K);
         }
     }
 }

@@ -18,10 +18,12 @@
 #include "emu_avx512_amx.h"
 #define g4_matmul_xbf16_avx512 emu_matmul_xbf16_avx512
 #define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
+#define g4_amx_peak_chain emu_amx_peak_chain
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
 #undef g4_matmul_xbf16_amx
+#undef g4_amx_peak_chain
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
@@ -73,6 +75,21 @@ static void check_all(g4_matmul_xbf16_fn mm) {
 static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512); }
 static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx); }
 
+/* the bench's AMX peak chains compute what their FLOP count says: iters x 32 products per element */
+static void check_peak_chain(float (*chain)(int, float)) {
+    const double v = g4_bf16_to_f32(g4_f32_to_bf16(1e-3f * 2.0f)), want = 4 * 100 * 32 * v * v;
+    const float got = chain(100, 2.0f);   /* four elements of the four tiles, each iters x 32 products */
+    if (fabs(got - want) > 1e-3 * want) fail_msg("peak chain: %g, want %g", got, want);   /* fp32 sums */
+}
+
+static void test_amx_peak_emulated(void **state) { (void)state; check_peak_chain(emu_amx_peak_chain); }
+
+static void test_amx_peak_hardware(void **state) {
+    (void)state;
+    if (!g4_kernels_amx()) skip();
+    check_peak_chain(g4_amx_peak_chain);
+}
+
 static void test_avx512_hardware(void **state) {
     (void)state;
     if (!g4_kernels_avx512bf16()) skip();
@@ -91,6 +108,8 @@ int main(void) {
         cmocka_unit_test(test_amx_emulated),
         cmocka_unit_test(test_avx512_hardware),
         cmocka_unit_test(test_amx_hardware),
+        cmocka_unit_test(test_amx_peak_emulated),
+        cmocka_unit_test(test_amx_peak_hardware),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

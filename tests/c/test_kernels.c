@@ -45,6 +45,28 @@ static void test_conversions(void **state) {
     assert_int_equal(g4_f32_to_bf16(1.0f), 0x3f80);
     assert_int_equal(g4_f32_to_bf16(1.00390625f), 0x3f80);     /* tie rounds to even */
     assert_int_equal(g4_f32_to_bf16(1.01171875f), 0x3f82);     /* tie rounds to even (up) */
+    /* the row versions agree with it bit for bit: ties, carries into the exponent, the largest
+     * finite values rounding to Inf, Inf, NaNs (quietened), subnormals, signed zeros, random bits */
+    enum { N = 4096 };
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x3fffffffu, 0x7f7fffffu, 0xff7f8000u, 0x7f800000u,
+                                       0xff800000u, 0x7f800001u, 0x7fc00000u, 0xffbfffffu, 0x00000001u, 0x807fffffu,
+                                       0x00000000u, 0x80000000u, 0x0001ffffu, 0x477fefffu};
+    float x[N], back[N];
+    uint16_t h[N];
+    unsigned s = 7;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        const uint32_t u = i < (int)(sizeof special / sizeof *special) ? special[i] : s;
+        memcpy(&x[i], &u, sizeof u);
+    }
+    g4_f32_to_bf16_row(x, N, h);
+    g4_round_bf16_row(x, N, back);
+    for (int i = 0; i < N; i++) {
+        const uint16_t want = g4_f32_to_bf16(x[i]);
+        const float wantf = g4_bf16_to_f32(want);
+        assert_int_equal(h[i], want);
+        assert_memory_equal(&back[i], &wantf, sizeof wantf);
+    }
 }
 
 static void test_reference_matmul_by_hand(void **state) {

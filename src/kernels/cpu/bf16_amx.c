@@ -90,3 +90,36 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
     }
     _tile_release();
 }
+
+/* The AMX-BF16 peak for gemma4c bench (src/bench/roofline.c): `iters` x 4 tdpbf16ps into four
+ * independent C tiles from A and B tiles loaded once, register-only like the fp32 peak's FMA
+ * chains; each tdpbf16ps is 16 x 16 x 32 multiply-adds. Returns an element of the sum so that the
+ * work cannot be dropped. The caller's process must have tile permission (dispatch.c). */
+float g4_amx_peak_chain(int iters, float seed) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    _tile_loadconfig(&cfg);
+    _Alignas(64) uint16_t ab[16 * 32];
+    const uint16_t v = g4_f32_to_bf16(1e-3f * seed);
+    for (int i = 0; i < 16 * 32; i++) ab[i] = v;
+    _tile_loadd(4, ab, 64);
+    _tile_loadd(5, ab, 64);
+    _tile_loadd(6, ab, 64);
+    _tile_loadd(7, ab, 64);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    for (int i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _Alignas(64) float c[4][16 * 16];
+    _tile_stored(0, c[0], 64);
+    _tile_stored(1, c[1], 64);
+    _tile_stored(2, c[2], 64);
+    _tile_stored(3, c[3], 64);
+    _tile_release();
+    return c[0][0] + c[1][17] + c[2][34] + c[3][255];
+}

@@ -39,8 +39,8 @@ uint64_t g4_bench_read_range(const void *p, size_t n);
 double g4_bench_fma_peak(int threads, int reps, const char **isa);
 
 /* Peak of the bf16 unit the selected kernel path's --prefill-bf16 runs on, in GFLOP/s: AVX512-BF16
- * vdpbf16ps (2 FLOP per bf16 pair) on path "avx512bf16"; 0 otherwise — no bf16 unit, or AMX-BF16
- * tiles, whose peak is not measured here; *note says which unit was measured or why none was. */
+ * vdpbf16ps (2 FLOP per bf16 pair) on path "avx512bf16", AMX-BF16 tdpbf16ps into four tiles on
+ * "amx"; 0 without a bf16 unit; *note says which unit was measured or why none was. */
 double g4_bench_bf16_peak(int threads, int reps, const char **note);
 
 /* Name of the kernel path the model uses ("avx2", "scalar", ...; honours G4_CPU_ISA). */

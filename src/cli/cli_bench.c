@@ -152,7 +152,7 @@ static uint32_t lcg(uint64_t *s) {
     return (uint32_t)(*s >> 33);
 }
 
-/* The peak prefill is judged against (fp32 FMA or bf16; none: AMX's is not measured), measured
+/* The peak prefill is judged against (fp32 FMA, or the bf16 unit's: vdpbf16ps or AMX tiles), measured
  * again right before a rep: the clock of this host's cores moves by ~15% within a run. */
 static double adjacent_peak(double prefill_peak, double fma, double bf16, int threads) {
     const char *unused;

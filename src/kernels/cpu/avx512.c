@@ -7,8 +7,8 @@
  * Decode-sized batches (T < 4), K not a multiple of 8 and the last < 16 rows of a range go to
  * the AVX2 kernels: decode is a weight stream that 256-bit loads already saturate, and that
  * kernel's prefetch schedule is the measured one.
- * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics (no AVX-512 machine
- * here to run it on). */
+ * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics (the development machine
+ * has no AVX-512); bench/RESULTS.md "Lent Xeon" has its tests and speed on real hardware. */
 #ifndef G4_AVX512_EMULATED
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #include <immintrin.h>

@@ -479,12 +479,12 @@ static void print_profile(const g4_model *m) {
         const double *s = m->prof_s[kind], total = s[G4_PROF_FORWARD];
         if (total <= 0) continue;
         double rest = total;
-        fprintf(stderr, "G4_PROFILE %s steps, %.3f s:", kind ? "multi-row" : "one-row", total);
+        fprintf(stderr, "G4_PROFILE %s steps, %.4g s:", kind ? "multi-row" : "one-row", total);
         for (int i = 1; i < G4_PROF_PHASES; i++) {
-            fprintf(stderr, " %s %.3f (%.1f%%);", names[i], s[i], 100 * s[i] / total);
+            fprintf(stderr, " %s %.4g (%.1f%%);", names[i], s[i], 100 * s[i] / total);
             rest -= s[i];
         }
-        fprintf(stderr, " other %.3f (%.1f%%)\n", rest, 100 * rest / total);
+        fprintf(stderr, " other %.4g (%.1f%%)\n", rest, 100 * rest / total);
     }
 }
 

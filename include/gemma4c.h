@@ -87,6 +87,9 @@ typedef struct {
     int weights_copied;           /* no_mmap 0: the mapping was mostly in 4 KiB pages, so copied */
     size_t weights_reread_bytes;  /* windows of the mapping the page cache held in 4 KiB pages,
                                      re-read at load into 2 MiB ones (0 where none, or unknown) */
+    size_t huge_window_bytes;     /* no_mmap 0: bytes of the whole 2 MiB windows inside the weight
+                                     matrices — the most a file mapping can hold in 2 MiB pages;
+                                     the weights are copied when < 90% of them are (0: not checked) */
 } g4_model_info;
 
 const g4_model_info *g4_model_get_info(const g4_model *m);

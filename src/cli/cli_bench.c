@@ -408,10 +408,11 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"n_layers\":%d,\"hidden\":%d,\"vocab\":%d,\"weight_bytes_mapped\":%zu,"
                "\"decode_weight_bytes_per_token\":%.0f,\"layer_matrix_bytes\":%.0f,\"lm_head_bytes\":%.0f,"
                "\"layer_params\":%.0f,\"lm_head_params\":%.0f,\"prefill_chunk\":%ld,\"ctx\":%d,\"rss_bytes\":%ld,"
-               "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s,\"weights_reread_bytes\":%zu}",
+               "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s,\"weights_reread_bytes\":%zu,"
+               "\"huge_window_bytes\":%zu}",
             info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
             cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge,
-            info->weights_copied ? "true" : "false", info->weights_reread_bytes);
+            info->weights_copied ? "true" : "false", info->weights_reread_bytes, info->huge_window_bytes);
     fputs(",\"tests\":[", f);
     for (int i = 0; i < nt; i++) {
         const bench_test *t = &tests[i];

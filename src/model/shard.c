@@ -138,6 +138,7 @@ int g4_weights_mapped_small(g4_model *m) {
     }
     size_t windows = 0;
     for (int i = 0; i < n; i++) windows += g4_map_touch_windows(mats[i]->data, g4_mat_bytes(mats[i]));
+    m->info.huge_window_bytes = windows;
     if (windows < ((size_t)64 << 20)) return 0;   /* small models: the TLB hardly matters */
     long long after = g4_huge_mapped_bytes();
     /* Some windows came in 2 MiB pages, so this file can be mapped so: re-read the rest. (None

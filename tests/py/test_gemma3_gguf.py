@@ -103,8 +103,15 @@ def test_weights_end_up_in_huge_pages(g4_bin, gguf, tmp_path):
     if not _thp():
         pytest.skip("transparent huge pages are off on this machine")
     auto = _bench_json(g4_bin, gguf)["model_info"]
-    weights = auto["weight_bytes_mapped"]
-    assert auto["huge_page_bytes"] >= 0.8 * weights, auto
+    weights, windows = auto["weight_bytes_mapped"], auto["huge_window_bytes"]
+    # a file mapping holds in 2 MiB pages only the whole 2 MiB windows inside the matrices (here
+    # ~80% of the bytes: many layer matrices are smaller than 2 MiB); at least 90% of those, else
+    # the weights were copied into huge-page memory
+    assert 0.5 * weights < windows <= weights, auto
+    if auto["weights_copied"]:
+        assert auto["huge_page_bytes"] >= 0.8 * weights, auto
+    else:
+        assert auto["huge_page_bytes"] >= 0.9 * windows, auto
     assert _bench_json(g4_bin, gguf, "--mmap")["model_info"]["weights_copied"] is False
     ids = ",".join(map(str, CASES[0]["prompt_ids"]))
     outs = []

@@ -14,13 +14,12 @@
 #include "model/rope.h"
 
 /* G4_PROFILE: `stmt` timed into phase `ph` of this step's kind (m->prof_s; one-row or multi-row) */
-static int prof_kind;
 #define PROF(m, ph, stmt)                                                   \
     do {                                                                    \
         if (!(m)->prof) { stmt; break; }                                    \
         const double prof_t0_ = g4_now();                                   \
         stmt;                                                               \
-        (m)->prof_s[prof_kind][ph] += g4_now() - prof_t0_;                  \
+        (m)->prof_s[(m)->prof_kind][ph] += g4_now() - prof_t0_;             \
     } while (0)
 
 /* ---------------------------------------------------------------- parallel matmul */
@@ -175,7 +174,7 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     } else {
         g4_pool_run(m->pool, n, mm_task, &j);
     }
-    if (t0 > 0) m->prof_s[prof_kind][m->prof_mm] += g4_now() - t0;
+    if (t0 > 0) m->prof_s[m->prof_kind][m->prof_mm] += g4_now() - t0;
 }
 
 /* g4_matmul_multi, timed by G4_PROFILE as `phase` */
@@ -383,7 +382,7 @@ static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, c
 
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, int step, float *logits) {
-    prof_kind = R > 1;
+    m->prof_kind = R > 1;
     g4_status st;
     PROF(m, G4_PROF_FORWARD, st = forward(m, R, slots, pos, ids, logit_row0, step, logits));
     return st;

@@ -89,6 +89,7 @@ struct g4_model {
      * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */
     int prof;
     int prof_mm;                /* the G4_PROF_* phase the current g4_matmul_multi call counts as, or -1 */
+    int prof_kind;              /* this step's row of prof_s: 1 multi-row, 0 one row */
     double prof_s[2][G4_PROF_PHASES];
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
     g4_tp_plan plan;

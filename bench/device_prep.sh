@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device_prep.sh — packs into .devcarry/ what bench/device_full_check.sh needs on a lent device
 # machine's host CPU, which has none of this project's Debian libraries, no network, and takes at
-# most 64 MiB with the working tree. Add `/.devcarry/` to .git/info/exclude; carry `.devcarry`.
+# most 64 MiB with the working tree. .gitignore ignores .devcarry/; the device run carries it.
 #   bin/          gemma4c, the kernel C tests and gemm_bench (+ AVX-512 GEMM block-size variants),
 #                 built here without MPI and libnuma
 #   rt/           their shared libraries and this machine's dynamic loader (glibc travels with them)

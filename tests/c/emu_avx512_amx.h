@@ -61,29 +61,6 @@ static inline __m512i _mm512_set_epi32(int e15, int e14, int e13, int e12, int e
     const int32_t e[16] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
     return emu_from_i32(e);
 }
-static inline __m512i _mm512_mullo_epi32(__m512i a, __m512i b) {
-    int32_t x[16], y[16];
-    emu_to_i32(a, x);
-    emu_to_i32(b, y);
-    for (int i = 0; i < 16; i++) x[i] = (int32_t)((uint32_t)x[i] * (uint32_t)y[i]);
-    return emu_from_i32(x);
-}
-static inline __m512i _mm512_add_epi32(__m512i a, __m512i b) {
-    int32_t x[16], y[16];
-    emu_to_i32(a, x);
-    emu_to_i32(b, y);
-    for (int i = 0; i < 16; i++) x[i] = (int32_t)((uint32_t)x[i] + (uint32_t)y[i]);
-    return emu_from_i32(x);
-}
-/* reads only the lanes the mask selects, as the instruction does */
-static inline __m512i _mm512_mask_i32gather_epi32(__m512i src, __mmask16 k, __m512i idx, const void *base, int scale) {
-    int32_t s[16], ix[16];
-    emu_to_i32(src, s);
-    emu_to_i32(idx, ix);
-    for (int i = 0; i < 16; i++)
-        if (k >> i & 1) memcpy(&s[i], (const char *)base + (long)ix[i] * scale, 4);
-    return emu_from_i32(s);
-}
 static inline __m512i _mm512_permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {   /* [i] = (idx & 16 ? b : a)[idx & 15] */
     int32_t x[16], ix[16], y[16], r[16];
     emu_to_i32(a, x);

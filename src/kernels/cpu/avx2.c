@@ -195,17 +195,14 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
  * dequantized rows and panel both live on the stack and in L1; not re-measured). */
 enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 512, GEMM_KC_Q = 256, GEMM_MC = 256 };
 
-/* Activation rows per M block: T in equal blocks of at most GEMM_MC rows (rounded up to whole
- * 6-row micro blocks). Every block packs (widens) every weight panel once more, so fewer, fuller
- * blocks pack less: blocks of up to 256 rows against the former fixed 96 measured +4-6% on the
+/* GEMM_MC, the most activation rows per M block (g4_gemm_mblock: equal blocks, whole 6-row micro
+ * blocks). Every block packs (widens) every weight panel once more, so fewer, fuller blocks pack
+ * less: blocks of up to 256 rows against the former fixed 96 measured +4-6% on the
  * bf16 GEMM at T = 256 and 512 (one thread, one matrix of 6144 x 1536 or 1536 x 6144, paired
  * alternation against the FMA peak; 96 -> 132 or 192 rows: +0.5%), though X's block then
  * outgrows L2 (256 x 512 floats = 512 KB): its rows stream through the microkernel in order,
  * which the prefetchers follow. T <= 256 (every chunk of 64 by default): one block, as before. */
-static inline int gemm_mc(int T) {
-    const int nb = (T + GEMM_MC - 1) / GEMM_MC, mc = (T + nb - 1) / nb;
-    return (mc + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-}
+static inline int gemm_mc(int T) { return g4_gemm_mblock(T, GEMM_MC, GEMM_MR); }
 
 #define PACK_IMPL(NAME, TYPE, LOADW)                                                          \
     static void NAME(const TYPE *w, int K, int k0, int kc, float *panel) {                    \

@@ -27,14 +27,9 @@
 #endif
 enum { MR = 14, NR = 16, KC = G4_AVX512_KC, MC = G4_AVX512_MC };   /* MC: a multiple of MR */
 
-/* Activation rows per M block: T in equal blocks of at most MC rows, whole microkernel rows, as
- * avx2.c's gemm_mc (each block packs every weight panel once more); T <= 266 is one block. On a
- * Xeon with AMX (one core of a 16-core lease, T = 256, hidden 1536; bench/device_full_check.sh,
+/* M blocks: g4_gemm_mblock(T, MC, MR), equal blocks of at most MC rows; T <= 266 is one block. On
+ * a Xeon with AMX (one core of a 16-core lease, T = 256, hidden 1536; bench/device_full_check.sh,
  * one run each) fixed 84-row blocks measured 113.9 GFLOP/s, fixed 252-row blocks 131.9. */
-static inline int mc_block(int T) {
-    const int nb = (T + MC - 1) / MC, mc = (T + nb - 1) / nb;
-    return (mc + MR - 1) / MR * MR;
-}
 
 /* pack_bf16's lane order (lanes 0-7 = panel rows 0,2,..,14; 8-15 = rows 1,3,..,15) ↔ natural */
 static inline __m512 eo_to_natural(__m512 c) {
@@ -120,7 +115,7 @@ static void gemm(g4_dtype dt, const float *x, int T, int K, const void *w, int n
     float panel[2][KC * NR] __attribute__((aligned(64)));
     const char *W = w;
     const int nfull = n0 + (n1 - n0) / NR * NR;
-    const int MB = mc_block(T);
+    const int MB = g4_gemm_mblock(T, MC, MR);
     for (int m0 = 0; m0 < T; m0 += MB) {
         const int mc = T - m0 < MB ? T - m0 : MB;
         const float *xm = x + (size_t)m0 * K;

@@ -21,6 +21,15 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
+/* Palette 1, all eight tiles 16 rows x 64 bytes (tiles 0-3 C, 4-5 A, 6-7 B) */
+static inline void load_tile_config(void) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    _tile_loadconfig(&cfg);
+}
+
 /* C tiles 0-3 (rows r, r + 16 x columns c, c + 16 of a 32 x 32 block) from / to memory of row
  * stride ld floats. */
 static inline void c_load(const float *c, int ld) {
@@ -42,11 +51,7 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
                          int ldy) {
     const uint16_t *W = w;
     const int Kp = (K + 31) & ~31;
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
-    _tile_loadconfig(&cfg);
+    load_tile_config();
     _Alignas(64) uint16_t panel[G4_BF16_KC * G4_BF16_NR];   /* 32 KB */
     _Alignas(64) float stage[32 * 32];
     for (int n = n0; n < n1; n += G4_BF16_NR) {
@@ -96,11 +101,7 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
  * chains; each tdpbf16ps is 16 x 16 x 32 multiply-adds. Returns an element of the sum so that the
  * work cannot be dropped. The caller's process must have tile permission (dispatch.c). */
 float g4_amx_peak_chain(int iters, float seed) {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
-    _tile_loadconfig(&cfg);
+    load_tile_config();
     _Alignas(64) uint16_t ab[16 * 32];
     const uint16_t v = g4_f32_to_bf16(1e-3f * seed);
     for (int i = 0; i < 16 * 32; i++) ab[i] = v;

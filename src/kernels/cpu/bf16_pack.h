@@ -14,10 +14,6 @@
 
 enum { G4_BF16_NR = 32, G4_BF16_KC = 512 };
 
-static inline __mmask16 g4_bf16_col_mask(int cols) {
-    return cols >= 16 ? (__mmask16)0xffff : cols <= 0 ? (__mmask16)0 : (__mmask16)((1u << cols) - 1);
-}
-
 /* In-register transpose of a 16 x 16 matrix of 32-bit elements (r[i] = row i): four rounds of
  * two-source permutes, each swapping the off-diagonal h x h blocks of every 2h x 2h block
  * (h = 8, 4, 2, 1). 64 vpermt2d instead of the 32 16-lane gathers the panel took before. */

@@ -6,6 +6,14 @@
 #ifndef G4_PACK_AVX2_H
 #define G4_PACK_AVX2_H
 
+/* Activation rows per M block of a GEMM: T in equal blocks of at most max_rows rows, rounded up
+ * to whole microkernel rows (mr). Every block packs every weight panel once more, so fewer,
+ * fuller blocks pack less (avx2.c's GEMM_MC has the measurements). */
+static inline int g4_gemm_mblock(int T, int max_rows, int mr) {
+    const int nb = (T + max_rows - 1) / max_rows, mc = (T + nb - 1) / nb;
+    return (mc + mr - 1) / mr * mr;
+}
+
 typedef void (*g4_pack16_fn)(const void *w, int K, int k0, int kc, float *panel);
 void g4_pack16_f32_avx2(const void *w, int K, int k0, int kc, float *panel);
 void g4_pack16_f16_avx2(const void *w, int K, int k0, int kc, float *panel);

@@ -21,22 +21,27 @@ float g4_f16_to_f32(uint16_t h) {
     return v.f;
 }
 
-uint16_t g4_f32_to_bf16(float f) {
-    union { float f; uint32_t u; } v = {f};
-    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40);  /* NaN */
-    v.u += 0x7fffu + ((v.u >> 16) & 1);
-    return (uint16_t)(v.u >> 16);
+/* The bf16 bits of the float with bits u: round to nearest even; a NaN stays NaN (quietened).
+ * Branch-free, so the row loops below vectorize. */
+static inline uint16_t bf16_bits(uint32_t u) {
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) >> 16, quiet_nan = (u >> 16) | 0x40;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
-/* g4_f32_to_bf16 over a row, branch-free so that the compiler vectorizes it: --prefill-bf16
- * rounds every layer matmul's input (~3.4 M values per layer of a 256-row chunk of the bench
- * model), which one call per value left at ~9% of the prefill on a 16-core Xeon. */
+uint16_t g4_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return bf16_bits(u);
+}
+
+/* g4_f32_to_bf16 over a row, vectorized: --prefill-bf16 rounds every layer matmul's input (~3.4 M
+ * values per layer of a 256-row chunk of the bench model), which one call per value left at ~9%
+ * of the prefill on a 16-core Xeon. */
 void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     for (int i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) >> 16, quiet_nan = (u >> 16) | 0x40;
-        out[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+        out[i] = bf16_bits(u);
     }
 }
 
@@ -45,9 +50,7 @@ void g4_round_bf16_row(const float *x, int n, float *out) {
     for (int i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) & 0xffff0000u, quiet_nan = (u & 0xffff0000u) | 0x400000u;
-        const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
-        memcpy(out + i, &r, sizeof r);
+        out[i] = g4_bf16_to_f32(bf16_bits(u));
     }
 }
 

@@ -11,14 +11,21 @@
 #        gate+up at hidden 1536; the 12B's is 30720 3840). With OUT set, the log goes to $OUT too.
 #        GEMM_BENCH=path uses a gemm_bench built elsewhere (bench/device_prep.sh); SWEEPS=n (5);
 #        ISAS="avx512:0 amx:1" picks the paths (isa:GEMM_XBF16), default all four.
+#        bash bench/device_cpu_check.sh --build PATH [CFLAGS...]: only builds gemm_bench to PATH.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+build_gemm_bench() {   # PATH [CFLAGS...]: the kernels at -O3, as the library builds them
+  local out=$1
+  shift
+  cc -std=c11 -D_GNU_SOURCE -O3 -pthread -Iinclude -Isrc "$@" bench/gemm_bench.c src/kernels/dispatch.c \
+    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/io/dtype.c src/io/quantize.c -o "$out" -lm ||
+    { echo "device_cpu_check: build failed" >&2; exit 1; }
+}
+if [ "${1:-}" = --build ]; then shift; build_gemm_bench "$@"; exit 0; fi
 T=${1:-64} N=${2:-12288} K=${3:-1536} SWEEPS=${SWEEPS:-5}
 BIN=${GEMM_BENCH:-$(mktemp -d)/gemm_bench}
 LOG=${OUT:-$(mktemp -d)}/device_cpu_check.txt RUN=$(mktemp)
-[ -n "${GEMM_BENCH:-}" ] || cc -std=c11 -D_GNU_SOURCE -O3 -pthread -Iinclude -Isrc bench/gemm_bench.c src/kernels/dispatch.c \
-  src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/io/dtype.c src/io/quantize.c -o "$BIN" -lm ||
-  { echo "device_cpu_check: build failed" >&2; exit 1; }
+[ -n "${GEMM_BENCH:-}" ] || build_gemm_bench "$BIN"
 {
   echo "# $(date -u +'%Y-%m-%d %H:%M UTC') $(git rev-parse --short HEAD 2>/dev/null) T=$T N=$N K=$K"
   grep -m1 'model name' /proc/cpuinfo

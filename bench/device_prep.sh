@@ -23,8 +23,7 @@ make -j"$(nproc)" BUILD=build-dev HAVE_MPI= NUMA_CFLAGS= LDLIBS="-ljansson -lmic
 # gemm_bench as the library builds its kernels, and the AVX-512 GEMM with other block sizes
 for v in "" _kc256:-DG4_AVX512_KC=256 _mc252:-DG4_AVX512_MC=252 _kc256_mc252:"-DG4_AVX512_KC=256 -DG4_AVX512_MC=252"; do
   # shellcheck disable=SC2086
-  cc -std=c11 -D_GNU_SOURCE -O3 -pthread -Iinclude -Isrc ${v#*:} bench/gemm_bench.c src/kernels/dispatch.c \
-    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/io/dtype.c src/io/quantize.c -o "$C/bin/gemm_bench${v%%:*}" -lm
+  bash bench/device_cpu_check.sh --build "$C/bin/gemm_bench${v%%:*}" ${v#*:}
 done
 cp build-dev/gemma4c build-dev/tests/test_{kernels,avx512_matmul,bf16_matmul,quant,model_ops,decode_alloc} "$C/bin/"
 strip "$C"/bin/*

@@ -11,6 +11,8 @@
 # Usage (device tool): run "bash bench/device_full_check.sh" with carry [".devcarry"]. Output in
 # $OUT (else /tmp/g4-device): summary.txt, machine.txt, tests.txt, gemm.txt, bench.txt, build.txt.
 # ISAS="avx512:0 amx:1" picks the GEMM paths; QUICK=1 runs only the bf16 mode against llama.cpp.
+# AB="VAR=value ..." (e.g. AB=G4_AMX_PF=0) times the AMX GEMM and, with QUICK, the bf16 bench again
+# under each setting, interleaved with the default; CHUNK2=N adds a bf16 bench at that chunk.
 set -u
 cd "$(dirname "$0")/.."
 C=$PWD/.devcarry O=${OUT:-/tmp/g4-device} W=/tmp/g4-wrap
@@ -62,13 +64,17 @@ for shape in "64 12288 1536" "256 12288 1536" "512 30720 3840"; do
     bash bench/device_cpu_check.sh $shape > /dev/null 2>&1
 done
 mv "$O/device_cpu_check.txt" "$O/gemm.txt" 2>/dev/null
+[ -n "${AB:-}" ] && for shape in "64 12288 1536" "256 12288 1536" "512 30720 3840"; do
+  # shellcheck disable=SC2086
+  for v in "" $AB; do echo "amx ${v:-default} $(env $v GEMM_XBF16=1 timeout 60 "$W/gemm_bench" $shape 3 amx 2>&1)"; done
+done >> "$O/gemm.txt"
 [ -n "${VARIANTS:-}" ] && for v in "" _kc256 _mc252 _kc256_mc252; do
   for shape in "64 12288 1536" "256 12288 1536"; do
     # shellcheck disable=SC2086
     echo "gemm_bench$v $(timeout 60 "$W/gemm_bench$v" $shape 3 avx512 2>&1)" >> "$O/gemm.txt"
   done
 done
-log "GEMM: $(grep -E -- '--prefill-bf16:|^gemm_bench' "$O/gemm.txt" | tr '\n' ';')"
+log "GEMM: $(grep -E -- '--prefill-bf16:|^gemm_bench|^amx ' "$O/gemm.txt" | tr '\n' ';')"
 
 # 3. end to end, all cores, ABBA; G4_PROFILE splits gemma4c's forward time by phase
 G4=("$W/gemma4c" bench -m /tmp/g4m -p 64,512 -n 32 --threads "$NT" --reps "$REPS")
@@ -76,7 +82,9 @@ LB=(/tmp/ll/llama.cpp/build/bin/llama-bench -m /tmp/g4m.gguf -p 64,512 -n 32 -t 
 g4() { echo "## gemma4c $*"; G4_PROFILE=1 timeout 150 "${G4[@]}" "$@" 2>&1; }
 lb() { echo "## llama-bench"; timeout 150 "${LB[@]}" 2>&1; }
 if [ -n "${QUICK:-}" ]; then   # the bf16 mode against llama.cpp only (a short lease)
-  { g4 --prefill-bf16; lb; lb; g4 --prefill-bf16 --no-peaks; g4 --no-peaks; } >> "$O/bench.txt"
+  ab() { for v in ${AB:-}; do echo "## AB $v"; env "$v" G4_PROFILE=1 timeout 150 "${G4[@]}" --prefill-bf16 --no-peaks 2>&1; done; }
+  c2() { [ -n "${CHUNK2:-}" ] && g4 --prefill-bf16 --no-peaks --prefill-chunk "$CHUNK2"; }
+  { g4 --prefill-bf16; ab; lb; c2; lb; g4 --prefill-bf16 --no-peaks; ab; c2; g4 --no-peaks; } >> "$O/bench.txt"
 else
   { g4; g4 --prefill-bf16 --no-peaks; lb; lb; g4 --prefill-bf16 --no-peaks; g4 --no-peaks; } >> "$O/bench.txt"
 fi

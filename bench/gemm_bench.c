@@ -50,11 +50,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gemm_bench: GEMM_XBF16=1 needs a path with bf16 units (avx512bf16, amx); this one is %s\n", k->name);
         return 2;
     }
-    /* the bf16 matmul's input: rows rounded to bf16, zero-padded to whole 32 x 32 tiles */
+    /* the bf16 matmul's input: rows rounded to bf16, zero-padded to whole 32 x 32 blocks, in
+     * the layout the path takes (rows, or AMX tiles) */
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
     uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
-    for (int t = 0; xb && t < T; t++)
-        for (int c = 0; c < K; c++) xb[(size_t)t * ld + c] = g4_f32_to_bf16(x[(size_t)t * K + c]);
+    for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, k->xbf16_tiles, xb);
     const char *bf16_note = NULL;
     const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);
     double best = 1e30;

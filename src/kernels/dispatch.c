@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gemma4c.h"
+#include "kernels/cpu/attn.h"
 #include "kernels/cpu/pack_avx2.h"
 #include "kernels/kernels.h"
 
@@ -77,6 +78,7 @@ static void x512_init(void) {
     x512.avx512_table.matmul[G4_DT_F32] = g4_matmul_f32_avx512;
     x512.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
     x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
+    x512.avx512_table.attend_block = g4_attend_block_avx512;
     const g4_kernels *base = &x512.avx512_table;
     if (!has_avx512bf16()) return;
     x512.avx512bf16_table = *base;
@@ -86,6 +88,7 @@ static void x512_init(void) {
     x512.amx_table = *base;
     x512.amx_table.name = "amx";
     x512.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
+    x512.amx_table.xbf16_tiles = 1;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -59,8 +59,7 @@ static void mm_task(void *ctx, int task, int thread) {
  * streams long contiguous ranges (decode is a pure weight stream, and every task start costs
  * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
  * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
- * tenants preempt holds at most the share it claimed. Boundaries fall on multiples of 16 rows of
- * each op (the GEMM's panel; the GEMV's 4-row blocks). */
+ * tenants preempt holds at most the share it claimed. Boundaries fall on whole panels of each op. */
 static int ops_share_input(const g4_mm_op *a, const g4_mm_op *b) {
     return a->x == b->x && a->w->cols == b->w->cols;
 }
@@ -70,7 +69,8 @@ static int ops_share_input(const g4_mm_op *a, const g4_mm_op *b) {
 typedef struct {
     const float *x;
     void *dst;
-    int T, K, ld, rows, per_task, hw;   /* hw: bf16 rows of stride ld padded to 32 x 32 tiles */
+    int T, K, ld, rows, per_task;
+    int hw, tiles;   /* hw: bf16 padded to 32 x 32 blocks, in rows of stride ld or in tiles */
 } round_job;
 
 static void round_task(void *ctx, int task, int thread) {
@@ -81,10 +81,7 @@ static void round_task(void *ctx, int task, int thread) {
     for (int t = r0; t < r1; t++) {
         const float *x = j->x + (size_t)t * j->K;
         if (j->hw) {
-            uint16_t *row = (uint16_t *)j->dst + (size_t)t * j->ld;
-            const int n = t < j->T ? j->K : 0;
-            g4_f32_to_bf16_row(x, n, row);
-            memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
+            g4_xbf16_put_row(x, t < j->T ? j->K : 0, t, Kp, j->ld, j->tiles, j->dst);
         } else {
             g4_round_bf16_row(x, j->K, (float *)j->dst + (size_t)t * j->K);
         }
@@ -104,7 +101,7 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
         }
     const int hw = m->k->matmul_xbf16 != NULL;
     round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
-                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw};
+                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .tiles = hw && m->k->xbf16_tiles};
     const int nth = g4_pool_size(m->pool), want = 4 * nth;
     rj.per_task = (rj.rows + want - 1) / want;
     const int n_tasks = (rj.rows + rj.per_task - 1) / rj.per_task;
@@ -114,7 +111,7 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
     });
     if (hw) {
         j->xb[i] = (const uint16_t *)m->xb;
-        j->xb_ld = m->xb_ld;
+        j->xb_ld = rj.tiles ? (rj.K + 31) & ~31 : m->xb_ld;
     } else {
         j->ops[i].x = m->xb;
     }
@@ -147,6 +144,9 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;
+    /* task boundaries on whole panels: 16 rows (the GEMM's panel; the GEMV's 4-row blocks), 32
+     * for the bf16 hardware matmul, whose 32-row panels a 16-row edge would half waste */
+    const int snap = j.xb[0] ? 32 : 16;
     int n = 0;
     for (int r = 0, o = 0; r < total && n < MM_MAX_TASKS; n++) {
         j.bound[n] = r;
@@ -154,12 +154,12 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
         if (sz < floor_rows) sz = floor_rows;
         if (n == MM_MAX_TASKS - 1 || sz > left) sz = left;
         r += sz;
-        /* snap to a multiple of 16 rows from the start of the op it falls in (TP shards need
-         * not be multiples of 16, so the grid restarts at every op) */
+        /* snap to a multiple of `snap` rows from the start of the op it falls in (TP shards
+         * need not be multiples of it, so the grid restarts at every op) */
         while (o < n_ops - 1 && r >= j.op_end[o]) o++;
         const int base = o ? j.op_end[o - 1] : 0;
         if (r < j.op_end[o]) {
-            const int snapped = base + ((r - base + 15) & ~15);
+            const int snapped = base + (r - base + snap - 1) / snap * snap;
             r = snapped < j.op_end[o] ? snapped : j.op_end[o];
         }
     }

@@ -1,7 +1,8 @@
 /* test_bf16_matmul.c — --prefill-bf16's bf16 matmuls (cpu/bf16_avx512.c, cpu/bf16_amx.c) against a
  * double-precision sum of the same bf16 products, on the padded bf16 input the forward pass builds
  * (rows to 32, columns to 32, zeros): T, K and [n0, n1) that are not whole blocks, K past the
- * 512-column panel and odd, and y's columns outside [n0, n1) left untouched.
+ * 512-column panel (and the AMX kernel's 4096-deep K block) and odd, and y's columns outside
+ * [n0, n1) left untouched.
  * Twice: the kernels' own source compiled here against a C emulation of the intrinsics
  * (emu_avx512_amx.h: the blocking, packing, masks and tile strides, on any CPU), and the library's
  * real kernels where this CPU has AVX512-BF16 / AMX-BF16 (skipped elsewhere). */
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -30,7 +32,15 @@ static float frand(unsigned *s) {
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-static void check(g4_matmul_xbf16_fn mm, int T, int K, int N, int n0, int n1) {
+/* The same input in the AMX kernel's tile layout (kernels.h: g4_xbf16_tile_offset); ldx = Kp */
+static uint16_t *to_tiles(const uint16_t *xb, int ld, int Tp, int Kp) {
+    uint16_t *xt = malloc((size_t)Tp * Kp * sizeof *xt);
+    for (int t = 0; t < Tp; t++)
+        for (int k = 0; k < Kp; k++) xt[g4_xbf16_tile_offset(t, k, Kp)] = xb[(size_t)t * ld + k];
+    return xt;
+}
+
+static void check(g4_matmul_xbf16_fn mm, int tiles, int T, int K, int N, int n0, int n1) {
     const int ld = (K + 31) / 32 * 32 + 32, Tp = (T + 31) / 32 * 32, ldy = N + 3;
     uint16_t *xb = calloc((size_t)Tp * ld, sizeof *xb), *w = malloc((size_t)N * K * sizeof *w);
     float *y = malloc((size_t)T * ldy * sizeof *y);
@@ -39,7 +49,14 @@ static void check(g4_matmul_xbf16_fn mm, int T, int K, int N, int n0, int n1) {
         for (int k = 0; k < K; k++) xb[(size_t)t * ld + k] = g4_f32_to_bf16(frand(&seed) * 3.0f);
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
     for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
-    mm(xb, ld, T, K, w, n0, n1, y, ldy);
+    if (tiles) {
+        const int Kp = (K + 31) / 32 * 32;
+        uint16_t *xt = to_tiles(xb, ld, Tp, Kp);
+        mm(xt, Kp, T, K, w, n0, n1, y, ldy);
+        free(xt);
+    } else {
+        mm(xb, ld, T, K, w, n0, n1, y, ldy);
+    }
     for (int t = 0; t < T; t++)
         for (int n = 0; n < ldy; n++) {
             const float got = y[(size_t)t * ldy + n];
@@ -65,15 +82,45 @@ static void check(g4_matmul_xbf16_fn mm, int T, int K, int N, int n0, int n1) {
 static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {1, 32, 32, 0, 32}, {5, 64, 48, 16, 48}, {13, 200, 80, 0, 77}, {32, 1030, 64, 16, 64},
     {45, 96, 100, 32, 99}, {64, 63, 40, 0, 40}, {70, 544, 96, 0, 96},
+    {33, 4200, 64, 0, 64},   /* past the AMX kernel's 4096-deep K block: two blocks of 2112 */
 };
 
-static void check_all(g4_matmul_xbf16_fn mm) {
+static void check_all(g4_matmul_xbf16_fn mm, int tiles) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        check(mm, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
+        check(mm, tiles, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
 }
 
-static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512); }
-static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx); }
+/* g4_xbf16_put_row (the forward pass's rounding into the matmul input): the tile layout holds
+ * the same values as the rows, padding rows and columns zero, across bands and partial tiles */
+static void test_put_row_layouts(void **state) {
+    (void)state;
+    for (int K = 1; K <= 100; K += 33) {
+        const int T = 37, Tp = 64, Kp = (K + 31) / 32 * 32, ld = Kp + 32;
+        float *x = malloc((size_t)T * K * sizeof *x);
+        uint16_t *rows = malloc((size_t)Tp * ld * sizeof *rows), *tiles = malloc((size_t)Tp * Kp * sizeof *tiles);
+        unsigned seed = 7u + (unsigned)K;
+        for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 5.0f;
+        memset(rows, 0xff, (size_t)Tp * ld * sizeof *rows);
+        memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
+        for (int t = 0; t < Tp; t++) {
+            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, 0, rows);
+            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, 1, tiles);
+        }
+        for (int t = 0; t < Tp; t++)
+            for (int k = 0; k < Kp; k++) {
+                const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
+                if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want)
+                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x want %04x", K, t, k, rows[(size_t)t * ld + k],
+                             tiles[g4_xbf16_tile_offset(t, k, Kp)], want);
+            }
+        free(x);
+        free(rows);
+        free(tiles);
+    }
+}
+
+static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, 0); }
+static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, 1); }
 
 /* the bench's AMX peak chains compute what their FLOP count says: iters x 32 products per element */
 static void check_peak_chain(float (*chain)(int, float)) {
@@ -93,17 +140,18 @@ static void test_amx_peak_hardware(void **state) {
 static void test_avx512_hardware(void **state) {
     (void)state;
     if (!g4_kernels_avx512bf16()) skip();
-    check_all(g4_matmul_xbf16_avx512);
+    check_all(g4_matmul_xbf16_avx512, 0);
 }
 
 static void test_amx_hardware(void **state) {
     (void)state;
     if (!g4_kernels_amx()) skip();
-    check_all(g4_matmul_xbf16_amx);
+    check_all(g4_matmul_xbf16_amx, 1);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_row_layouts),
         cmocka_unit_test(test_avx512_emulated),
         cmocka_unit_test(test_amx_emulated),
         cmocka_unit_test(test_avx512_hardware),

@@ -12,8 +12,11 @@ goldens; exact mode: ~1e-6). So:
   - single-token prompts (no rounding boundary was hit in any path): the exact goldens' tolerance
     (1e-4 relative) and identical greedy tokens, on every kernel path and prefill chunk size —
     while the mode is 0.6-1.2% away from exact there;
-  - longer prompts: within max(2 x float64_rel_diff, 1%) of the golden (a smoke test of chunking
+  - longer prompts: within max(3 x float64_rel_diff, 1%) of the golden (a smoke test of chunking
     and the padded bf16 scratch, not a proof of the arithmetic; the kernels' own tests are tight).
+    A change of float32 summation order alone moves this: the AVX-512 attention (16 lanes where
+    AVX2 summed 8) took g4-cond-tiny:text from within 2x to 2.03x on a Xeon, the same value at
+    every chunk size; a chunking or padding bug is off by far more (tens of percent).
 """
 import json
 
@@ -74,7 +77,7 @@ def test_short_prompts_match(g4_bin, tmp_path, fixture, case, chunk, isa):
 def test_long_prompts_within_the_modes_ambiguity(g4_bin, tmp_path, fixture, case, chunk):
     got = _logits(g4_bin, tmp_path, fixture, case, chunk)
     want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
-    assert _rel(got, want) <= max(2 * case["float64_rel_diff"], 0.01)
+    assert _rel(got, want) <= max(3 * case["float64_rel_diff"], 0.01)
 
 
 def test_exact_mode_unchanged_without_the_flag(g4_bin, tmp_path):

@@ -1,5 +1,6 @@
-/* attn.h — the blocked attention kernels behind g4_kernels.attend_block: the AVX2 one
- * (attn_avx2.c). Internal to src/kernels; the scalar reference lives in ref.c. */
+/* attn.h — the blocked attention kernels behind g4_kernels.attend_block: AVX2 (attn_avx2.c) and
+ * AVX-512 (attn_avx512.c), one source (attn_block_impl.h). Internal to src/kernels; the scalar
+ * reference lives in ref.c. */
 #ifndef G4_KERNELS_ATTN_H
 #define G4_KERNELS_ATTN_H
 
@@ -9,5 +10,8 @@
 void g4_attend_block_avx2(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                           const int *hi, const float *K, const float *V, int cap, int D, float scale,
                           float *scores);
+void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                            const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                            float *scores);
 
 #endif

@@ -45,6 +45,21 @@ void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     }
 }
 
+void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, int tiles, uint16_t *xb) {
+    if (!tiles) {
+        uint16_t *row = xb + (size_t)t * ld;
+        g4_f32_to_bf16_row(x, n, row);
+        memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
+        return;
+    }
+    for (int k = 0; k < Kp; k += 32) {   /* the row's 32-column piece of each tile of its band */
+        uint16_t *dst = xb + g4_xbf16_tile_offset(t, k, Kp);
+        const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
+        g4_f32_to_bf16_row(x + k, m, dst);
+        memset(dst + m, 0, (size_t)(32 - m) * sizeof *dst);
+    }
+}
+
 /* x rounded to bf16 and widened back (exactly representable floats), n values */
 void g4_round_bf16_row(const float *x, int n, float *out) {
     for (int i = 0; i < n; i++) {

@@ -1,0 +1,200 @@
+/* attn_block_impl.h — attention for a block of query rows sharing one KV head, written once for
+ * any vector width and included by attn_avx2.c (8 lanes) and attn_avx512.c (16): scores = Q·Kᵀ
+ * by a 4-row x ATT_NK-key FMA microkernel, a float32 max-subtracted softmax per row over its own
+ * [lo, hi] (8 lanes in both), then out = P·V by a 4-row x (2 vectors) microkernel. K and V are
+ * streamed once per block in tiles that stay in L2, instead of once per (row, head) as attend
+ * does. Owns no memory.
+ * The including file (compiled for its ISA with avx2 + fma among the targets) defines:
+ *   ATT_VEC, ATT_VW           the vector type and its float lanes
+ *   ATT_LOAD(p), ATT_STORE(p, v), ATT_ZERO(), ATT_FMA(a, b, c) (a*b + c), ATT_BCAST(p) (*p in
+ *   every lane), ATT_TO8(v) (the lanes summed pairwise down to one __m256), ATT_NK (keys per
+ *   scores microkernel)
+ * and gets attend_block_impl(), which needs D a multiple of 2 * ATT_VW. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/attn.h"
+#include "kernels/cpu/vmath_avx2.h"
+
+/* Keys per tile: 64 KB of K rows, reused by every row quad of the block from L2 (each quad reads
+ * whole key rows, which the prefetchers follow); 16 KB of V rows, which stay in L1 while every
+ * quad walks them in strips of two vectors (64 B of each row on AVX2: on 64 KB tiles the P·V
+ * loop stalled on L2; Zen3, 256-dim heads, ~8% faster). */
+enum { TILE_BYTES = 65536, VTILE_BYTES = 16384 };
+
+/* [sum a, sum b, sum c, sum d] */
+static inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* s[i][j] = q_i · k_j for 4 query rows x ATT_NK keys over D (a multiple of ATT_VW) columns.
+ * Each loaded key vector feeds 4 FMAs, each query vector ATT_NK. */
+static inline void scores_4xn(const float *const q[4], const float *const k[ATT_NK], int D, float s[4][ATT_NK]) {
+    ATT_VEC acc[4][ATT_NK];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_ZERO();
+    for (int d = 0; d < D; d += ATT_VW) {
+        ATT_VEC kv[ATT_NK];
+        for (int j = 0; j < ATT_NK; j++) kv[j] = ATT_LOAD(k[j] + d);
+        for (int i = 0; i < 4; i++) {
+            const ATT_VEC qv = ATT_LOAD(q[i] + d);
+            for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_FMA(qv, kv[j], acc[i][j]);
+        }
+    }
+    for (int j = 0; j < ATT_NK; j++) {
+        float v[4];
+        _mm_storeu_ps(v, hsum4(ATT_TO8(acc[0][j]), ATT_TO8(acc[1][j]), ATT_TO8(acc[2][j]), ATT_TO8(acc[3][j])));
+        for (int i = 0; i < 4; i++) s[i][j] = v[i];
+    }
+}
+
+/* o_i[c..c+2W) += sum_t p_i[t] V[t][c..c+2W) for 4 rows over nt consecutive keys (W = ATT_VW).
+ * p: 4 rows of probabilities (indexed from the first key), V: the first key's row + c. */
+static inline void pv_4x2v(const float *const p[4], const float *V, int D, int nt, float *const o[4], int c) {
+    ATT_VEC acc[4][2];
+    for (int i = 0; i < 4; i++) {
+        acc[i][0] = ATT_LOAD(o[i] + c);
+        acc[i][1] = ATT_LOAD(o[i] + c + ATT_VW);
+    }
+    for (int t = 0; t < nt; t++) {
+        const float *vr = V + (size_t)t * D;
+        const ATT_VEC v0 = ATT_LOAD(vr), v1 = ATT_LOAD(vr + ATT_VW);
+        for (int i = 0; i < 4; i++) {
+            const ATT_VEC pb = ATT_BCAST(p[i] + t);
+            acc[i][0] = ATT_FMA(pb, v0, acc[i][0]);
+            acc[i][1] = ATT_FMA(pb, v1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        ATT_STORE(o[i] + c, acc[i][0]);
+        ATT_STORE(o[i] + c + ATT_VW, acc[i][1]);
+    }
+}
+
+/* Rows are numbered i = p*G + h; row i's vector is at base + off[i]. A quad's slots past the
+ * last row repeat that row: their results are computed and dropped (scores) or stored twice
+ * with the same value (P·V loads all of a quad's outputs before it stores any), which keeps a
+ * single microkernel shape. Returns the number of real rows. */
+static inline int quad_offsets(int i0, int n, int G, int ld, int D, size_t off[4]) {
+    const int nr = n - i0 < 4 ? n - i0 : 4;
+    for (int i = 0; i < 4; i++) {
+        const int ii = i0 + (i < nr ? i : nr - 1);
+        off[i] = (size_t)(ii / G) * ld + (size_t)(ii % G) * D;
+    }
+    return nr;
+}
+
+/* The union of the quad's rows' key ranges, clipped to the tile [t0, t1]. */
+static inline void quad_range(int i0, int nr, int G, const int *lo, const int *hi, int t0, int t1, int *a, int *b) {
+    int x = lo[i0 / G], y = hi[i0 / G];
+    for (int i = 1; i < nr; i++) {
+        const int p = (i0 + i) / G;
+        if (lo[p] < x) x = lo[p];
+        if (hi[p] > y) y = hi[p];
+    }
+    *a = x > t0 ? x : t0;
+    *b = y < t1 ? y : t1;
+}
+
+/* The next tile from t0: at most kt keys, not past H, and not across a ring wrap (so its keys
+ * are consecutive rows of the cache). Returns its last key. */
+static inline int tile_end(int t0, int kt, int H, int cap) {
+    int t1 = t0 + kt - 1;
+    if (t1 > H) t1 = H;
+    const int wrap = (t0 / cap + 1) * cap - 1;
+    return t1 < wrap ? t1 : wrap;
+}
+
+/* s[i] = e^(s[i] - mx) / sum_j e^(s[j] - mx) over [n]: g4_exp_ps (about 1 ulp from expf; an
+ * argument below -87.3 gives e^-87.3 where expf gives 0 or a denormal — under the row's own
+ * maximum, which contributes 1 to the sum, that is below float resolution), sums in 8 lanes, a
+ * true division as the reference does. Scalar expf was ~3% of a 512-token prefill. */
+static void softmax_tail(float *s, int n, float mx) {
+    const __m256 m = _mm256_set1_ps(mx);
+    __m256 acc = _mm256_setzero_ps();
+    int t = 0;
+    for (; t + 8 <= n; t += 8) {
+        const __m256 e = g4_exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + t), m));
+        _mm256_storeu_ps(s + t, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    float sum = _mm_cvtss_f32(h);
+    for (; t < n; t++) { s[t] = expf(s[t] - mx); sum += s[t]; }
+    const __m256 sv = _mm256_set1_ps(sum);
+    t = 0;
+    for (; t + 8 <= n; t += 8) _mm256_storeu_ps(s + t, _mm256_div_ps(_mm256_loadu_ps(s + t), sv));
+    for (; t < n; t++) s[t] = s[t] / sum;
+}
+
+static void attend_block_impl(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                              const int *hi, const float *K, const float *V, int cap, int D, float scale,
+                              float *scores) {
+    const int n = G * P;
+    int L = lo[0], H = hi[0];
+    for (int p = 1; p < P; p++) {
+        if (lo[p] < L) L = lo[p];
+        if (hi[p] > H) H = hi[p];
+    }
+    const int span = H - L + 1, kt = TILE_BYTES / (int)(D * sizeof(float)), KT = kt > ATT_NK ? kt : ATT_NK;
+    const int ktv = VTILE_BYTES / (int)(D * sizeof(float)), KTV = ktv > 1 ? ktv : 1;
+    /* scores: [n][span], row i's key t at scores[i * span + t - L] */
+
+    /* 1. scores over the union range, tile by tile; a quad only visits keys some row of it sees */
+    for (int t0 = L; t0 <= H;) {
+        const int t1 = tile_end(t0, KT, H, cap);
+        const float *Kt = K + (size_t)(t0 % cap) * D;   /* key t at Kt + (t - t0) * D */
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            size_t off[4];
+            const int nr = quad_offsets(i0, n, G, ldq, D, off);
+            const float *qr[4] = {q + off[0], q + off[1], q + off[2], q + off[3]};
+            int a, b;
+            quad_range(i0, nr, G, lo, hi, t0, t1, &a, &b);
+            for (int t = a; t <= b; t += ATT_NK) {
+                const int nk = b - t + 1 < ATT_NK ? b - t + 1 : ATT_NK;
+                const float *kr[ATT_NK];
+                for (int j = 0; j < ATT_NK; j++) kr[j] = Kt + (size_t)(t - t0 + (j < nk ? j : nk - 1)) * D;
+                float s[4][ATT_NK];
+                scores_4xn(qr, kr, D, s);
+                for (int i = 0; i < nr; i++)
+                    for (int j = 0; j < nk; j++) scores[(size_t)(i0 + i) * span + t + j - L] = s[i][j] * scale;
+            }
+        }
+        t0 = t1 + 1;
+    }
+
+    /* 2. softmax per row over its own [lo, hi] in float32, max subtracted as torch does; the
+     * rest of the union range gets probability 0 (the mask) so step 3 can run over it. */
+    for (int i = 0; i < n; i++) {
+        float *s = scores + (size_t)i * span;
+        const int a = lo[i / G] - L, b = hi[i / G] - L;
+        float mx = -INFINITY;
+        for (int t = a; t <= b; t++) mx = s[t] > mx ? s[t] : mx;
+        softmax_tail(s + a, b - a + 1, mx);
+        memset(s, 0, (size_t)a * sizeof(float));
+        memset(s + b + 1, 0, (size_t)(span - 1 - b) * sizeof(float));
+    }
+
+    /* 3. out = P·V, tile by tile, accumulating in out */
+    for (int i = 0; i < n; i++) memset(out + (size_t)(i / G) * ldo + (size_t)(i % G) * D, 0, (size_t)D * sizeof(float));
+    for (int t0 = L; t0 <= H;) {
+        const int t1 = tile_end(t0, KTV, H, cap);
+        const float *Vt = V + (size_t)(t0 % cap) * D;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            size_t off[4];
+            const int nr = quad_offsets(i0, n, G, ldo, D, off);
+            float *const orow[4] = {out + off[0], out + off[1], out + off[2], out + off[3]};
+            int a, b;
+            quad_range(i0, nr, G, lo, hi, t0, t1, &a, &b);
+            if (a > b) continue;
+            const float *pr[4];
+            for (int i = 0; i < 4; i++) pr[i] = scores + (size_t)(i0 + (i < nr ? i : nr - 1)) * span + a - L;
+            for (int c = 0; c < D; c += 2 * ATT_VW) pv_4x2v(pr, Vt + (size_t)(a - t0) * D + c, D, b - a + 1, orow, c);
+        }
+        t0 = t1 + 1;
+    }
+}

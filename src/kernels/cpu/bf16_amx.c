@@ -4,8 +4,8 @@
  * tiles (16 pairs x 16 columns of the pair-interleaved weight panel, bf16_pack.h).
  * K runs in a few long blocks (equal, at most G4_AMX_KC = 4096 deep): the C tiles are stored and
  * reloaded once per block, and on a 16-core Xeon (Emerald Rapids) longer blocks measured faster
- * end to end all the way from 256 (pp512 1645 tok/s) through 512 (1952) to 1024 (2120), although
- * a 1024-deep panel (64 KB) no longer fits L1. While a block is multiplied the next block's
+ * end to end (pp512: 256 → 512 +16-18%, 512 → 1024 +5-12%, 1024 → 4096 level, pp64 +6%), although
+ * a 1024-deep panel (64 KB) no longer fits L1 (bench/RESULTS.md, "Lent Xeon, session 11"). While a block is multiplied the next block's
  * weight rows are prefetched into L2 (the pack otherwise waits on DRAM: +20% at T = 64 on one
  * core). A 32 x 32 block that is not whole (the last rows of T, the last columns of [n0, n1))
  * goes through a small staging buffer, so nothing outside y's rows and columns is read or

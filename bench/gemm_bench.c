@@ -51,10 +51,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* the bf16 matmul's input: rows rounded to bf16, zero-padded to whole 32 x 32 blocks, in
-     * the layout the path takes (rows, or AMX tiles) */
+     * the layout the path takes (rows, AMX tiles or pairs) */
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
     uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
-    for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, k->xbf16_tiles, xb);
+    for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, k->xbf16_layout, xb);
     const char *bf16_note = NULL;
     const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);
     double best = 1e30;

@@ -88,7 +88,12 @@ static void x512_init(void) {
     x512.amx_table = *base;
     x512.amx_table.name = "amx";
     x512.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx;
-    x512.amx_table.xbf16_tiles = 1;
+    x512.amx_table.xbf16_layout = G4_XBF16_TILES;
+    const char *wa = getenv("G4_AMX_WA");   /* the operand-swapped kernel, not yet measured */
+    if (wa && !strcmp(wa, "1")) {
+        x512.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx_wa;
+        x512.amx_table.xbf16_layout = G4_XBF16_PAIRS;
+    }
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -49,12 +49,16 @@ typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int
 
 /* --prefill-bf16 on bf16 hardware: Y[t][n] = sum_k Xb[t][k] * W[n][k] with bf16 activations Xb
  * ([T rounded up to 32] rows of stride ldx, a multiple of 32; the padding rows and the columns
- * [K, K rounded up to 32) are zero — or, for a table with xbf16_tiles, the same matrix in the
- * tile layout of g4_xbf16_tile_offset, ldx then being K rounded up to 32) and bf16 weights
+ * [K, K rounded up to 32) are zero — or, per the table's xbf16_layout, the same matrix in the
+ * tile or pair layout below, ldx then being K rounded up to 32) and bf16 weights
  * W [N][K]; bf16 x bf16 products (exact in fp32) summed in fp32. Only columns [n0, n1) of
  * Y [T][ldy] are written. */
 typedef void (*g4_matmul_xbf16_fn)(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0,
                                    int n1, float *y, int ldy);
+
+/* --prefill-bf16's bf16 input for matmul_xbf16: rows; AMX A tiles (g4_xbf16_tile_offset); AMX
+ * B tiles of token pairs (g4_xbf16_pair_offset, for the kernel that takes the weights as A) */
+typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1, G4_XBF16_PAIRS = 2 } g4_xbf16_layout;
 
 typedef struct {
     const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
@@ -69,7 +73,7 @@ typedef struct {
      * tiles); NULL on paths without them, where the forward pass feeds bf16-rounded floats to
      * matmul[G4_DT_BF16] instead (the same products; only the summation order differs) */
     g4_matmul_xbf16_fn matmul_xbf16;
-    int xbf16_tiles;   /* matmul_xbf16 takes its input in tiles (g4_xbf16_tile_offset), not rows */
+    g4_xbf16_layout xbf16_layout;   /* the layout matmul_xbf16 takes its input in */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n);        /* y += a x */
     /* y = x * (mean(x^2) + eps)^-1/2 * (w ? w : 1); x and y may alias.  [n] */
@@ -114,6 +118,9 @@ void g4_matmul_xbf16_avx512(const uint16_t *xb, int ldx, int T, int K, const voi
                             float *y, int ldy);
 void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
                          float *y, int ldy);
+/* The same on AMX with the operands swapped (input in the pair layout): G4_AMX_WA=1 */
+void g4_matmul_xbf16_amx_wa(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
+                            float *y, int ldy);
 
 /* The tile layout of the AMX matmul's input: the zero-padded [Tp][Kp] bf16 matrix (Tp, Kp
  * multiples of 32) as 16-row x 32-column tiles of 1 KB, row-major inside, the tiles of a 16-row
@@ -123,9 +130,17 @@ static inline size_t g4_xbf16_tile_offset(int t, int k, int Kp) {
     return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)(t & 15) * 32 + (size_t)(k & 31);
 }
 
+/* The pair layout: the same matrix as AMX B tiles with the tokens as columns — per 16 tokens x
+ * 32 columns a 1 KB tile of 16 rows (column pairs) x 16 tokens x 2 bf16, so that the weight rows
+ * can be the A operand straight from memory (g4_matmul_xbf16_amx_wa). */
+static inline size_t g4_xbf16_pair_offset(int t, int k, int Kp) {
+    return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)((k & 31) >> 1) * 32 +
+           (size_t)(t & 15) * 2 + (size_t)(k & 1);
+}
+
 /* Row t of matmul_xbf16's input: x[0, n) rounded to bf16 and zeros to Kp (n <= Kp; n = 0 for a
- * padding row), in rows of stride ld, or with `tiles` in the tile layout (ld unused). */
-void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, int tiles, uint16_t *xb);
+ * padding row), in `layout` (rows of stride ld; ld unused by the others). */
+void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_layout layout, uint16_t *xb);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

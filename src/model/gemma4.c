@@ -70,7 +70,8 @@ typedef struct {
     const float *x;
     void *dst;
     int T, K, ld, rows, per_task;
-    int hw, tiles;   /* hw: bf16 padded to 32 x 32 blocks, in rows of stride ld or in tiles */
+    int hw;                    /* bf16 padded to 32 x 32 blocks, in `layout` */
+    g4_xbf16_layout layout;
 } round_job;
 
 static void round_task(void *ctx, int task, int thread) {
@@ -81,7 +82,7 @@ static void round_task(void *ctx, int task, int thread) {
     for (int t = r0; t < r1; t++) {
         const float *x = j->x + (size_t)t * j->K;
         if (j->hw) {
-            g4_xbf16_put_row(x, t < j->T ? j->K : 0, t, Kp, j->ld, j->tiles, j->dst);
+            g4_xbf16_put_row(x, t < j->T ? j->K : 0, t, Kp, j->ld, j->layout, j->dst);
         } else {
             g4_round_bf16_row(x, j->K, (float *)j->dst + (size_t)t * j->K);
         }
@@ -101,7 +102,7 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
         }
     const int hw = m->k->matmul_xbf16 != NULL;
     round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
-                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .tiles = hw && m->k->xbf16_tiles};
+                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .layout = hw ? m->k->xbf16_layout : G4_XBF16_ROWS};
     const int nth = g4_pool_size(m->pool), want = 4 * nth;
     rj.per_task = (rj.rows + want - 1) / want;
     const int n_tasks = (rj.rows + rj.per_task - 1) / rj.per_task;
@@ -111,7 +112,7 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
     });
     if (hw) {
         j->xb[i] = (const uint16_t *)m->xb;
-        j->xb_ld = rj.tiles ? (rj.K + 31) & ~31 : m->xb_ld;
+        j->xb_ld = rj.layout != G4_XBF16_ROWS ? (rj.K + 31) & ~31 : m->xb_ld;
     } else {
         j->ops[i].x = m->xb;
     }

@@ -21,26 +21,30 @@
 #define g4_matmul_xbf16_avx512 emu_matmul_xbf16_avx512
 #define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
 #define g4_amx_peak_chain emu_amx_peak_chain
+#define g4_matmul_xbf16_amx_wa emu_matmul_xbf16_amx_wa
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
 #undef g4_matmul_xbf16_amx
 #undef g4_amx_peak_chain
+#undef g4_matmul_xbf16_amx_wa
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-/* The same input in the AMX kernel's tile layout (kernels.h: g4_xbf16_tile_offset); ldx = Kp */
-static uint16_t *to_tiles(const uint16_t *xb, int ld, int Tp, int Kp) {
+/* The same input in an AMX kernel's layout (kernels.h: tiles or pairs); ldx = Kp */
+static uint16_t *to_layout(const uint16_t *xb, int ld, int Tp, int Kp, g4_xbf16_layout layout) {
     uint16_t *xt = malloc((size_t)Tp * Kp * sizeof *xt);
     for (int t = 0; t < Tp; t++)
-        for (int k = 0; k < Kp; k++) xt[g4_xbf16_tile_offset(t, k, Kp)] = xb[(size_t)t * ld + k];
+        for (int k = 0; k < Kp; k++)
+            xt[layout == G4_XBF16_TILES ? g4_xbf16_tile_offset(t, k, Kp) : g4_xbf16_pair_offset(t, k, Kp)] =
+                xb[(size_t)t * ld + k];
     return xt;
 }
 
-static void check(g4_matmul_xbf16_fn mm, int tiles, int T, int K, int N, int n0, int n1) {
+static void check(g4_matmul_xbf16_fn mm, g4_xbf16_layout layout, int T, int K, int N, int n0, int n1) {
     const int ld = (K + 31) / 32 * 32 + 32, Tp = (T + 31) / 32 * 32, ldy = N + 3;
     uint16_t *xb = calloc((size_t)Tp * ld, sizeof *xb), *w = malloc((size_t)N * K * sizeof *w);
     float *y = malloc((size_t)T * ldy * sizeof *y);
@@ -49,9 +53,9 @@ static void check(g4_matmul_xbf16_fn mm, int tiles, int T, int K, int N, int n0,
         for (int k = 0; k < K; k++) xb[(size_t)t * ld + k] = g4_f32_to_bf16(frand(&seed) * 3.0f);
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
     for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
-    if (tiles) {
+    if (layout != G4_XBF16_ROWS) {
         const int Kp = (K + 31) / 32 * 32;
-        uint16_t *xt = to_tiles(xb, ld, Tp, Kp);
+        uint16_t *xt = to_layout(xb, ld, Tp, Kp, layout);
         mm(xt, Kp, T, K, w, n0, n1, y, ldy);
         free(xt);
     } else {
@@ -83,44 +87,53 @@ static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {1, 32, 32, 0, 32}, {5, 64, 48, 16, 48}, {13, 200, 80, 0, 77}, {32, 1030, 64, 16, 64},
     {45, 96, 100, 32, 99}, {64, 63, 40, 0, 40}, {70, 544, 96, 0, 96},
     {33, 4200, 64, 0, 64},   /* past the AMX kernel's 4096-deep K block: two blocks of 2112 */
+    {20, 100, 60, 0, 52},    /* a last weight block of 20 rows (16 + 4) */
 };
 
-static void check_all(g4_matmul_xbf16_fn mm, int tiles) {
+static void check_all(g4_matmul_xbf16_fn mm, g4_xbf16_layout layout) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        check(mm, tiles, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
+        check(mm, layout, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
 }
 
-/* g4_xbf16_put_row (the forward pass's rounding into the matmul input): the tile layout holds
- * the same values as the rows, padding rows and columns zero, across bands and partial tiles */
+/* g4_xbf16_put_row (the forward pass's rounding into the matmul input): the tile and pair
+ * layouts hold the same values as the rows, padding rows and columns zero, across bands and
+ * partial tiles */
 static void test_put_row_layouts(void **state) {
     (void)state;
     for (int K = 1; K <= 100; K += 33) {
         const int T = 37, Tp = 64, Kp = (K + 31) / 32 * 32, ld = Kp + 32;
         float *x = malloc((size_t)T * K * sizeof *x);
-        uint16_t *rows = malloc((size_t)Tp * ld * sizeof *rows), *tiles = malloc((size_t)Tp * Kp * sizeof *tiles);
+        uint16_t *rows = malloc((size_t)Tp * ld * sizeof *rows), *tiles = malloc((size_t)Tp * Kp * sizeof *tiles),
+                 *pairs = malloc((size_t)Tp * Kp * sizeof *pairs);
         unsigned seed = 7u + (unsigned)K;
         for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 5.0f;
         memset(rows, 0xff, (size_t)Tp * ld * sizeof *rows);
         memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
+        memset(pairs, 0xff, (size_t)Tp * Kp * sizeof *pairs);
         for (int t = 0; t < Tp; t++) {
-            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, 0, rows);
-            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, 1, tiles);
+            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_ROWS, rows);
+            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_TILES, tiles);
+            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_PAIRS, pairs);
         }
         for (int t = 0; t < Tp; t++)
             for (int k = 0; k < Kp; k++) {
                 const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
-                if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want)
-                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x want %04x", K, t, k, rows[(size_t)t * ld + k],
-                             tiles[g4_xbf16_tile_offset(t, k, Kp)], want);
+                if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want ||
+                    pairs[g4_xbf16_pair_offset(t, k, Kp)] != want)
+                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x pairs %04x want %04x", K, t, k,
+                             rows[(size_t)t * ld + k], tiles[g4_xbf16_tile_offset(t, k, Kp)],
+                             pairs[g4_xbf16_pair_offset(t, k, Kp)], want);
             }
         free(x);
         free(rows);
         free(tiles);
+        free(pairs);
     }
 }
 
-static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, 0); }
-static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, 1); }
+static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, G4_XBF16_ROWS); }
+static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, G4_XBF16_TILES);
+    check_all(emu_matmul_xbf16_amx_wa, G4_XBF16_PAIRS); }
 
 /* the bench's AMX peak chains compute what their FLOP count says: iters x 32 products per element */
 static void check_peak_chain(float (*chain)(int, float)) {
@@ -140,13 +153,14 @@ static void test_amx_peak_hardware(void **state) {
 static void test_avx512_hardware(void **state) {
     (void)state;
     if (!g4_kernels_avx512bf16()) skip();
-    check_all(g4_matmul_xbf16_avx512, 0);
+    check_all(g4_matmul_xbf16_avx512, G4_XBF16_ROWS);
 }
 
 static void test_amx_hardware(void **state) {
     (void)state;
     if (!g4_kernels_amx()) skip();
-    check_all(g4_matmul_xbf16_amx, 1);
+    check_all(g4_matmul_xbf16_amx, G4_XBF16_TILES);
+    check_all(g4_matmul_xbf16_amx_wa, G4_XBF16_PAIRS);
 }
 
 int main(void) {

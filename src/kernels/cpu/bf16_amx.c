@@ -151,6 +151,95 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
     _tile_release();
 }
 
+/* ---- weights as the A operand (G4_AMX_WA=1; written, tested on the emulator, not yet timed on
+ * hardware). g4_matmul_xbf16_amx packs every 32-row weight panel into B tiles on every call: at
+ * T = 64 that transpose (~4 shuffles per 64 B written) costs about what the panel's products do.
+ * Here the weight rows are A tiles loaded straight from W (16 rows x 64 B, stride K), the input
+ * comes as B tiles of token pairs (the pair layout, written by the rounding pass), and each C tile
+ * holds 16 weight rows x 16 tokens, transposed into y once at the end: K runs whole, so nothing is
+ * packed and no C tile is reloaded. A weight block past n1 (rows < 32) shapes its tiles to the
+ * rows it has; a K that is not a multiple of 32 takes its last 32 columns from a zero-padded copy. */
+
+/* Palette 1 with the A tiles (4, 5) and their C tiles (0-1: A 4, 2-3: A 5) ra and rb rows */
+static void load_tile_config_rows(int ra, int rb) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    cfg.rows[0] = cfg.rows[1] = cfg.rows[4] = (uint8_t)ra;
+    cfg.rows[2] = cfg.rows[3] = cfg.rows[5] = (uint8_t)rb;
+    _tile_loadconfig(&cfg);
+}
+
+/* y[t0 + j][n + r] = C[r][j] for the 16 x 16 tile c (weight rows r < nr, tokens j < nt) */
+static void store_transposed(const float *c, int nr, int nt, float *y, int ldy) {
+    __m512i v[16];
+    for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(c + 16 * r);
+    g4_bf16_transpose16(v);   /* a 32-bit element transpose: works on floats as well */
+    for (int j = 0; j < nt; j++) {
+        _Alignas(64) float row[16];
+        _mm512_storeu_si512(row, v[j]);
+        memcpy(y + (size_t)j * ldy, row, (size_t)nr * sizeof(float));
+    }
+}
+
+void g4_matmul_xbf16_amx_wa(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
+                            int ldy) {
+    (void)ldx;   /* the pair layout's row length is Kp */
+    const uint16_t *W = w;
+    const int Kp = (K + 31) & ~31, Kf = K & ~31, Tp = (T + 31) & ~31;
+    const size_t ws = (size_t)K * sizeof(uint16_t);
+    _Alignas(64) uint16_t tail[32 * 32];   /* the weight block's last K % 32 columns, zero-padded */
+    _Alignas(64) float stage[4][16 * 16];
+    load_tile_config();
+    for (int n = n0; n < n1; n += 32) {
+        const int rows = n1 - n < 32 ? n1 - n : 32, ra = rows < 16 ? rows : 16, rb = rows - ra;
+        if (rows < 32) load_tile_config_rows(ra, rb ? rb : 1);   /* the last block only */
+        const uint16_t *w0 = W + (size_t)n * K, *w1 = w0 + (size_t)16 * K;
+        if (Kf < K) {
+            memset(tail, 0, sizeof tail);
+            for (int r = 0; r < rows; r++) memcpy(tail + 32 * r, w0 + (size_t)r * K + Kf, (size_t)(K - Kf) * sizeof *tail);
+        }
+        block_prefetch pf;   /* the next weight block, whole rows */
+        prefetch_plan(&pf, W, K, n + 32, n1, 0, Kp);
+        const int steps = Tp / 32 * (Kp / 32);
+        int step = 0;
+        for (int t = 0; t < Tp; t += 32) {
+            _tile_zero(0); _tile_zero(1);
+            if (rb) { _tile_zero(2); _tile_zero(3); }
+            const uint16_t *b0 = xb + g4_xbf16_pair_offset(t, 0, Kp), *b1 = xb + g4_xbf16_pair_offset(t + 16, 0, Kp);
+            for (int k = 0; k < Kp; k += 32) {
+                prefetch_upto(&pf, (int)(((long)++step * pf.total + steps - 1) / steps));
+                if (k < Kf) {
+                    _tile_loadd(4, w0 + k, ws);
+                    if (rb) _tile_loadd(5, w1 + k, ws);
+                } else {
+                    _tile_loadd(4, tail, 64);
+                    if (rb) _tile_loadd(5, tail + 16 * 32, 64);
+                }
+                _tile_loadd(6, b0 + (size_t)k * 16, 64);
+                _tile_loadd(7, b1 + (size_t)k * 16, 64);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                if (rb) {
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+            }
+            /* C tile (i, j): weight rows 16 i.., tokens t + 16 j.. */
+            _tile_stored(0, stage[0], 64);
+            _tile_stored(1, stage[1], 64);
+            if (rb) { _tile_stored(2, stage[2], 64); _tile_stored(3, stage[3], 64); }
+            for (int i = 0; i < (rb ? 2 : 1); i++)
+                for (int j = 0; j < 2; j++) {
+                    const int t0 = t + 16 * j, nt = T - t0 < 16 ? T - t0 : 16;
+                    if (nt > 0) store_transposed(stage[2 * i + j], i ? rb : ra, nt, y + (size_t)t0 * ldy + n + 16 * i, ldy);
+                }
+        }
+    }
+    _tile_release();
+}
+
 /* The AMX-BF16 peak for gemma4c bench (src/bench/roofline.c): `iters` x 4 tdpbf16ps into four
  * independent C tiles from A and B tiles loaded once, register-only like the fp32 peak's FMA
  * chains; each tdpbf16ps is 16 x 16 x 32 multiply-adds. Returns an element of the sum so that the

@@ -45,18 +45,24 @@ void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     }
 }
 
-void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, int tiles, uint16_t *xb) {
-    if (!tiles) {
+void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_layout layout, uint16_t *xb) {
+    if (layout == G4_XBF16_ROWS) {
         uint16_t *row = xb + (size_t)t * ld;
         g4_f32_to_bf16_row(x, n, row);
         memset(row + n, 0, (size_t)(Kp - n) * sizeof *row);
         return;
     }
-    for (int k = 0; k < Kp; k += 32) {   /* the row's 32-column piece of each tile of its band */
-        uint16_t *dst = xb + g4_xbf16_tile_offset(t, k, Kp);
+    for (int k = 0; k < Kp; k += 32) {   /* the row's 32 columns in each tile of its band */
+        uint16_t piece[32];
         const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
-        g4_f32_to_bf16_row(x + k, m, dst);
-        memset(dst + m, 0, (size_t)(32 - m) * sizeof *dst);
+        g4_f32_to_bf16_row(x + k, m, piece);
+        memset(piece + m, 0, (size_t)(32 - m) * sizeof *piece);
+        if (layout == G4_XBF16_TILES) {
+            memcpy(xb + g4_xbf16_tile_offset(t, k, Kp), piece, sizeof piece);
+        } else {
+            uint16_t *dst = xb + g4_xbf16_pair_offset(t, k, Kp);   /* pair p at 32 p */
+            for (int p = 0; p < 16; p++) memcpy(dst + 32 * p, piece + 2 * p, 2 * sizeof *piece);
+        }
     }
 }
 

@@ -35,7 +35,13 @@ static inline float hsum(__m256 v) {
  * threads, 400 MB of weights: 67-76% -> 88-93% of a pure streaming read in the same process;
  * 16-32 KB ahead were best, 4 KB or none far worse; prefetching a single-row stream did not help.
  * Rows of 8 KB and more (o_proj, down_proj) already streamed at ~97% without it, and measured
- * lower with it, so it is off for them. */
+ * lower with it, so it is off for them.
+ * The bf16 decode kernel (gemv_bf16_eo) goes further for short rows: it takes them in 16-row super
+ * blocks, rows j, j+4, j+8, j+12 at a time for j = 0..3, so each of its 4 streams runs through 4
+ * consecutive rows (12 KB at K = 1536) as a long row's stream does, and needs no software
+ * prefetch: the K = 1536 groups went from 80-88% to 92-107% of a plain read of their bytes, and
+ * decode from 72-81% to 90-94% of the bandwidth read before each rep (Zen3, 2 threads, bench
+ * model, alternating with the 4-row blocks; bench/RESULTS.md). */
 #define G4_PF_MAX_ROW 8192   /* G4_PF_BYTES: quant.h */
 
 /* One (NR weight rows) x (TR activation rows) block over the full K. With a single activation
@@ -132,11 +138,12 @@ static void split_even_odd(const float *x, int T, int K, float *xs) {
     }
 }
 
-/* Rows n..n+3 against TR activation rows. One row keeps even and odd sums apart (8 FMA chains, so
- * the FMA latency is covered); 2-3 rows share one accumulator per (row, activation row) and take x
- * from memory operands, which keeps the block in 16 registers. */
-static inline __attribute__((always_inline)) void eo_block(const float *xs, int K, const uint16_t *w, int TR,
-                                                          float *y, int ldy, int pf_on) {
+/* Four rows, w + i * rs for i < 4 (rs = K: rows n..n+3; 4 K: a super block's rows j, j+4, j+8,
+ * j+12), against TR activation rows; row i's results go to y + i * ys. One row keeps even and odd
+ * sums apart (8 FMA chains, so the FMA latency is covered); 2-3 rows share one accumulator per
+ * (row, activation row) and take x from memory operands, which keeps the block in 16 registers. */
+static inline __attribute__((always_inline)) void eo_block(const float *xs, int K, const uint16_t *w, size_t rs,
+                                                          int TR, float *y, int ldy, int ys, int pf_on) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
     const char *pf = (const char *)w + G4_PF_BYTES;   /* as dot_bf16: the block's bytes, linearly */
     __m256 acc[4][3];
@@ -147,7 +154,7 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
             _mm_prefetch(pf + (size_t)k * 8 + 64, _MM_HINT_T0);
         }
         for (int i = 0; i < 4; i++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)i * K + k));
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + i * rs + k));
             const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
             if (TR == 1) {
                 acc[i][0] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + k), acc[i][0]);
@@ -161,23 +168,30 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
         }
     }
     for (int i = 0; i < 4; i++) {
-        if (TR == 1) y[i] = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        if (TR == 1) y[i * ys] = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
         else
-            for (int t = 0; t < TR; t++) y[(size_t)t * ldy + i] = hsum(acc[i][t]);
+            for (int t = 0; t < TR; t++) y[(size_t)t * ldy + i * ys] = hsum(acc[i][t]);
     }
+}
+
+/* Rows [n, n + 4) (rs = K, ys = 1, with the linear prefetch of short rows) or a 16-row super block
+ * from n (rs = 4 K, ys = 4, four passes j = 0..3, no software prefetch) */
+static inline __attribute__((always_inline)) void eo_rows(const float *xs, int T, int K, const uint16_t *w, size_t rs,
+                                                         float *y, int ldy, int ys, int pf_on) {
+    if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on);
+    else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, pf_on);
+    else eo_block(xs, K, w, rs, 3, y, ldy, ys, pf_on);
 }
 
 static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
     float xs[3 * EO_MAX_K] __attribute__((aligned(32)));
     split_even_odd(x, T, K, xs);
-    const int pf_on = (size_t)K * 2 < G4_PF_MAX_ROW;
+    const int short_rows = (size_t)K * 2 < G4_PF_MAX_ROW;
     int n = n0;
-    for (; n + 4 <= n1; n += 4) {
-        const uint16_t *w = W + (size_t)n * K;
-        if (T == 1) eo_block(xs, K, w, 1, y + n, ldy, pf_on);
-        else if (T == 2) eo_block(xs, K, w, 2, y + n, ldy, pf_on);
-        else eo_block(xs, K, w, 3, y + n, ldy, pf_on);
-    }
+    if (short_rows)   /* super blocks: each of the 4 streams runs through 4 consecutive rows */
+        for (; n + 16 <= n1; n += 16)
+            for (int j = 0; j < 4; j++) eo_rows(xs, T, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, ldy, 4, 0);
+    for (; n + 4 <= n1; n += 4) eo_rows(xs, T, K, W + (size_t)n * K, (size_t)K, y + n, ldy, 1, short_rows);
     if (n < n1) dot_bf16(x, T, K, W, n, n1, y, ldy);
 }
 

@@ -28,14 +28,19 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
-/* Palette 1, all eight tiles 16 rows x 64 bytes (tiles 0-3 C, 4-5 A, 6-7 B) */
-static inline void load_tile_config(void) {
+/* Palette 1 with the A tiles (4, 5) and their C tiles (0-1: A 4, 2-3: A 5) ra and rb rows */
+static void load_tile_config_rows(int ra, int rb) {
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
     for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    cfg.rows[0] = cfg.rows[1] = cfg.rows[4] = (uint8_t)ra;
+    cfg.rows[2] = cfg.rows[3] = cfg.rows[5] = (uint8_t)rb;
     _tile_loadconfig(&cfg);
 }
+
+/* Palette 1, all eight tiles 16 rows x 64 bytes (tiles 0-3 C, 4-5 A, 6-7 B) */
+static inline void load_tile_config(void) { load_tile_config_rows(16, 16); }
 
 /* C tiles 0-3 (rows r, r + 16 x columns c, c + 16 of a 32 x 32 block) from / to memory of row
  * stride ld floats. */
@@ -159,17 +164,6 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
  * holds 16 weight rows x 16 tokens, transposed into y once at the end: K runs whole, so nothing is
  * packed and no C tile is reloaded. A weight block past n1 (rows < 32) shapes its tiles to the
  * rows it has; a K that is not a multiple of 32 takes its last 32 columns from a zero-padded copy. */
-
-/* Palette 1 with the A tiles (4, 5) and their C tiles (0-1: A 4, 2-3: A 5) ra and rb rows */
-static void load_tile_config_rows(int ra, int rb) {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
-    cfg.rows[0] = cfg.rows[1] = cfg.rows[4] = (uint8_t)ra;
-    cfg.rows[2] = cfg.rows[3] = cfg.rows[5] = (uint8_t)rb;
-    _tile_loadconfig(&cfg);
-}
 
 /* y[t0 + j][n + r] = C[r][j] for the 16 x 16 tile c (weight rows r < nr, tokens j < nt) */
 static void store_transposed(const float *c, int nr, int nt, float *y, int ldy) {

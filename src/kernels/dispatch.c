@@ -79,6 +79,11 @@ static void x512_init(void) {
     x512.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
     x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
     x512.avx512_table.attend_block = g4_attend_block_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_F16] = g4_matmul_xp_f16_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_BF16] = g4_matmul_xp_bf16_avx512;
+    x512.avx512_table.pack_x = g4_pack_x_avx512;
+    x512.avx512_table.x_mr = G4_AVX512_XMR;
     const g4_kernels *base = &x512.avx512_table;
     if (!has_avx512bf16()) return;
     x512.avx512bf16_table = *base;

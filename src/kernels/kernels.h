@@ -56,6 +56,17 @@ typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int
 typedef void (*g4_matmul_xbf16_fn)(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0,
                                    int n1, float *y, int ldy);
 
+/* The exact GEMM on activations packed once per matmul input and shared by every task of the
+ * matmul (each task packing them itself cost ~7% of the prefill at 32-row tasks):
+ * pack_x(x, T, K, b0, b1, xp) writes micro-panels b0..b1-1 of X [T][K], panel b holding rows
+ * [b * x_mr, b * x_mr + x_mr) k-major: xp[(b * K + k) * x_mr + i] = X[b * x_mr + i][k] (rows
+ * past T left as they are). matmul_xp[dt](x, xp, ...) then computes what matmul[dt](x, ...) does, from
+ * those panels (x itself is read only for a range's last < 16 rows; T >= 4, K a multiple of 8);
+ * NULL where the path has no such GEMM. */
+typedef void (*g4_matmul_xp_fn)(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                                 float *y, int ldy);
+typedef void (*g4_pack_x_fn)(const float *x, int T, int K, int b0, int b1, float *xp);
+
 /* --prefill-bf16's bf16 input for matmul_xbf16: rows; AMX A tiles (g4_xbf16_tile_offset); AMX
  * B tiles of token pairs (g4_xbf16_pair_offset, for the kernel that takes the weights as A) */
 typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1, G4_XBF16_PAIRS = 2 } g4_xbf16_layout;
@@ -64,6 +75,9 @@ typedef struct {
     const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
+    g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* float weights on pre-packed input, or NULL */
+    g4_pack_x_fn pack_x;                      /* the input packing matmul_xp takes */
+    int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
      * avx2 = ggml's x86 quantize_row_q8_0 (x * (127/amax), round half to even — it differs from

@@ -34,6 +34,7 @@ typedef struct {
     g4_mm_op ops[3];
     const void *xq[3];               /* --act-q8: op i's input quantized for its weight type, or NULL */
     const uint16_t *xb[3];           /* --prefill-bf16 on bf16 hardware: op i's input in bf16, or NULL */
+    const float *xp[3];              /* the exact GEMM's packed input (kernels.h pack_x), or NULL */
     int xb_ld;
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
@@ -50,6 +51,7 @@ static void mm_task(void *ctx, int task, int thread) {
         const g4_mm_op *op = &j->ops[o];
         if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else if (j->xb[o]) j->k->matmul_xbf16(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        else if (j->xp[o]) j->k->matmul_xp[op->w->dt](op->x, j->xp[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
 }
@@ -87,6 +89,38 @@ static void round_task(void *ctx, int task, int thread) {
             g4_round_bf16_row(x, j->K, (float *)j->dst + (size_t)t * j->K);
         }
     }
+}
+
+/* The exact GEMM's input packed once (kernels.h pack_x) for every task, split over the pool by
+ * micro-panels; ops after the first take it where they share op 0's input (q/k/v, gate/up), and
+ * their plain rows otherwise. */
+typedef struct {
+    const g4_kernels *k;
+    const float *x;
+    float *xp;
+    int T, K, per_task, n_panels;
+} pack_job;
+
+static void pack_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const pack_job *j = ctx;
+    const int b0 = task * j->per_task, b1 = b0 + j->per_task < j->n_panels ? b0 + j->per_task : j->n_panels;
+    j->k->pack_x(j->x, j->T, j->K, b0, b1, j->xp);
+}
+
+static void pack_inputs(g4_model *m, mm_job *j, int T) {
+    const g4_mm_op *op0 = &j->ops[0];
+    const int K = op0->w->cols;
+    if (!m->xp || T < 4 || K % 8 || !m->k->matmul_xp[op0->w->dt] || j->xq[0] || j->xb[0]) return;
+    pack_job pj = {.k = m->k, .x = op0->x, .xp = m->xp, .T = T, .K = K, .n_panels = (T + m->k->x_mr - 1) / m->k->x_mr};
+    const int nth = g4_pool_size(m->pool);
+    pj.per_task = (pj.n_panels + 2 * nth - 1) / (2 * nth);
+    const int n_tasks = (pj.n_panels + pj.per_task - 1) / pj.per_task;
+    if (nth == 1 || n_tasks == 1) { pj.per_task = pj.n_panels; pack_task(&pj, 0, 0); }
+    else g4_pool_run(m->pool, n_tasks, pack_task, &pj);
+    for (int i = 0; i < j->n_ops; i++)
+        if (!j->xq[i] && !j->xb[i] && j->k->matmul_xp[j->ops[i].w->dt] && ops_share_input(&j->ops[i], op0))
+            j->xp[i] = m->xp;
 }
 
 /* --prefill-bf16: op i's input rounded to bf16, once for the ops that share it (q/k/v, gate/up):
@@ -129,6 +163,7 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
         const g4_dtype dt = ops[i].w->dt;
         j.xq[i] = NULL;
         j.xb[i] = NULL;
+        j.xp[i] = NULL;
         if (m->round_bf16 && dt == G4_DT_BF16) round_input_bf16(m, &j, ops, i, T);
         if (!m->opts.act_q8 || !m->k->matmul_q8[dt]) continue;   /* float weights: exact path */
         /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
@@ -142,6 +177,7 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
             xq += (size_t)T * g4_act_row_bytes(dt, ops[i].w->cols);
         }
     }
+    pack_inputs(m, &j, T);
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;

@@ -84,6 +84,8 @@ struct g4_model {
                                  * rounded up to 32][xb_ld] floats (or bf16 for the hardware kernels);
                                  * padding rows and columns stay zero */
     int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
+    float *xp;                  /* the exact GEMM's packed input (kernels.h pack_x) where the
+                                 * kernel table has one: [max_rows rounded up to x_mr][widest K] */
     int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */
     /* G4_PROFILE=1: wall seconds of each phase of the forward pass on the driving thread, kept
      * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */

@@ -3,7 +3,8 @@
  * hand-off (T < 4), K past the 512-column panel and not a multiple of 8, row ranges of whole
  * 32-row panel pairs, a single 16-row panel and a tail of < 16 rows, accumulation across K blocks
  * (the bf16 panel's even/odd lanes permuted on load and store), and y's columns outside
- * [n0, n1) left untouched. Twice: the kernel's own source compiled here against a C emulation of
+ * [n0, n1) left untouched; the same on input packed once (pack_x + matmul_xp, as the forward
+ * pass calls it). Twice: the kernel's own source compiled here against a C emulation of
  * the intrinsics (emu_avx512_amx.h; the AVX2 packers and fallbacks are the library's, so that
  * part needs AVX2), and the library's real kernel where this CPU has AVX-512F (skipped elsewhere). */
 #include <setjmp.h>
@@ -20,10 +21,42 @@
 #define g4_matmul_f32_avx512 emu_matmul_f32_avx512
 #define g4_matmul_f16_avx512 emu_matmul_f16_avx512
 #define g4_matmul_bf16_avx512 emu_matmul_bf16_avx512
+#define g4_pack_x_avx512 emu_pack_x_avx512
+#define g4_matmul_xp_f32_avx512 emu_matmul_xp_f32_avx512
+#define g4_matmul_xp_f16_avx512 emu_matmul_xp_f16_avx512
+#define g4_matmul_xp_bf16_avx512 emu_matmul_xp_bf16_avx512
 #include "../../src/kernels/cpu/avx512.c"
 #undef g4_matmul_f32_avx512
 #undef g4_matmul_f16_avx512
 #undef g4_matmul_bf16_avx512
+#undef g4_pack_x_avx512
+#undef g4_matmul_xp_f32_avx512
+#undef g4_matmul_xp_f16_avx512
+#undef g4_matmul_xp_bf16_avx512
+
+/* matmul_xp behind g4_matmul_fn's signature: X packed by pack_x (all panels), then the GEMM on
+ * the panels, as the forward pass calls them (gemma4.c pack_inputs) */
+static g4_pack_x_fn cur_pack;
+static g4_matmul_xp_fn cur_xp[G4_DT_COUNT];
+static void via_packed(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const int nb = (T + G4_AVX512_XMR - 1) / G4_AVX512_XMR;
+    float *xp = malloc(sizeof(float) * (size_t)nb * G4_AVX512_XMR * K);
+    assert_non_null(xp);
+    for (size_t i = 0; i < (size_t)nb * G4_AVX512_XMR * K; i++) xp[i] = NAN;   /* padding rows are not read */
+    cur_pack(x, T, K, 0, nb / 2, xp);   /* in two calls, as the pool's tasks split it */
+    cur_pack(x, T, K, nb / 2, nb, xp);
+    cur_xp[dt](x, xp, T, K, w, n0, n1, y, ldy);
+    free(xp);
+}
+static void packed_f32(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    via_packed(G4_DT_F32, x, T, K, w, n0, n1, y, ldy);
+}
+static void packed_f16(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    via_packed(G4_DT_F16, x, T, K, w, n0, n1, y, ldy);
+}
+static void packed_bf16(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    via_packed(G4_DT_BF16, x, T, K, w, n0, n1, y, ldy);
+}
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
@@ -76,7 +109,7 @@ static void check(g4_matmul_fn mm, g4_dtype dt, int T, int K, int N, int n0, int
             }
             /* fp32 sums: ~sqrt(K) roundings of 2^-24 of the running magnitude; a lost, doubled or
              * misplaced product is ~mag / K, far outside */
-            if (fabs(got - ref) > 1e-5 * mag + 1e-30)
+            if (!(fabs(got - ref) <= 1e-5 * mag + 1e-30))   /* NaN fails too */
                 fail_msg("dt=%d T=%d K=%d n=%d t=%d: %g vs %g", dt, T, K, n, t, got, ref);
         }
     free(x);
@@ -91,9 +124,10 @@ static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {300, 40, 48, 0, 48},    /* two M blocks */
 };
 
-static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16) {
+static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16, int packed) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int *s = shapes[i];
+        if (packed && (s[0] < 4 || s[1] % 8)) continue;   /* outside matmul_xp's contract */
         check(f32, G4_DT_F32, s[0], s[1], s[2], s[3], s[4]);
         check(f16, G4_DT_F16, s[0], s[1], s[2], s[3], s[4]);
         check(bf16, G4_DT_BF16, s[0], s[1], s[2], s[3], s[4]);
@@ -103,14 +137,24 @@ static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16) {
 static void test_emulated(void **state) {
     (void)state;
     if (!g4_kernels_avx2()) skip();   /* the packers and the T < 4 hand-off are AVX2 code */
-    check_all(emu_matmul_f32_avx512, emu_matmul_f16_avx512, emu_matmul_bf16_avx512);
+    check_all(emu_matmul_f32_avx512, emu_matmul_f16_avx512, emu_matmul_bf16_avx512, 0);
+    cur_pack = emu_pack_x_avx512;
+    cur_xp[G4_DT_F32] = emu_matmul_xp_f32_avx512;
+    cur_xp[G4_DT_F16] = emu_matmul_xp_f16_avx512;
+    cur_xp[G4_DT_BF16] = emu_matmul_xp_bf16_avx512;
+    check_all(packed_f32, packed_f16, packed_bf16, 1);
 }
 
 static void test_hardware(void **state) {
     (void)state;
     const g4_kernels *k = g4_kernels_avx512();
     if (!k) skip();
-    check_all(k->matmul[G4_DT_F32], k->matmul[G4_DT_F16], k->matmul[G4_DT_BF16]);
+    check_all(k->matmul[G4_DT_F32], k->matmul[G4_DT_F16], k->matmul[G4_DT_BF16], 0);
+    assert_non_null(k->pack_x);
+    assert_int_equal(k->x_mr, G4_AVX512_XMR);
+    cur_pack = k->pack_x;
+    for (int d = 0; d < G4_DT_COUNT; d++) cur_xp[d] = k->matmul_xp[d];
+    check_all(packed_f32, packed_f16, packed_bf16, 1);
 }
 
 /* the shape the model's prefill gives it: a 64-row chunk over a 1536-column matrix */

@@ -14,6 +14,9 @@
 #include <immintrin.h>
 #endif
 
+#include <pthread.h>
+#include <stdlib.h>
+
 #include "kernels/cpu/pack_avx2.h"
 #include "kernels/kernels.h"
 
@@ -25,7 +28,7 @@
 #ifndef G4_AVX512_MC
 #define G4_AVX512_MC 266
 #endif
-enum { MR = 14, NR = 16, KC = G4_AVX512_KC, MC = G4_AVX512_MC };   /* MC: a multiple of MR */
+enum { MR = G4_AVX512_XMR, NR = 16, KC = G4_AVX512_KC, MC = G4_AVX512_MC };   /* MC: a multiple of MR */
 
 /* M blocks: g4_gemm_mblock(T, MC, MR), equal blocks of at most MC rows; T <= 266 is one block. On
  * a Xeon with AMX (one core of a 16-core lease, T = 256, hidden 1536; bench/device_full_check.sh,
@@ -39,11 +42,13 @@ static inline __m512 natural_to_eo(__m512 c) {
     return _mm512_permutexvar_ps(_mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0), c);
 }
 
-/* C[mr][np*16] (+)= X[mr][k0:k0+kc] · [panel 0 | panel 1]; rows of C at stride ldy. mr and np
- * are compile-time constants at every call site (micro_rows' switch). */
-static inline __attribute__((always_inline)) void micro(const float *x, int K, int k0, int kc,
-                                                        const float *p0, const float *p1, float *y,
-                                                        int ldy, int mr, int np, int accumulate, int eo) {
+/* C[mr][np*16] (+)= A · [panel 0 | panel 1], A an activation micro-panel packed k-major
+ * (xa[k * MR + i] = row i, column k0 + k; pack_rows): every broadcast comes from one sequential
+ * stream, where rows of X at their own stride (K floats: 6144 B at K = 1536) share a few L1 sets
+ * and were evicted by the weight panel streaming through. Rows of C at stride ldy; mr and np are
+ * compile-time constants at every call site (micro_rows' switch). */
+static inline __attribute__((always_inline)) void micro(const float *xa, int kc, const float *p0, const float *p1,
+                                                        float *y, int ldy, int mr, int np, int accumulate, int eo) {
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < 2; j++) {
@@ -53,14 +58,12 @@ static inline __attribute__((always_inline)) void micro(const float *x, int K, i
                 if (eo) c[i][j] = natural_to_eo(c[i][j]);
             }
         }
-    const float *xr[MR];
-    for (int i = 0; i < MR; i++) xr[i] = x + (size_t)(i < mr ? i : 0) * K + k0;
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(p0 + (size_t)k * NR);
         const __m512 b1 = np > 1 ? _mm512_load_ps(p1 + (size_t)k * NR) : b0;
         for (int i = 0; i < MR; i++) {
             if (i >= mr) break;
-            const __m512 a = _mm512_set1_ps(xr[i][k]);
+            const __m512 a = _mm512_set1_ps(xa[(size_t)k * MR + i]);
             c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
             if (np > 1) c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
         }
@@ -72,12 +75,12 @@ static inline __attribute__((always_inline)) void micro(const float *x, int K, i
 
 #define MICRO_CASE(R)                                                                         \
     case R:                                                                                   \
-        if (np == 2) micro(x, K, k0, kc, p0, p1, y, ldy, R, 2, accumulate, eo);              \
-        else micro(x, K, k0, kc, p0, p1, y, ldy, R, 1, accumulate, eo);                      \
+        if (np == 2) micro(xa, kc, p0, p1, y, ldy, R, 2, accumulate, eo);                    \
+        else micro(xa, kc, p0, p1, y, ldy, R, 1, accumulate, eo);                            \
         break;
 
-static void micro_any(const float *x, int K, int k0, int kc, const float *p0, const float *p1, float *y, int ldy,
-                      int mr, int np, int accumulate, int eo) {
+static void micro_any(const float *xa, int kc, const float *p0, const float *p1, float *y, int ldy, int mr, int np,
+                      int accumulate, int eo) {
     switch (mr) {
         MICRO_CASE(14) MICRO_CASE(13) MICRO_CASE(12) MICRO_CASE(11) MICRO_CASE(10) MICRO_CASE(9) MICRO_CASE(8)
         MICRO_CASE(7) MICRO_CASE(6) MICRO_CASE(5) MICRO_CASE(4) MICRO_CASE(3) MICRO_CASE(2) MICRO_CASE(1)
@@ -88,7 +91,7 @@ static void micro_any(const float *x, int K, int k0, int kc, const float *p0, co
 /* All T activation rows against one pair of panels, MR rows at a time, prefetching the next
  * pack's weight rows (`pf`: rows of pf_bytes at pf_stride, from DRAM) a few rows per block, as
  * the AVX2 GEMM does (issued all at once they left the pack waiting on DRAM). */
-static void micro_rows(const float *x, int T, int K, int k0, int kc, const float *p0, const float *p1, int np,
+static void micro_rows(const float *xp, size_t xp_stride, int T, int kc, const float *p0, const float *p1, int np,
                        float *y, int ldy, int accumulate, int eo, const char *pf, size_t pf_stride, int pf_rows,
                        int pf_bytes) {
     const int nb = (T + MR - 1) / MR;
@@ -97,15 +100,54 @@ static void micro_rows(const float *x, int T, int K, int k0, int kc, const float
             for (int r = b * pf_rows / nb; r < (b + 1) * pf_rows / nb; r++)
                 for (int l = 0; l < pf_bytes; l += 64) _mm_prefetch(pf + r * pf_stride + l, _MM_HINT_T0);
         const int mr = T - t < MR ? T - t : MR;
-        micro_any(x + (size_t)t * K, K, k0, kc, p0, p1, y + (size_t)t * ldy, ldy, mr, np, accumulate, eo);
+        micro_any(xp + (size_t)b * xp_stride, kc, p0, p1, y + (size_t)t * ldy, ldy, mr, np, accumulate, eo);
     }
 }
 
+/* X[0:T][k0:k0+kc] -> micro-panels of MR rows, k-major (xp[b * KC * MR + k * MR + i]); the last
+ * panel's rows past T are left as they are (micro reads only its mr rows) */
+static void pack_rows(const float *x, int T, int K, int k0, int kc, float *xp) {
+    for (int t0 = 0, b = 0; t0 < T; t0 += MR, b++) {
+        float *d = xp + (size_t)b * KC * MR;
+        const int mr = T - t0 < MR ? T - t0 : MR;
+        for (int i = 0; i < mr; i++) {
+            const float *s = x + (size_t)(t0 + i) * K + k0;
+            for (int k = 0; k < kc; k++) d[(size_t)k * MR + i] = s[k];
+        }
+    }
+}
+
+/* Each thread's packed activation block, (MC / MR + 1) micro-panels of KC x MR floats (~560 KB,
+ * in L2 beside the weight panels): allocated on the thread's first prefill GEMM (never in decode:
+ * T < 4 goes to the AVX2 kernels), freed when the thread exits. */
+static pthread_key_t xpack_key;
+static pthread_once_t xpack_once = PTHREAD_ONCE_INIT;
+static void xpack_key_init(void) { (void)pthread_key_create(&xpack_key, free); }
+static float *thread_xpack(void) {
+    (void)pthread_once(&xpack_once, xpack_key_init);
+    float *p = pthread_getspecific(xpack_key);
+    if (!p && (p = aligned_alloc(64, sizeof(float) * (size_t)(MC / MR + 1) * MR * KC)) != NULL &&
+        pthread_setspecific(xpack_key, p) != 0) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
 /* K blocks outside the panel loop so X[m0:m0+MC][k0:k0+KC] stays in L2 while every panel pair
- * of the range is packed (once) and multiplied against it (avx2.c's GEMM_IMPL has the measurements). */
-static void gemm(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+ * of the range is packed (once) and multiplied against it (avx2.c's GEMM_IMPL has the measurements).
+ * The activations come packed for the whole K (xp, from g4_pack_x_avx512; x is still read by the
+ * AVX2 GEMM for a range's last < 16 rows), else as rows, packed here one (M block, K block) at a
+ * time into the thread's buffer. */
+static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,
+                 int ldy) {
     const g4_kernels *avx2 = g4_kernels_avx2();
-    if (T < 4 || K % 8) {
+    if (!xp && (T < 4 || K % 8)) {
+        avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
+        return;
+    }
+    float *xbuf = xp ? NULL : thread_xpack();
+    if (!xp && !xbuf) {   /* out of memory: the AVX2 GEMM needs no buffer */
         avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
         return;
     }
@@ -118,10 +160,12 @@ static void gemm(g4_dtype dt, const float *x, int T, int K, const void *w, int n
     const int MB = g4_gemm_mblock(T, MC, MR);
     for (int m0 = 0; m0 < T; m0 += MB) {
         const int mc = T - m0 < MB ? T - m0 : MB;
-        const float *xm = x + (size_t)m0 * K;
         float *ym = y + (size_t)m0 * ldy;
         for (int k0 = 0; k0 < K; k0 += KC) {
             const int kc = K - k0 < KC ? K - k0 : KC;
+            const float *xb = xp ? xp + ((size_t)(m0 / MR) * K + k0) * MR : xbuf;
+            const size_t xb_stride = xp ? (size_t)K * MR : (size_t)KC * MR;
+            if (!xp) pack_rows(x + (size_t)m0 * K, mc, K, k0, kc, xbuf);
             for (int n = n0; n < nfull;) {
                 const int np = nfull - n >= 2 * NR ? 2 : 1;
                 /* the next pack in loop order: the next panels, else the next K block's first */
@@ -130,21 +174,46 @@ static void gemm(g4_dtype dt, const float *x, int T, int K, const void *w, int n
                 const int nkc = K - nk < KC ? K - nk : KC;
                 pack(W + (size_t)n * row, K, k0, kc, panel[0]);
                 if (np == 2) pack(W + (size_t)(n + NR) * row, K, k0, kc, panel[1]);
-                micro_rows(xm, mc, K, k0, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0, eo,
+                micro_rows(xb, xb_stride, mc, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0, eo,
                            nk < K ? W + (size_t)nn * row + (size_t)nk * esz : NULL, row, 2 * NR, nkc * (int)esz);
                 n += np * NR;
             }
         }
     }
-    if (nfull < n1) avx2->matmul[dt](x, T, K, w, nfull, n1, y, ldy);
+    if (nfull < n1) avx2->matmul[dt](x, T, K, w, nfull, n1, y, ldy);   /* the last < 16 rows */
 }
 
 void g4_matmul_f32_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_DT_F32, x, T, K, w, n0, n1, y, ldy);
+    gemm(G4_DT_F32, x, NULL, T, K, w, n0, n1, y, ldy);
 }
 void g4_matmul_f16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_DT_F16, x, T, K, w, n0, n1, y, ldy);
+    gemm(G4_DT_F16, x, NULL, T, K, w, n0, n1, y, ldy);
 }
 void g4_matmul_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_DT_BF16, x, T, K, w, n0, n1, y, ldy);
+    gemm(G4_DT_BF16, x, NULL, T, K, w, n0, n1, y, ldy);
+}
+
+/* pack_rows for whole K, panels b0..b1-1 (kernels.h: pack_x) */
+void g4_pack_x_avx512(const float *x, int T, int K, int b0, int b1, float *xp) {
+    for (int b = b0; b < b1 && b * MR < T; b++) {
+        float *d = xp + (size_t)b * K * MR;
+        const int mr = T - b * MR < MR ? T - b * MR : MR;
+        for (int i = 0; i < mr; i++) {
+            const float *s = x + (size_t)(b * MR + i) * K;
+            for (int k = 0; k < K; k++) d[(size_t)k * MR + i] = s[k];
+        }
+    }
+}
+
+void g4_matmul_xp_f32_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,
+                             int ldy) {
+    gemm(G4_DT_F32, x, xp, T, K, w, n0, n1, y, ldy);
+}
+void g4_matmul_xp_f16_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,
+                             int ldy) {
+    gemm(G4_DT_F16, x, xp, T, K, w, n0, n1, y, ldy);
+}
+void g4_matmul_xp_bf16_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,
+                              int ldy) {
+    gemm(G4_DT_BF16, x, xp, T, K, w, n0, n1, y, ldy);
 }

@@ -24,5 +24,14 @@ void g4_pack16_bf16_avx2(const void *w, int K, int k0, int kc, float *panel);
 void g4_matmul_f32_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_matmul_f16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_matmul_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* The same on input packed by g4_pack_x_avx512 (kernels.h: matmul_xp, pack_x), 14-row panels */
+enum { G4_AVX512_XMR = 14 };
+void g4_pack_x_avx512(const float *x, int T, int K, int b0, int b1, float *xp);
+void g4_matmul_xp_f32_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                                 float *y, int ldy);
+void g4_matmul_xp_f16_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                                 float *y, int ldy);
+void g4_matmul_xp_bf16_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                                 float *y, int ldy);
 
 #endif

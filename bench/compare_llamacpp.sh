@@ -13,6 +13,8 @@
 #   REF_PY=/opt/refenv/bin/python (transformers with gemma4_unified, makes MODEL)
 #   CONVERT_VENV=/tmp/llama-venv (llama.cpp's converter requirements) OUT=/tmp/g4-compare-DATE
 #   RESULTS=bench/RESULTS.md
+#   BF16=auto|1|0: also run `gemma4c bench --prefill-bf16 -n 0` in every round (the opt-in bf16
+#   prefill against the same llama-bench prompts; auto: where the CPU has AVX512-BF16 or AMX-BF16)
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
@@ -81,8 +83,18 @@ record_g4_commit
 LLAMA_CMD=("$LLAMA_BENCH" -m "$GGUF" -p "$PROMPTS" -n "$NGEN" -t "$THREADS" -r "$REPS" -o json)
 # shellcheck disable=SC2206
 G4_CMD=("$G4_BIN" bench -m "$MODEL" -p "$PROMPTS" -n "$NGEN" --threads "$THREADS" --reps "$REPS" $G4_ARGS)
+BF16=${BF16:-auto}
+if [ "$BF16" = auto ]; then
+  if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then BF16=1; else BF16=0; fi
+fi
+G4_BF16_CMD=("${G4_CMD[@]}" --prefill-bf16)
+for i in "${!G4_BF16_CMD[@]}"; do   # prompts only: decode is the exact mode's
+  [ "${G4_BF16_CMD[$i]}" = -n ] && G4_BF16_CMD[$((i + 1))]=0
+done
 printf '%q ' "${LLAMA_CMD[@]}" > "$OUT/llama-cmd.txt"
 printf '%q ' "${G4_CMD[@]}" > "$OUT/gemma4c-cmd.txt"
+rm -f "$OUT"/gemma4c-bf16-r*.txt "$OUT/gemma4c-bf16-cmd.txt"
+[ "$BF16" = 1 ] && printf '%q ' "${G4_BF16_CMD[@]}" > "$OUT/gemma4c-bf16-cmd.txt"
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 run_llama() {
   log "round $1/$ROUNDS: llama-bench"
@@ -95,11 +107,19 @@ run_g4() {
     { tail -20 "$OUT/gemma4c-r$1.log" >&2; die "gemma4c bench failed (log: $OUT/gemma4c-r$1.log)"; }
   grep -v '^{' "$OUT/gemma4c-r$1.txt" | grep -E '^  (pp|tg)' >&2 || true
 }
+run_g4_bf16() {
+  [ "$BF16" = 1 ] || return 0
+  log "round $1/$ROUNDS: gemma4c bench --prefill-bf16"
+  "${G4_BF16_CMD[@]}" > "$OUT/gemma4c-bf16-r$1.txt" 2> "$OUT/gemma4c-bf16-r$1.log" ||
+    { tail -20 "$OUT/gemma4c-bf16-r$1.log" >&2; die "gemma4c bench --prefill-bf16 failed (log: $OUT/gemma4c-bf16-r$1.log)"; }
+  grep -v '^{' "$OUT/gemma4c-bf16-r$1.txt" | grep -E '^  pp' >&2 || true
+}
 # ABBA order (llama.cpp first in odd rounds, gemma4c first in even ones) so slow drift in the
 # machine's state (other tenants, page cache, clocks) does not favour one engine.
 for r in $(seq 1 "$ROUNDS"); do
   record_load "$r"
-  if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; else run_g4 "$r"; run_llama "$r"; fi
+  if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; run_g4_bf16 "$r"
+  else run_g4_bf16 "$r"; run_g4 "$r"; run_llama "$r"; fi
 done
 uptime > "$OUT/uptime.txt"
 

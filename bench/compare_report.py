@@ -26,6 +26,9 @@ def main() -> None:
     g4, runs = load_g4(os.path.join(out, "gemma4c-r*.txt"))
     tests = [t["test"] for t in runs[0]["tests"]] if runs else sorted(llama)
     n_rounds = len(runs)
+    # the opt-in bf16 prefill (compare_llamacpp.sh BF16=1): its prompts against the same llama.cpp runs
+    g4b, bruns = load_g4(os.path.join(out, "gemma4c-bf16-r*.txt"))
+    btests = [t["test"] for t in bruns[0]["tests"] if t["kind"] == "prefill"] if bruns else []
 
     w = sys.stdout.write
     w("# gemma4c vs llama.cpp — CPU side-by-side (issue 6)\n\n")
@@ -38,13 +41,19 @@ def main() -> None:
     w("| test | gemma4c tok/s | llama.cpp tok/s | ratio | paired ratio (min-max) | gemma4c per round | "
       "llama.cpp per round |\n")
     w("|---|---:|---:|---:|---:|---|---|\n")
-    for t in tests:
-        a, b = med(g4.get(t, [])), med(llama.get(t, []))
+    rows = [(t, t, g4) for t in tests] + [(f"{t} `--prefill-bf16`", t, g4b) for t in btests]
+    for label, t, eng in rows:
+        a, b = med(eng.get(t, [])), med(llama.get(t, []))
         ratio = a / b if a and b else None
-        pairs = [x / y for x, y in zip(g4.get(t, []), llama.get(t, [])) if x and y]
+        pairs = [x / y for x, y in zip(eng.get(t, []), llama.get(t, [])) if x and y]
         paired = f"{fmt(med(pairs))}x ({fmt(min(pairs))}-{fmt(max(pairs))})" if pairs else "—"
-        w(f"| {t} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {paired} | {', '.join(fmt(x) for x in g4.get(t, []))} | "
+        w(f"| {label} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {paired} | {', '.join(fmt(x) for x in eng.get(t, []))} | "
           f"{', '.join(fmt(x) for x in llama.get(t, []))} |\n")
+    if btests:
+        sp = [f"{t} {fmt(med(g4b[t]) / med(g4[t]))}x" for t in btests if med(g4b.get(t, [])) and med(g4.get(t, []))]
+        w(f"\n`--prefill-bf16` (activations rounded to bf16 for the layer matmuls, kernels `{bruns[0]['kernels']}`; "
+          f"decode stays exact) over the exact prefill: {', '.join(sp)}. Its accuracy against the exact mode: "
+          "`bench/prefill_bf16_accuracy.py`.\n")
 
     if runs:
         mach = [r["machine"] for r in runs]
@@ -118,7 +127,9 @@ def main() -> None:
         w(f"\nLoad after the run (`uptime`): `{up}` — the machine is shared; other tenants' load shows up "
           "as round-to-round spread.\n")
     w("\n## Commands\n\n```sh\nbench/compare_llamacpp.sh   # builds, converts, then per round:\n")
-    w(read(os.path.join(out, "llama-cmd.txt")) + "\n" + read(os.path.join(out, "gemma4c-cmd.txt")) + "\n```\n")
+    w(read(os.path.join(out, "llama-cmd.txt")) + "\n" + read(os.path.join(out, "gemma4c-cmd.txt")) + "\n")
+    bcmd = read(os.path.join(out, "gemma4c-bf16-cmd.txt"))
+    w((bcmd + "\n" if bcmd else "") + "```\n")
 
 
 if __name__ == "__main__":

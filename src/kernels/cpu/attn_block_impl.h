@@ -9,7 +9,9 @@
  *   ATT_LOAD(p), ATT_STORE(p, v), ATT_ZERO(), ATT_FMA(a, b, c) (a*b + c), ATT_BCAST(p) (*p in
  *   every lane), ATT_TO8(v) (the lanes summed pairwise down to one __m256), ATT_NK (keys per
  *   scores microkernel)
- * and gets attend_block_impl(), which needs D a multiple of 2 * ATT_VW. */
+ * and may define ATT_VTILE_BYTES (V rows per P·V tile, default 16 KB) and ATT_PV_NV (vectors
+ * per P·V strip, default 2); it gets attend_block_impl(), which needs D a multiple of
+ * ATT_PV_NV * ATT_VW. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -21,7 +23,13 @@
  * whole key rows, which the prefetchers follow); 16 KB of V rows, which stay in L1 while every
  * quad walks them in strips of two vectors (64 B of each row on AVX2: on 64 KB tiles the P·V
  * loop stalled on L2; Zen3, 256-dim heads, ~8% faster). */
-enum { TILE_BYTES = 65536, VTILE_BYTES = 16384 };
+#ifndef ATT_VTILE_BYTES
+#define ATT_VTILE_BYTES 16384
+#endif
+#ifndef ATT_PV_NV
+#define ATT_PV_NV 2
+#endif
+enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV };
 
 /* [sum a, sum b, sum c, sum d] */
 static inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
@@ -50,27 +58,24 @@ static inline void scores_4xn(const float *const q[4], const float *const k[ATT_
     }
 }
 
-/* o_i[c..c+2W) += sum_t p_i[t] V[t][c..c+2W) for 4 rows over nt consecutive keys (W = ATT_VW).
- * p: 4 rows of probabilities (indexed from the first key), V: the first key's row + c. */
-static inline void pv_4x2v(const float *const p[4], const float *V, int D, int nt, float *const o[4], int c) {
-    ATT_VEC acc[4][2];
-    for (int i = 0; i < 4; i++) {
-        acc[i][0] = ATT_LOAD(o[i] + c);
-        acc[i][1] = ATT_LOAD(o[i] + c + ATT_VW);
-    }
+/* o_i[c..c+NV*W) += sum_t p_i[t] V[t][c..c+NV*W) for 4 rows over nt consecutive keys (W = ATT_VW,
+ * NV = PV_NV vectors). p: 4 rows of probabilities (indexed from the first key), V: the first key's
+ * row + c. */
+static inline void pv_4xnv(const float *const p[4], const float *V, int D, int nt, float *const o[4], int c) {
+    ATT_VEC acc[4][PV_NV];
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < PV_NV; v++) acc[i][v] = ATT_LOAD(o[i] + c + v * ATT_VW);
     for (int t = 0; t < nt; t++) {
         const float *vr = V + (size_t)t * D;
-        const ATT_VEC v0 = ATT_LOAD(vr), v1 = ATT_LOAD(vr + ATT_VW);
+        ATT_VEC vv[PV_NV];
+        for (int v = 0; v < PV_NV; v++) vv[v] = ATT_LOAD(vr + v * ATT_VW);
         for (int i = 0; i < 4; i++) {
             const ATT_VEC pb = ATT_BCAST(p[i] + t);
-            acc[i][0] = ATT_FMA(pb, v0, acc[i][0]);
-            acc[i][1] = ATT_FMA(pb, v1, acc[i][1]);
+            for (int v = 0; v < PV_NV; v++) acc[i][v] = ATT_FMA(pb, vv[v], acc[i][v]);
         }
     }
-    for (int i = 0; i < 4; i++) {
-        ATT_STORE(o[i] + c, acc[i][0]);
-        ATT_STORE(o[i] + c + ATT_VW, acc[i][1]);
-    }
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < PV_NV; v++) ATT_STORE(o[i] + c + v * ATT_VW, acc[i][v]);
 }
 
 /* Rows are numbered i = p*G + h; row i's vector is at base + off[i]. A quad's slots past the
@@ -193,7 +198,7 @@ static void attend_block_impl(const float *q, int ldq, float *out, int ldo, int 
             if (a > b) continue;
             const float *pr[4];
             for (int i = 0; i < 4; i++) pr[i] = scores + (size_t)(i0 + (i < nr ? i : nr - 1)) * span + a - L;
-            for (int c = 0; c < D; c += 2 * ATT_VW) pv_4x2v(pr, Vt + (size_t)(a - t0) * D + c, D, b - a + 1, orow, c);
+            for (int c = 0; c < D; c += PV_NV * ATT_VW) pv_4xnv(pr, Vt + (size_t)(a - t0) * D + c, D, b - a + 1, orow, c);
         }
         t0 = t1 + 1;
     }

@@ -77,6 +77,10 @@ typedef struct {
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
     g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* float weights on pre-packed input, or NULL */
     g4_pack_x_fn pack_x;                      /* the input packing matmul_xp takes */
+    /* The exact GEMM for bf16 weights on AMX (kernels.h g4_xbf16_put_row_split3): the input as
+     * three bf16 planes in the tile layout, `plane` elements apart; NULL without AMX */
+    void (*matmul_x3bf16)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
+                          int ldy);
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -132,6 +136,8 @@ void g4_matmul_xbf16_avx512(const uint16_t *xb, int ldx, int T, int K, const voi
                             float *y, int ldy);
 void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
                          float *y, int ldy);
+void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
+                          int ldy);
 /* The same on AMX with the operands swapped (input in the pair layout): G4_AMX_WA=1 */
 void g4_matmul_xbf16_amx_wa(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
                             float *y, int ldy);
@@ -155,6 +161,14 @@ static inline size_t g4_xbf16_pair_offset(int t, int k, int Kp) {
 /* Row t of matmul_xbf16's input: x[0, n) rounded to bf16 and zeros to Kp (n <= Kp; n = 0 for a
  * padding row), in `layout` (rows of stride ld; ld unused by the others). */
 void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_layout layout, uint16_t *xb);
+
+/* The exact GEMM on AMX-BF16 (matmul_x3bf16): each fp32 activation is the exact sum of three bf16
+ * values, hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid) (24 significand bits in 3 x 8;
+ * only a term below 2^-126, flushed by AMX, is lost), so with bf16 weights every product
+ * w * hi, w * mid, w * lo is exact in fp32 and their fp32 sum is a float32 dot product of the
+ * same values as the FMA GEMM's, summed in another order. Row t of the three terms, in the tile
+ * layout, at xs, xs + plane and xs + 2 * plane (x[0, n), zeros to Kp; n = 0 for a padding row). */
+void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

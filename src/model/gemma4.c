@@ -35,6 +35,8 @@ typedef struct {
     const void *xq[3];               /* --act-q8: op i's input quantized for its weight type, or NULL */
     const uint16_t *xb[3];           /* --prefill-bf16 on bf16 hardware: op i's input in bf16, or NULL */
     const float *xp[3];              /* the exact GEMM's packed input (kernels.h pack_x), or NULL */
+    const uint16_t *x3[3];           /* the exact GEMM on AMX: op i's input as three bf16 planes, or NULL */
+    size_t x3_plane;
     int xb_ld;
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
@@ -51,6 +53,7 @@ static void mm_task(void *ctx, int task, int thread) {
         const g4_mm_op *op = &j->ops[o];
         if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else if (j->xb[o]) j->k->matmul_xbf16(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        else if (j->x3[o]) j->k->matmul_x3bf16(j->x3[o], j->x3_plane, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else if (j->xp[o]) j->k->matmul_xp[op->w->dt](op->x, j->xp[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
@@ -106,6 +109,44 @@ static void pack_task(void *ctx, int task, int thread) {
     const pack_job *j = ctx;
     const int b0 = task * j->per_task, b1 = b0 + j->per_task < j->n_panels ? b0 + j->per_task : j->n_panels;
     j->k->pack_x(j->x, j->T, j->K, b0, b1, j->xp);
+}
+
+/* The exact GEMM on AMX-BF16 (kernels.h g4_xbf16_put_row_split3): op 0's input split into three
+ * bf16 planes once, split over the pool by rows, for the ops with bf16 weights that share it.
+ * On a Xeon with AMX (2 threads, bench model) the layer matmuls of a 512-token prefill took
+ * 2.2 s on the AVX-512 FMA GEMM; on AMX at three tile products per B tile, see bench/RESULTS.md. */
+typedef struct {
+    const float *x;
+    uint16_t *xs;
+    size_t plane;
+    int T, K, rows, per_task;
+} split_job;
+
+static void split_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const split_job *j = ctx;
+    const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    const int Kp = (j->K + 31) & ~31;
+    for (int t = r0; t < r1; t++)
+        g4_xbf16_put_row_split3(j->x + (size_t)(t < j->T ? t : 0) * j->K, t < j->T ? j->K : 0, t, Kp, j->plane, j->xs);
+}
+
+static int split_inputs(g4_model *m, mm_job *j, int T) {
+    const g4_mm_op *op0 = &j->ops[0];
+    if (!m->x3 || T < G4_X3_MIN_ROWS || op0->w->dt != G4_DT_BF16 || j->xq[0] || j->xb[0]) return 0;
+    split_job sj = {.x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols, .rows = (T + 31) & ~31};
+    const int nth = g4_pool_size(m->pool), want = 4 * nth;
+    sj.per_task = (sj.rows + want - 1) / want;
+    const int n_tasks = (sj.rows + sj.per_task - 1) / sj.per_task;
+    PROF(m, G4_PROF_ROUND, {
+        if (nth == 1 || n_tasks == 1) { sj.per_task = sj.rows; split_task(&sj, 0, 0); }
+        else g4_pool_run(m->pool, n_tasks, split_task, &sj);
+    });
+    j->x3_plane = m->x3_plane;
+    for (int i = 0; i < j->n_ops; i++)
+        if (!j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], op0))
+            j->x3[i] = m->x3;
+    return 1;
 }
 
 static void pack_inputs(g4_model *m, mm_job *j, int T) {
@@ -164,6 +205,7 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
         j.xq[i] = NULL;
         j.xb[i] = NULL;
         j.xp[i] = NULL;
+        j.x3[i] = NULL;
         if (m->round_bf16 && dt == G4_DT_BF16) round_input_bf16(m, &j, ops, i, T);
         if (!m->opts.act_q8 || !m->k->matmul_q8[dt]) continue;   /* float weights: exact path */
         /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
@@ -177,13 +219,13 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
             xq += (size_t)T * g4_act_row_bytes(dt, ops[i].w->cols);
         }
     }
-    pack_inputs(m, &j, T);
+    if (!split_inputs(m, &j, T)) pack_inputs(m, &j, T);
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;
     /* task boundaries on whole panels: 16 rows (the GEMM's panel; the GEMV's 4-row blocks), 32
      * for the bf16 hardware matmul, whose 32-row panels a 16-row edge would half waste */
-    const int snap = j.xb[0] ? 32 : 16;
+    const int snap = j.xb[0] || j.x3[0] ? 32 : 16;
     int n = 0;
     for (int r = 0, o = 0; r < total && n < MM_MAX_TASKS; n++) {
         j.bound[n] = r;

@@ -96,6 +96,11 @@ static g4_status alloc_state(g4_model *m) {
         if (!(m->xb = calloc((R + 31) / 32 * 32 * (size_t)m->xb_ld, sizeof(float))))
             return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --prefill-bf16 scratch");
     }
+    if (m->k->matmul_x3bf16 && m->opts.numerics != G4_NUMERICS_GGML && R >= G4_X3_MIN_ROWS) {
+        m->x3_plane = (R + 31) / 32 * 32 * ((K + 31) / 32 * 32);
+        if (!(m->x3 = aligned_alloc(64, (3 * m->x3_plane * sizeof(uint16_t) + 63) & ~(size_t)63)))
+            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX exact GEMM's input scratch");
+    }
     if (m->k->pack_x && !m->opts.act_q8 && R >= 4) {   /* shared by every task of an exact GEMM */
         const size_t mr = (size_t)m->k->x_mr;
         if (!(m->xp = aligned_alloc(64, ((R + mr - 1) / mr * mr * K * sizeof(float) + 63) & ~(size_t)63)))
@@ -512,7 +517,7 @@ void g4_model_free(g4_model *m) {
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
-    free(m->xq); free(m->xb); free(m->xp);
+    free(m->xq); free(m->xb); free(m->xp); free(m->x3);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }

@@ -84,6 +84,10 @@ struct g4_model {
                                  * rounded up to 32][xb_ld] floats (or bf16 for the hardware kernels);
                                  * padding rows and columns stay zero */
     int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
+#define G4_X3_MIN_ROWS 32       /* fewer rows (decode, small batches) stay on the FMA kernels */
+    uint16_t *x3;               /* the exact GEMM on AMX: one input as three bf16 planes (kernels.h
+                                 * g4_xbf16_put_row_split3), x3_plane elements apart */
+    size_t x3_plane;
     float *xp;                  /* the exact GEMM's packed input (kernels.h pack_x) where the
                                  * kernel table has one: [max_rows rounded up to x_mr][widest K] */
     int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */

@@ -87,6 +87,53 @@ static inline void _mm512_mask_storeu_ps(void *p, __mmask16 k, __m512 v) {
     for (int i = 0; i < 16; i++)
         if (k >> i & 1) memcpy((float *)p + i, (const float *)&v + i, 4);
 }
+/* the AVX-512 bf16 weight packer's (cpu/avx512.c pack16_bf16) integer shuffles, per Intel's
+ * pseudocode: unpacks interleave within each 128-bit lane, shuffle_i32x4 picks whole lanes */
+static inline void _mm512_store_ps(void *p, __m512 v) {   /* the instruction faults when unaligned */
+    if ((uintptr_t)p % 64) __builtin_trap();
+    _mm512_storeu_ps(p, v);
+}
+static inline __m512 _mm512_castsi512_ps(__m512i v) { __m512 r; memcpy(&r, &v, 64); return r; }
+static inline __m512i _mm512_slli_epi32(__m512i a, unsigned n) {
+    int32_t x[16];
+    emu_to_i32(a, x);
+    for (int i = 0; i < 16; i++) x[i] = (int32_t)((uint32_t)x[i] << n);
+    return emu_from_i32(x);
+}
+static inline __m512i _mm512_and_si512(__m512i a, __m512i b) { return a & b; }
+static inline __m512i emu_unpack32(__m512i a, __m512i b, int hi) {
+    int32_t x[16], y[16], r[16];
+    emu_to_i32(a, x);
+    emu_to_i32(b, y);
+    for (int l = 0; l < 4; l++)
+        for (int i = 0; i < 2; i++) {
+            r[4 * l + 2 * i] = x[4 * l + 2 * hi + i];
+            r[4 * l + 2 * i + 1] = y[4 * l + 2 * hi + i];
+        }
+    return emu_from_i32(r);
+}
+static inline __m512i _mm512_unpacklo_epi32(__m512i a, __m512i b) { return emu_unpack32(a, b, 0); }
+static inline __m512i _mm512_unpackhi_epi32(__m512i a, __m512i b) { return emu_unpack32(a, b, 1); }
+static inline __m512i emu_unpack64(__m512i a, __m512i b, int hi) {
+    __m512i r;
+    for (int l = 0; l < 4; l++) {
+        r[2 * l] = a[2 * l + hi];
+        r[2 * l + 1] = b[2 * l + hi];
+    }
+    return r;
+}
+static inline __m512i _mm512_unpacklo_epi64(__m512i a, __m512i b) { return emu_unpack64(a, b, 0); }
+static inline __m512i _mm512_unpackhi_epi64(__m512i a, __m512i b) { return emu_unpack64(a, b, 1); }
+static inline __m512i _mm512_shuffle_i32x4(__m512i a, __m512i b, int imm) {   /* lanes 0,1 from a; 2,3 from b */
+    __m512i r;
+    for (int l = 0; l < 4; l++) {
+        const __m512i src = l < 2 ? a : b;
+        const int s = (imm >> (2 * l)) & 3;
+        r[2 * l] = src[2 * s];
+        r[2 * l + 1] = src[2 * s + 1];
+    }
+    return r;
+}
 static inline __m512 _mm512_dpbf16_ps(__m512 acc, __m512bh a, __m512bh b) {
     uint16_t x[32], y[32];
     memcpy(x, &a, 64);

@@ -22,12 +22,14 @@
 #define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
 #define g4_amx_peak_chain emu_amx_peak_chain
 #define g4_matmul_xbf16_amx_wa emu_matmul_xbf16_amx_wa
+#define g4_matmul_x3bf16_amx emu_matmul_x3bf16_amx
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
 #undef g4_matmul_xbf16_amx
 #undef g4_amx_peak_chain
 #undef g4_matmul_xbf16_amx_wa
+#undef g4_matmul_x3bf16_amx
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
@@ -131,6 +133,80 @@ static void test_put_row_layouts(void **state) {
     }
 }
 
+/* g4_xbf16_put_row_split3: hi + mid + lo is x exactly (in double), each term a bf16, across
+ * magnitudes from 2^-60 to 2^60, padding rows and columns zero */
+static void test_split3_exact(void **state) {
+    (void)state;
+    const int T = 20, Tp = 32, K = 70, Kp = 96;
+    const size_t plane = (size_t)Tp * Kp;
+    float *x = malloc((size_t)T * K * sizeof *x);
+    uint16_t *xs = malloc(3 * plane * sizeof *xs);
+    unsigned seed = 11;
+    for (int i = 0; i < T * K; i++) x[i] = ldexpf(frand(&seed), (int)(seed >> 8) % 121 - 60);
+    memset(xs, 0xff, 3 * plane * sizeof *xs);
+    for (int t = 0; t < Tp; t++) g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
+    for (int t = 0; t < Tp; t++)
+        for (int k = 0; k < Kp; k++) {
+            const size_t o = g4_xbf16_tile_offset(t, k, Kp);
+            const double sum = (double)g4_bf16_to_f32(xs[o]) + g4_bf16_to_f32(xs[o + plane]) + g4_bf16_to_f32(xs[o + 2 * plane]);
+            const double want = t < T && k < K ? x[(size_t)t * K + k] : 0.0;
+            if (sum != want) fail_msg("t=%d k=%d: hi + mid + lo = %.17g, x = %.17g", t, k, sum, want);
+        }
+    free(x);
+    free(xs);
+}
+
+/* The exact GEMM on AMX (three bf16 planes of fp32 activations) against a double-precision sum of
+ * the fp32 activations' products: within fp32 summation error, where bf16-rounded activations
+ * (hi alone) are ~2^-9 off per product */
+static void check_x3(void (*mm)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int), int T, int K,
+                     int N, int n0, int n1) {
+    const int Tp = (T + 31) / 32 * 32, Kp = (K + 31) / 32 * 32, ldy = N + 3;
+    const size_t plane = (size_t)Tp * Kp;
+    float *x = malloc((size_t)T * K * sizeof *x), *y = malloc((size_t)T * ldy * sizeof *y);
+    uint16_t *xs = malloc(3 * plane * sizeof *xs), *w = malloc((size_t)N * K * sizeof *w);
+    unsigned seed = (unsigned)(T * 17 + K * 3 + N);
+    for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 3.0f;
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
+    for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
+    for (int t = 0; t < Tp; t++) g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
+    mm(xs, plane, T, K, w, n0, n1, y, ldy);
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < ldy; n++) {
+            const float got = y[(size_t)t * ldy + n];
+            if (n < n0 || n >= n1) {
+                if (got != -12345.0f) fail_msg("x3 T=%d K=%d: column %d outside [%d, %d) written", T, K, n, n0, n1);
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)x[(size_t)t * K + k] * g4_bf16_to_f32(w[(size_t)n * K + k]);
+                ref += p;
+                mag += fabs(p);
+            }
+            if (!(fabs(got - ref) <= 1e-6 * mag + 1e-30)) fail_msg("x3 T=%d K=%d n=%d t=%d: %.9g vs %.9g", T, K, n, t, got, ref);
+        }
+    free(x);
+    free(y);
+    free(xs);
+    free(w);
+}
+
+static void check_x3_all(void (*mm)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int)) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_x3(mm, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
+}
+
+static void test_x3_emulated(void **state) { (void)state; check_x3_all(emu_matmul_x3bf16_amx); }
+
+static void test_x3_hardware(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_amx();
+    if (!k) skip();
+    assert_ptr_equal(k->matmul_x3bf16, g4_matmul_x3bf16_amx);
+    check_x3_all(g4_matmul_x3bf16_amx);
+}
+
 static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, G4_XBF16_ROWS); }
 static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, G4_XBF16_TILES);
     check_all(emu_matmul_xbf16_amx_wa, G4_XBF16_PAIRS); }
@@ -166,6 +242,9 @@ static void test_amx_hardware(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_row_layouts),
+        cmocka_unit_test(test_split3_exact),
+        cmocka_unit_test(test_x3_emulated),
+        cmocka_unit_test(test_x3_hardware),
         cmocka_unit_test(test_avx512_emulated),
         cmocka_unit_test(test_amx_emulated),
         cmocka_unit_test(test_avx512_hardware),

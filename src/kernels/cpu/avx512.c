@@ -15,7 +15,9 @@
 #endif
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cpu/pack_avx2.h"
 #include "kernels/kernels.h"
@@ -33,6 +35,48 @@ enum { MR = G4_AVX512_XMR, NR = 16, KC = G4_AVX512_KC, MC = G4_AVX512_MC };   /*
 /* M blocks: g4_gemm_mblock(T, MC, MR), equal blocks of at most MC rows; T <= 266 is one block. On
  * a Xeon with AMX (one core of a 16-core lease, T = 256, hidden 1536; bench/device_full_check.sh,
  * one run each) fixed 84-row blocks measured 113.9 GFLOP/s, fixed 252-row blocks 131.9. */
+
+/* 16 bf16 weight rows (row stride K elements), columns [k0, k0 + kc) -> a float32 panel[kc][16] in
+ * row order: per 32 columns, one 64-byte load per row, a 16 x 16 transpose of the 32-bit column
+ * pairs (4 shuffle stages), then the even column of each pair is a shift and the odd one a mask.
+ * About half the shuffles per element of the AVX2 packer, and no even/odd lane order for the
+ * microkernel to undo. Columns past the last multiple of 32 are widened one by one. */
+static void pack16_bf16(const void *wv, int K, int k0, int kc, float *panel) {
+    const uint16_t *w = wv;
+    const __m512i hi_mask = _mm512_set1_epi32((int)0xFFFF0000u);
+    int kk = 0;
+    for (; kk + 32 <= kc; kk += 32) {
+        __m512i r[16], a[16], b[16];
+        for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(w + (size_t)i * K + k0 + kk);
+        for (int i = 0; i < 8; i++) {   /* per 128-bit lane L: rows 2i, 2i+1 at columns 4L..4L+3 */
+            a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+            a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+        }
+        for (int i = 0; i < 4; i++) {   /* b[4i + c], lane L: rows 4i..4i+3 at column 4L + c */
+            b[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+            b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+            b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+            b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+        }
+        for (int c = 0; c < 4; c++) {   /* a 4 x 4 transpose of 128-bit lanes: column 4L + c, rows 0..15 */
+            const __m512i p0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), p1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
+            const __m512i p2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
+            const __m512i p3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+            const __m512i y[4] = {_mm512_shuffle_i32x4(p0, p2, 0x88), _mm512_shuffle_i32x4(p0, p2, 0xDD),
+                                  _mm512_shuffle_i32x4(p1, p3, 0x88), _mm512_shuffle_i32x4(p1, p3, 0xDD)};
+            for (int L = 0; L < 4; L++) {   /* column pair j = 4L + c: columns 2j (low half), 2j + 1 */
+                float *d = panel + (size_t)(kk + 2 * (4 * L + c)) * NR;
+                _mm512_store_ps(d, _mm512_castsi512_ps(_mm512_slli_epi32(y[L], 16)));
+                _mm512_store_ps(d + NR, _mm512_castsi512_ps(_mm512_and_si512(y[L], hi_mask)));
+            }
+        }
+    }
+    for (; kk < kc; kk++)
+        for (int i = 0; i < 16; i++) {
+            const uint32_t u = (uint32_t)w[(size_t)i * K + k0 + kk] << 16;
+            memcpy(panel + (size_t)kk * NR + i, &u, sizeof u);
+        }
+}
 
 /* pack_bf16's lane order (lanes 0-7 = panel rows 0,2,..,14; 8-15 = rows 1,3,..,15) ↔ natural */
 static inline __m512 eo_to_natural(__m512 c) {
@@ -152,8 +196,8 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
         return;
     }
     const size_t esz = dt == G4_DT_F32 ? 4 : 2, row = (size_t)K * esz;
-    g4_pack16_fn pack = dt == G4_DT_F32 ? g4_pack16_f32_avx2 : dt == G4_DT_F16 ? g4_pack16_f16_avx2 : g4_pack16_bf16_avx2;
-    const int eo = dt == G4_DT_BF16;   /* pack_bf16's even/odd lanes */
+    g4_pack16_fn pack = dt == G4_DT_F32 ? g4_pack16_f32_avx2 : dt == G4_DT_F16 ? g4_pack16_f16_avx2 : pack16_bf16;
+    const int eo = 0;   /* every packer here writes rows in order */
     float panel[2][KC * NR] __attribute__((aligned(64)));
     const char *W = w;
     const int nfull = n0 + (n1 - n0) / NR * NR;

@@ -100,9 +100,10 @@ static int k_block(int Kp) {
     return ((Kp + blocks - 1) / blocks + 31) & ~31;
 }
 
-void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
-                         int ldy) {
-    (void)ldx;   /* the tile layout's row length is Kp */
+/* nterms (1 or 3, a constant at each call site) input planes `plane` elements apart, each
+ * multiplied by every B tile pair while it is loaded */
+static inline __attribute__((always_inline)) void matmul_amx(const uint16_t *xb, size_t plane, int nterms, int T,
+                                                             int K, const void *w, int n0, int n1, float *y, int ldy) {
     const uint16_t *W = w;
     const int Kp = (K + 31) & ~31, kcmax = k_block(Kp);
     load_tile_config();
@@ -135,14 +136,16 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
                 const uint16_t *a0 = xb + g4_xbf16_tile_offset(t, k0, Kp), *a1 = xb + g4_xbf16_tile_offset(t + 16, k0, Kp);
                 for (int kk = 0; kk < kc; kk += 32) {
                     prefetch_upto(&pf, (int)(((long)++step * pf.total + steps - 1) / steps));
-                    _tile_loadd(4, a0 + kk * 16, 64);
-                    _tile_loadd(5, a1 + kk * 16, 64);
                     _tile_loadd(6, panel + (size_t)kk * G4_BF16_NR, 2 * G4_BF16_NR * sizeof(uint16_t));
                     _tile_loadd(7, panel + (size_t)kk * G4_BF16_NR + 32, 2 * G4_BF16_NR * sizeof(uint16_t));
-                    _tile_dpbf16ps(0, 4, 6);
-                    _tile_dpbf16ps(1, 4, 7);
-                    _tile_dpbf16ps(2, 5, 6);
-                    _tile_dpbf16ps(3, 5, 7);
+                    for (int j = 0; j < nterms; j++) {
+                        _tile_loadd(4, a0 + j * plane + kk * 16, 64);
+                        _tile_loadd(5, a1 + j * plane + kk * 16, 64);
+                        _tile_dpbf16ps(0, 4, 6);
+                        _tile_dpbf16ps(1, 4, 7);
+                        _tile_dpbf16ps(2, 5, 6);
+                        _tile_dpbf16ps(3, 5, 7);
+                    }
                 }
                 if (whole) {
                     c_store(yb, ldy);
@@ -154,6 +157,19 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
         }
     }
     _tile_release();
+}
+
+void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
+                         int ldy) {
+    (void)ldx;   /* the tile layout's row length is Kp */
+    matmul_amx(xb, 0, 1, T, K, w, n0, n1, y, ldy);
+}
+
+/* The exact GEMM: three planes (kernels.h g4_xbf16_put_row_split3), hi, mid and lo of each tile
+ * against the B tiles loaded once */
+void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
+                          int ldy) {
+    matmul_amx(xs, plane, 3, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---- weights as the A operand (G4_AMX_WA=1; written, tested on the emulator, not yet timed on

@@ -66,6 +66,29 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
     }
 }
 
+void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs) {
+    for (int k = 0; k < Kp; k += 32) {   /* the row's 32 columns in each tile of its band */
+        uint16_t piece[3][32];
+        const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
+        for (int i = 0; i < 32; i++) {   /* branch-free, so it vectorizes */
+            const float v = i < m ? x[k + i] : 0.0f;
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            const uint16_t hi = bf16_bits(u);
+            const float r1 = v - g4_bf16_to_f32(hi);   /* exact: the bits of v below hi's */
+            memcpy(&u, &r1, sizeof u);
+            const uint16_t mid = bf16_bits(u);
+            const float r2 = r1 - g4_bf16_to_f32(mid);   /* exact, and at most 8 significant bits */
+            memcpy(&u, &r2, sizeof u);
+            piece[0][i] = hi;
+            piece[1][i] = mid;
+            piece[2][i] = bf16_bits(u);
+        }
+        const size_t off = g4_xbf16_tile_offset(t, k, Kp);
+        for (int j = 0; j < 3; j++) memcpy(xs + off + j * plane, piece[j], sizeof piece[j]);
+    }
+}
+
 /* x rounded to bf16 and widened back (exactly representable floats), n values */
 void g4_round_bf16_row(const float *x, int n, float *out) {
     for (int i = 0; i < n; i++) {

@@ -81,6 +81,9 @@ typedef struct {
      * three bf16 planes in the tile layout, `plane` elements apart; NULL without AMX */
     void (*matmul_x3bf16)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
                           int ldy);
+    void (*split3_row)(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);   /* its input */
+    void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* g4_xbf16_put_row's
+                                                                                  * tile layout, or NULL */
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -169,6 +172,10 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
  * same values as the FMA GEMM's, summed in another order. Row t of the three terms, in the tile
  * layout, at xs, xs + plane and xs + 2 * plane (x[0, n), zeros to Kp; n = 0 for a padding row). */
 void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
+/* the same on AVX512-BF16 (cpu/split_avx512.c; the amx table's split3_row) */
+void g4_xbf16_put_row_split3_avx512(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
+/* g4_xbf16_put_row's tile layout on AVX512-BF16 (the same bits; denormal inputs become zero) */
+void g4_xbf16_put_row_tiles_avx512(const float *x, int n, int t, int Kp, uint16_t *xb);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

@@ -76,6 +76,7 @@ typedef struct {
     void *dst;
     int T, K, ld, rows, per_task;
     int hw;                    /* bf16 padded to 32 x 32 blocks, in `layout` */
+    void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* the table's, or NULL */
     g4_xbf16_layout layout;
 } round_job;
 
@@ -86,7 +87,9 @@ static void round_task(void *ctx, int task, int thread) {
     const int Kp = (j->K + 31) & ~31;
     for (int t = r0; t < r1; t++) {
         const float *x = j->x + (size_t)t * j->K;
-        if (j->hw) {
+        if (j->hw && j->layout == G4_XBF16_TILES && j->put_row_tiles) {
+            j->put_row_tiles(x, t < j->T ? j->K : 0, t, Kp, j->dst);
+        } else if (j->hw) {
             g4_xbf16_put_row(x, t < j->T ? j->K : 0, t, Kp, j->ld, j->layout, j->dst);
         } else {
             g4_round_bf16_row(x, j->K, (float *)j->dst + (size_t)t * j->K);
@@ -116,6 +119,7 @@ static void pack_task(void *ctx, int task, int thread) {
  * On a Xeon with AMX (2 threads, bench model) the layer matmuls of a 512-token prefill took
  * 2.2 s on the AVX-512 FMA GEMM; on AMX at three tile products per B tile, see bench/RESULTS.md. */
 typedef struct {
+    void (*split3_row)(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
     const float *x;
     uint16_t *xs;
     size_t plane;
@@ -128,13 +132,13 @@ static void split_task(void *ctx, int task, int thread) {
     const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
     const int Kp = (j->K + 31) & ~31;
     for (int t = r0; t < r1; t++)
-        g4_xbf16_put_row_split3(j->x + (size_t)(t < j->T ? t : 0) * j->K, t < j->T ? j->K : 0, t, Kp, j->plane, j->xs);
+        j->split3_row(j->x + (size_t)(t < j->T ? t : 0) * j->K, t < j->T ? j->K : 0, t, Kp, j->plane, j->xs);
 }
 
 static int split_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     if (!m->x3 || T < G4_X3_MIN_ROWS || op0->w->dt != G4_DT_BF16 || j->xq[0] || j->xb[0]) return 0;
-    split_job sj = {.x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols, .rows = (T + 31) & ~31};
+    split_job sj = {.split3_row = m->k->split3_row ? m->k->split3_row : g4_xbf16_put_row_split3, .x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols, .rows = (T + 31) & ~31};
     const int nth = g4_pool_size(m->pool), want = 4 * nth;
     sj.per_task = (sj.rows + want - 1) / want;
     const int n_tasks = (sj.rows + sj.per_task - 1) / sj.per_task;
@@ -177,7 +181,8 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
         }
     const int hw = m->k->matmul_xbf16 != NULL;
     round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
-                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .layout = hw ? m->k->xbf16_layout : G4_XBF16_ROWS};
+                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .layout = hw ? m->k->xbf16_layout : G4_XBF16_ROWS,
+                    .put_row_tiles = m->k->put_row_tiles};
     const int nth = g4_pool_size(m->pool), want = 4 * nth;
     rj.per_task = (rj.rows + want - 1) / want;
     const int n_tasks = (rj.rows + rj.per_task - 1) / rj.per_task;

@@ -112,7 +112,11 @@ static void test_put_row_layouts(void **state) {
         memset(rows, 0xff, (size_t)Tp * ld * sizeof *rows);
         memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
         memset(pairs, 0xff, (size_t)Tp * Kp * sizeof *pairs);
+        const int fast = g4_kernels_amx() != NULL;   /* the AVX512-BF16 tile writer runs there */
+        uint16_t *tiles2 = malloc((size_t)Tp * Kp * sizeof *tiles2);
+        memset(tiles2, 0xff, (size_t)Tp * Kp * sizeof *tiles2);
         for (int t = 0; t < Tp; t++) {
+            if (fast) g4_xbf16_put_row_tiles_avx512(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, tiles2);
             g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_ROWS, rows);
             g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_TILES, tiles);
             g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_PAIRS, pairs);
@@ -121,6 +125,7 @@ static void test_put_row_layouts(void **state) {
             for (int k = 0; k < Kp; k++) {
                 const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
                 if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want ||
+                    (fast && tiles2[g4_xbf16_tile_offset(t, k, Kp)] != want) ||
                     pairs[g4_xbf16_pair_offset(t, k, Kp)] != want)
                     fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x pairs %04x want %04x", K, t, k,
                              rows[(size_t)t * ld + k], tiles[g4_xbf16_tile_offset(t, k, Kp)],
@@ -129,14 +134,14 @@ static void test_put_row_layouts(void **state) {
         free(x);
         free(rows);
         free(tiles);
+        free(tiles2);
         free(pairs);
     }
 }
 
 /* g4_xbf16_put_row_split3: hi + mid + lo is x exactly (in double), each term a bf16, across
  * magnitudes from 2^-60 to 2^60, padding rows and columns zero */
-static void test_split3_exact(void **state) {
-    (void)state;
+static void check_split3(void (*split)(const float *, int, int, int, size_t, uint16_t *)) {
     const int T = 20, Tp = 32, K = 70, Kp = 96;
     const size_t plane = (size_t)Tp * Kp;
     float *x = malloc((size_t)T * K * sizeof *x);
@@ -144,7 +149,7 @@ static void test_split3_exact(void **state) {
     unsigned seed = 11;
     for (int i = 0; i < T * K; i++) x[i] = ldexpf(frand(&seed), (int)(seed >> 8) % 121 - 60);
     memset(xs, 0xff, 3 * plane * sizeof *xs);
-    for (int t = 0; t < Tp; t++) g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
+    for (int t = 0; t < Tp; t++) split(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
     for (int t = 0; t < Tp; t++)
         for (int k = 0; k < Kp; k++) {
             const size_t o = g4_xbf16_tile_offset(t, k, Kp);
@@ -154,6 +159,15 @@ static void test_split3_exact(void **state) {
         }
     free(x);
     free(xs);
+}
+
+static void test_split3_exact(void **state) {
+    (void)state;
+    check_split3(g4_xbf16_put_row_split3);
+    const g4_kernels *k = g4_kernels_amx();
+    if (!k) return;   /* the AVX512-BF16 version runs where the amx table exists */
+    assert_ptr_equal(k->split3_row, g4_xbf16_put_row_split3_avx512);
+    check_split3(k->split3_row);
 }
 
 /* The exact GEMM on AMX (three bf16 planes of fp32 activations) against a double-precision sum of

@@ -97,11 +97,6 @@ static void x512_init(void) {
     x512.amx_table.matmul_x3bf16 = g4_matmul_x3bf16_amx;
     x512.amx_table.split3_row = g4_xbf16_put_row_split3_avx512;
     x512.amx_table.put_row_tiles = g4_xbf16_put_row_tiles_avx512;
-    const char *wa = getenv("G4_AMX_WA");   /* the operand-swapped kernel, not yet measured */
-    if (wa && !strcmp(wa, "1")) {
-        x512.amx_table.matmul_xbf16 = g4_matmul_xbf16_amx_wa;
-        x512.amx_table.xbf16_layout = G4_XBF16_PAIRS;
-    }
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -67,9 +67,8 @@ typedef void (*g4_matmul_xp_fn)(const float *x, const float *xp, int T, int K, c
                                  float *y, int ldy);
 typedef void (*g4_pack_x_fn)(const float *x, int T, int K, int b0, int b1, float *xp);
 
-/* --prefill-bf16's bf16 input for matmul_xbf16: rows; AMX A tiles (g4_xbf16_tile_offset); AMX
- * B tiles of token pairs (g4_xbf16_pair_offset, for the kernel that takes the weights as A) */
-typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1, G4_XBF16_PAIRS = 2 } g4_xbf16_layout;
+/* --prefill-bf16's bf16 input for matmul_xbf16: rows, or AMX A tiles (g4_xbf16_tile_offset) */
+typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1 } g4_xbf16_layout;
 
 typedef struct {
     const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
@@ -141,9 +140,6 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
                          float *y, int ldy);
 void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
                           int ldy);
-/* The same on AMX with the operands swapped (input in the pair layout): G4_AMX_WA=1 */
-void g4_matmul_xbf16_amx_wa(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
-                            float *y, int ldy);
 
 /* The tile layout of the AMX matmul's input: the zero-padded [Tp][Kp] bf16 matrix (Tp, Kp
  * multiples of 32) as 16-row x 32-column tiles of 1 KB, row-major inside, the tiles of a 16-row
@@ -151,14 +147,6 @@ void g4_matmul_xbf16_amx_wa(const uint16_t *xb, int ldx, int T, int K, const voi
  * where from rows it read 16 lines a matrix row apart. Element (t, k) is at this offset. */
 static inline size_t g4_xbf16_tile_offset(int t, int k, int Kp) {
     return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)(t & 15) * 32 + (size_t)(k & 31);
-}
-
-/* The pair layout: the same matrix as AMX B tiles with the tokens as columns — per 16 tokens x
- * 32 columns a 1 KB tile of 16 rows (column pairs) x 16 tokens x 2 bf16, so that the weight rows
- * can be the A operand straight from memory (g4_matmul_xbf16_amx_wa). */
-static inline size_t g4_xbf16_pair_offset(int t, int k, int Kp) {
-    return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)((k & 31) >> 1) * 32 +
-           (size_t)(t & 15) * 2 + (size_t)(k & 1);
 }
 
 /* Row t of matmul_xbf16's input: x[0, n) rounded to bf16 and zeros to Kp (n <= Kp; n = 0 for a

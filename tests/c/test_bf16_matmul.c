@@ -21,14 +21,12 @@
 #define g4_matmul_xbf16_avx512 emu_matmul_xbf16_avx512
 #define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
 #define g4_amx_peak_chain emu_amx_peak_chain
-#define g4_matmul_xbf16_amx_wa emu_matmul_xbf16_amx_wa
 #define g4_matmul_x3bf16_amx emu_matmul_x3bf16_amx
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
 #undef g4_matmul_xbf16_amx
 #undef g4_amx_peak_chain
-#undef g4_matmul_xbf16_amx_wa
 #undef g4_matmul_x3bf16_amx
 
 static float frand(unsigned *s) {
@@ -36,13 +34,12 @@ static float frand(unsigned *s) {
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-/* The same input in an AMX kernel's layout (kernels.h: tiles or pairs); ldx = Kp */
+/* The same input in the AMX kernel's tile layout (kernels.h); ldx = Kp */
 static uint16_t *to_layout(const uint16_t *xb, int ld, int Tp, int Kp, g4_xbf16_layout layout) {
+    (void)layout;
     uint16_t *xt = malloc((size_t)Tp * Kp * sizeof *xt);
     for (int t = 0; t < Tp; t++)
-        for (int k = 0; k < Kp; k++)
-            xt[layout == G4_XBF16_TILES ? g4_xbf16_tile_offset(t, k, Kp) : g4_xbf16_pair_offset(t, k, Kp)] =
-                xb[(size_t)t * ld + k];
+        for (int k = 0; k < Kp; k++) xt[g4_xbf16_tile_offset(t, k, Kp)] = xb[(size_t)t * ld + k];
     return xt;
 }
 
@@ -97,21 +94,19 @@ static void check_all(g4_matmul_xbf16_fn mm, g4_xbf16_layout layout) {
         check(mm, layout, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
 }
 
-/* g4_xbf16_put_row (the forward pass's rounding into the matmul input): the tile and pair
- * layouts hold the same values as the rows, padding rows and columns zero, across bands and
+/* g4_xbf16_put_row (the forward pass's rounding into the matmul input): the tile layout
+ * (the portable writer and, where the CPU has it, the AVX512-BF16 one) holds the same values as the rows, padding rows and columns zero, across bands and
  * partial tiles */
 static void test_put_row_layouts(void **state) {
     (void)state;
     for (int K = 1; K <= 100; K += 33) {
         const int T = 37, Tp = 64, Kp = (K + 31) / 32 * 32, ld = Kp + 32;
         float *x = malloc((size_t)T * K * sizeof *x);
-        uint16_t *rows = malloc((size_t)Tp * ld * sizeof *rows), *tiles = malloc((size_t)Tp * Kp * sizeof *tiles),
-                 *pairs = malloc((size_t)Tp * Kp * sizeof *pairs);
+        uint16_t *rows = malloc((size_t)Tp * ld * sizeof *rows), *tiles = malloc((size_t)Tp * Kp * sizeof *tiles);
         unsigned seed = 7u + (unsigned)K;
         for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 5.0f;
         memset(rows, 0xff, (size_t)Tp * ld * sizeof *rows);
         memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
-        memset(pairs, 0xff, (size_t)Tp * Kp * sizeof *pairs);
         const int fast = g4_kernels_amx() != NULL;   /* the AVX512-BF16 tile writer runs there */
         uint16_t *tiles2 = malloc((size_t)Tp * Kp * sizeof *tiles2);
         memset(tiles2, 0xff, (size_t)Tp * Kp * sizeof *tiles2);
@@ -119,23 +114,20 @@ static void test_put_row_layouts(void **state) {
             if (fast) g4_xbf16_put_row_tiles_avx512(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, tiles2);
             g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_ROWS, rows);
             g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_TILES, tiles);
-            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_PAIRS, pairs);
         }
         for (int t = 0; t < Tp; t++)
             for (int k = 0; k < Kp; k++) {
                 const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
                 if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want ||
-                    (fast && tiles2[g4_xbf16_tile_offset(t, k, Kp)] != want) ||
-                    pairs[g4_xbf16_pair_offset(t, k, Kp)] != want)
-                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x pairs %04x want %04x", K, t, k,
+                    (fast && tiles2[g4_xbf16_tile_offset(t, k, Kp)] != want))
+                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x want %04x", K, t, k,
                              rows[(size_t)t * ld + k], tiles[g4_xbf16_tile_offset(t, k, Kp)],
-                             pairs[g4_xbf16_pair_offset(t, k, Kp)], want);
+                             want);
             }
         free(x);
         free(rows);
         free(tiles);
         free(tiles2);
-        free(pairs);
     }
 }
 
@@ -223,7 +215,7 @@ static void test_x3_hardware(void **state) {
 
 static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, G4_XBF16_ROWS); }
 static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, G4_XBF16_TILES);
-    check_all(emu_matmul_xbf16_amx_wa, G4_XBF16_PAIRS); }
+}
 
 /* the bench's AMX peak chains compute what their FLOP count says: iters x 32 products per element */
 static void check_peak_chain(float (*chain)(int, float)) {
@@ -250,7 +242,6 @@ static void test_amx_hardware(void **state) {
     (void)state;
     if (!g4_kernels_amx()) skip();
     check_all(g4_matmul_xbf16_amx, G4_XBF16_TILES);
-    check_all(g4_matmul_xbf16_amx_wa, G4_XBF16_PAIRS);
 }
 
 int main(void) {

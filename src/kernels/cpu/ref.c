@@ -57,12 +57,7 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
         const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
         g4_f32_to_bf16_row(x + k, m, piece);
         memset(piece + m, 0, (size_t)(32 - m) * sizeof *piece);
-        if (layout == G4_XBF16_TILES) {
-            memcpy(xb + g4_xbf16_tile_offset(t, k, Kp), piece, sizeof piece);
-        } else {
-            uint16_t *dst = xb + g4_xbf16_pair_offset(t, k, Kp);   /* pair p at 32 p */
-            for (int p = 0; p < 16; p++) memcpy(dst + 32 * p, piece + 2 * p, 2 * sizeof *piece);
-        }
+        memcpy(xb + g4_xbf16_tile_offset(t, k, Kp), piece, sizeof piece);
     }
 }
 

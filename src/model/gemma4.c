@@ -69,6 +69,21 @@ static int ops_share_input(const g4_mm_op *a, const g4_mm_op *b) {
     return a->x == b->x && a->w->cols == b->w->cols;
 }
 
+/* A pass over n items (rows, panels) split over the pool in up to tasks_per_thread tasks a thread,
+ * each of *per_task items (the task function reads it from its job), or in one call where there
+ * is one thread or one task: the per-input passes before a matmul (rounding, splitting, packing). */
+static void split_over_pool(g4_model *m, int n, int tasks_per_thread, int *per_task, g4_task_fn fn, void *ctx) {
+    const int nth = g4_pool_size(m->pool), want = tasks_per_thread * nth;
+    *per_task = (n + want - 1) / want;
+    const int n_tasks = *per_task ? (n + *per_task - 1) / *per_task : 0;
+    if (nth == 1 || n_tasks <= 1) {
+        *per_task = n;
+        fn(ctx, 0, 0);
+    } else {
+        g4_pool_run(m->pool, n_tasks, fn, ctx);
+    }
+}
+
 /* --prefill-bf16's rounding of one matmul input, split over the pool by rows: alone on the
  * driving thread it was a serial pass of ~3.4 M conversions per layer and 256-row chunk. */
 typedef struct {
@@ -141,13 +156,7 @@ static int split_inputs(g4_model *m, mm_job *j, int T) {
     split_job sj = {.split3_row = m->k->split3_row ? m->k->split3_row : g4_xbf16_put_row_split3,
                     .x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols,
                     .rows = (T + 31) & ~31};
-    const int nth = g4_pool_size(m->pool), want = 4 * nth;
-    sj.per_task = (sj.rows + want - 1) / want;
-    const int n_tasks = (sj.rows + sj.per_task - 1) / sj.per_task;
-    PROF(m, G4_PROF_ROUND, {
-        if (nth == 1 || n_tasks == 1) { sj.per_task = sj.rows; split_task(&sj, 0, 0); }
-        else g4_pool_run(m->pool, n_tasks, split_task, &sj);
-    });
+    PROF(m, G4_PROF_ROUND, split_over_pool(m, sj.rows, 4, &sj.per_task, split_task, &sj));
     j->x3_plane = m->x3_plane;
     for (int i = 0; i < j->n_ops; i++)
         if (!j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], op0))
@@ -161,11 +170,7 @@ static void pack_inputs(g4_model *m, mm_job *j, int T) {
     if (!m->xp || T < 4 || K % 8 || !m->k->matmul_xp[op0->w->dt] || j->xq[0] || j->xb[0]) return;
     pack_job pj = {.k = m->k, .x = op0->x, .xp = m->xp, .T = T, .K = K,
                    .n_panels = (T + m->k->x_mr - 1) / m->k->x_mr};
-    const int nth = g4_pool_size(m->pool);
-    pj.per_task = (pj.n_panels + 2 * nth - 1) / (2 * nth);
-    const int n_tasks = (pj.n_panels + pj.per_task - 1) / pj.per_task;
-    if (nth == 1 || n_tasks == 1) { pj.per_task = pj.n_panels; pack_task(&pj, 0, 0); }
-    else g4_pool_run(m->pool, n_tasks, pack_task, &pj);
+    split_over_pool(m, pj.n_panels, 2, &pj.per_task, pack_task, &pj);
     for (int i = 0; i < j->n_ops; i++)
         if (!j->xq[i] && !j->xb[i] && j->k->matmul_xp[j->ops[i].w->dt] && ops_share_input(&j->ops[i], op0))
             j->xp[i] = m->xp;
@@ -186,13 +191,7 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
     round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
                     .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .layout = hw ? m->k->xbf16_layout : G4_XBF16_ROWS,
                     .put_row_tiles = m->k->put_row_tiles};
-    const int nth = g4_pool_size(m->pool), want = 4 * nth;
-    rj.per_task = (rj.rows + want - 1) / want;
-    const int n_tasks = (rj.rows + rj.per_task - 1) / rj.per_task;
-    PROF(m, G4_PROF_ROUND, {
-        if (nth == 1 || n_tasks == 1) { rj.per_task = rj.rows; round_task(&rj, 0, 0); }
-        else g4_pool_run(m->pool, n_tasks, round_task, &rj);
-    });
+    PROF(m, G4_PROF_ROUND, split_over_pool(m, rj.rows, 4, &rj.per_task, round_task, &rj));
     if (hw) {
         j->xb[i] = (const uint16_t *)m->xb;
         j->xb_ld = rj.layout != G4_XBF16_ROWS ? (rj.K + 31) & ~31 : m->xb_ld;

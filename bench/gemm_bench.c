@@ -54,7 +54,11 @@ int main(int argc, char **argv) {
      * the layout the path takes (rows, AMX tiles or pairs) */
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
     uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
-    for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, k->xbf16_layout, xb);
+    /* as the forward pass: inputs of up to pairs_max_rows rows take the weights-as-A AMX kernel */
+    const int pairs = xbf16 && k->matmul_xbf16_pairs && T <= k->pairs_max_rows;
+    const g4_xbf16_layout layout = pairs ? G4_XBF16_PAIRS : k->xbf16_layout;
+    g4_matmul_xbf16_fn mm = pairs ? k->matmul_xbf16_pairs : k->matmul_xbf16;
+    for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, layout, xb);
     const char *bf16_note = NULL;
     const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);
     double best = 1e30;
@@ -62,14 +66,14 @@ int main(int argc, char **argv) {
         double t0 = cpu_now();
         for (int m = 0; m < n_mats; m++) {
             const uint16_t *wm = w + (size_t)m * N * K;
-            if (xbf16) k->matmul_xbf16(xb, ld, T, K, wm, 0, N, y, N);
+            if (xbf16) mm(xb, ld, T, K, wm, 0, N, y, N);
             else k->matmul[G4_DT_BF16](x, T, K, wm, 0, N, y, N);
         }
         double dt = (cpu_now() - t0) / n_mats;
         if (r > 0 && dt < best) best = dt;
     }
     const double gf = 2.0 * T * N * K / best / 1e9;
-    printf("%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : "",
+    printf("%s%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : "", pairs ? " (pairs)" : "",
            T, N, K, n_mats, mat * n_mats / 1e6, best * 1e3, gf);
     if (peak > 0) printf("  %.1f%% of one core's %s peak (%.1f)\n", 100 * gf / peak, xbf16 ? "bf16" : "FMA", peak);
     else printf("  (peak %s)\n", bf16_note ? bf16_note : "not measured");

@@ -97,6 +97,13 @@ static void x512_init(void) {
     x512.amx_table.matmul_x3bf16 = g4_matmul_x3bf16_amx;
     x512.amx_table.split3_row = g4_xbf16_put_row_split3_avx512;
     x512.amx_table.put_row_tiles = g4_xbf16_put_row_tiles_avx512;
+    /* inputs of up to 64 rows (a 64-token prefill chunk, serve's default) take the weights as A
+     * tiles (no per-call weight pack); G4_AMX_PAIRS_ROWS=N moves the bound (0: never) to measure */
+    x512.amx_table.matmul_xbf16_pairs = g4_matmul_xbf16_amx_pairs;
+    x512.amx_table.matmul_x3bf16_pairs = g4_matmul_x3bf16_amx_pairs;
+    x512.amx_table.put_pairs16 = g4_xbf16_put_pairs16_avx512;
+    const char *pr = getenv("G4_AMX_PAIRS_ROWS");
+    x512.amx_table.pairs_max_rows = pr && *pr ? atoi(pr) : 64;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -67,8 +67,9 @@ typedef void (*g4_matmul_xp_fn)(const float *x, const float *xp, int T, int K, c
                                  float *y, int ldy);
 typedef void (*g4_pack_x_fn)(const float *x, int T, int K, int b0, int b1, float *xp);
 
-/* --prefill-bf16's bf16 input for matmul_xbf16: rows, or AMX A tiles (g4_xbf16_tile_offset) */
-typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1 } g4_xbf16_layout;
+/* --prefill-bf16's bf16 input for matmul_xbf16: rows; AMX A tiles (g4_xbf16_tile_offset); AMX B
+ * tiles of token pairs (g4_xbf16_pair_offset, for the AMX kernels that take the weights as A) */
+typedef enum { G4_XBF16_ROWS = 0, G4_XBF16_TILES = 1, G4_XBF16_PAIRS = 2 } g4_xbf16_layout;
 
 typedef struct {
     const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
@@ -83,6 +84,15 @@ typedef struct {
     void (*split3_row)(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);   /* its input */
     void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* g4_xbf16_put_row's
                                                                                   * tile layout, or NULL */
+    /* AMX with the weights as the A operand (cpu/bf16_amx.c): matmul_xbf16 / matmul_x3bf16 on
+     * input in the pair layout, used for inputs of at most pairs_max_rows rows, and that input's
+     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512); NULL / 0 elsewhere */
+    g4_matmul_xbf16_fn matmul_xbf16_pairs;
+    void (*matmul_x3bf16_pairs)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
+                                float *y, int ldy);
+    void (*put_pairs16)(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
+                        uint16_t *xs);
+    int pairs_max_rows;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -140,6 +150,12 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
                          float *y, int ldy);
 void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
                           int ldy);
+/* The same with the weight rows as A tiles loaded straight from w and the input as B tiles in the
+ * pair layout: no per-call weight pack (cpu/bf16_amx.c) */
+void g4_matmul_xbf16_amx_pairs(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
+                               int ldy);
+void g4_matmul_x3bf16_amx_pairs(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
+                                float *y, int ldy);
 
 /* The tile layout of the AMX matmul's input: the zero-padded [Tp][Kp] bf16 matrix (Tp, Kp
  * multiples of 32) as 16-row x 32-column tiles of 1 KB, row-major inside, the tiles of a 16-row
@@ -147,6 +163,15 @@ void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const 
  * where from rows it read 16 lines a matrix row apart. Element (t, k) is at this offset. */
 static inline size_t g4_xbf16_tile_offset(int t, int k, int Kp) {
     return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)(t & 15) * 32 + (size_t)(k & 31);
+}
+
+/* The pair layout: the same matrix as AMX B tiles with the tokens as columns — per 16 tokens x
+ * 32 columns a 1 KB tile of 16 rows (column pairs) x 16 tokens x 2 bf16, the tiles of a 16-token
+ * band consecutive along K — so that the weight rows can be the A operand straight from memory
+ * (g4_matmul_xbf16_amx_pairs). Element (t, k) is at this offset. */
+static inline size_t g4_xbf16_pair_offset(int t, int k, int Kp) {
+    return ((size_t)(t >> 4) * (size_t)(Kp >> 5) + (size_t)(k >> 5)) * 512 + (size_t)((k & 31) >> 1) * 32 +
+           (size_t)(t & 15) * 2 + (size_t)(k & 1);
 }
 
 /* Row t of matmul_xbf16's input: x[0, n) rounded to bf16 and zeros to Kp (n <= Kp; n = 0 for a
@@ -158,12 +183,18 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
  * only a term below 2^-126, flushed by AMX, is lost), so with bf16 weights every product
  * w * hi, w * mid, w * lo is exact in fp32 and their fp32 sum is a float32 dot product of the
  * same values as the FMA GEMM's, summed in another order. Row t of the three terms, in the tile
- * layout, at xs, xs + plane and xs + 2 * plane (x[0, n), zeros to Kp; n = 0 for a padding row). */
-void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
-/* the same on AVX512-BF16 (cpu/split_avx512.c; the amx table's split3_row) */
+ * or pair layout, at xs, xs + plane and xs + 2 * plane (x[0, n), zeros to Kp; n = 0 for a padding row). */
+void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, g4_xbf16_layout layout,
+                             uint16_t *xs);
+/* the same on AVX512-BF16 in the tile layout (cpu/split_avx512.c; the amx table's split3_row) */
 void g4_xbf16_put_row_split3_avx512(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
 /* g4_xbf16_put_row's tile layout on AVX512-BF16 (the same bits; denormal inputs become zero) */
 void g4_xbf16_put_row_tiles_avx512(const float *x, int n, int t, int Kp, uint16_t *xb);
+/* Rows t0 .. t0 + 15 in the pair layout on AVX512-BF16: row t0 + i is x + i * ldx (n values, then
+ * zeros to Kp) for i < rows, zeros after; nterms 1 writes g4_xbf16_put_row's bf16 (one plane),
+ * 3 g4_xbf16_put_row_split3's hi, mid and lo (planes `plane` apart). t0 a multiple of 16. */
+void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
+                                 uint16_t *xs);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

@@ -38,6 +38,7 @@ typedef struct {
     const uint16_t *x3[3];           /* the exact GEMM on AMX: op i's input as three bf16 planes, or NULL */
     size_t x3_plane;
     int xb_ld;
+    int pairs;                       /* xb / x3 in the pair layout, for the table's *_pairs kernels */
     int n_ops;
     int op_end[3];                   /* cumulative row counts per op */
     int bound[MM_MAX_TASKS + 1];
@@ -52,8 +53,12 @@ static void mm_task(void *ctx, int task, int thread) {
         if (a >= b) continue;
         const g4_mm_op *op = &j->ops[o];
         if (j->xq[o]) j->k->matmul_q8[op->w->dt](j->xq[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
-        else if (j->xb[o]) j->k->matmul_xbf16(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
-        else if (j->x3[o]) j->k->matmul_x3bf16(j->x3[o], j->x3_plane, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
+        else if (j->xb[o])
+            (j->pairs ? j->k->matmul_xbf16_pairs : j->k->matmul_xbf16)(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data,
+                                                                      a, b, op->y, op->ldy);
+        else if (j->x3[o])
+            (j->pairs ? j->k->matmul_x3bf16_pairs : j->k->matmul_x3bf16)(j->x3[o], j->x3_plane, j->T, op->w->cols,
+                                                                        op->w->data, a, b, op->y, op->ldy);
         else if (j->xp[o]) j->k->matmul_xp[op->w->dt](op->x, j->xp[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
@@ -84,14 +89,33 @@ static void split_over_pool(g4_model *m, int n, int tasks_per_thread, int *per_t
     }
 }
 
+/* Rows [16 g0, 16 g1) of a matmul input in the pair layout (nterms 1: bf16-rounded; 3: the exact
+ * split's three planes), rows >= T zero: the table's 16-row writer, else the portable one by rows */
+static void put_pairs_groups(const g4_kernels *k, const float *x, int T, int K, int g0, int g1, size_t plane,
+                             int nterms, uint16_t *dst) {
+    const int Kp = (K + 31) & ~31;
+    for (int g = g0; g < g1; g++) {
+        const int t0 = 16 * g, rows = T - t0 < 0 ? 0 : T - t0 < 16 ? T - t0 : 16;
+        if (k->put_pairs16) {
+            k->put_pairs16(x + (size_t)(rows ? t0 : 0) * K, K, rows, K, t0, Kp, plane, nterms, dst);
+            continue;
+        }
+        for (int t = t0; t < t0 + 16; t++) {
+            const float *xr = x + (size_t)(t < T ? t : 0) * K;
+            if (nterms == 3) g4_xbf16_put_row_split3(xr, t < T ? K : 0, t, Kp, plane, G4_XBF16_PAIRS, dst);
+            else g4_xbf16_put_row(xr, t < T ? K : 0, t, Kp, Kp, G4_XBF16_PAIRS, dst);
+        }
+    }
+}
+
 /* --prefill-bf16's rounding of one matmul input, split over the pool by rows: alone on the
  * driving thread it was a serial pass of ~3.4 M conversions per layer and 256-row chunk. */
 typedef struct {
+    const g4_kernels *k;
     const float *x;
     void *dst;
-    int T, K, ld, rows, per_task;
+    int T, K, ld, rows, per_task;   /* rows: items of the split (16-row groups in the pair layout) */
     int hw;                    /* bf16 padded to 32 x 32 blocks, in `layout` */
-    void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* the table's, or NULL */
     g4_xbf16_layout layout;
 } round_job;
 
@@ -100,10 +124,14 @@ static void round_task(void *ctx, int task, int thread) {
     const round_job *j = ctx;
     const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
     const int Kp = (j->K + 31) & ~31;
+    if (j->layout == G4_XBF16_PAIRS) {
+        put_pairs_groups(j->k, j->x, j->T, j->K, r0, r1, 0, 1, j->dst);
+        return;
+    }
     for (int t = r0; t < r1; t++) {
         const float *x = j->x + (size_t)t * j->K;
-        if (j->hw && j->layout == G4_XBF16_TILES && j->put_row_tiles) {
-            j->put_row_tiles(x, t < j->T ? j->K : 0, t, Kp, j->dst);
+        if (j->hw && j->layout == G4_XBF16_TILES && j->k->put_row_tiles) {
+            j->k->put_row_tiles(x, t < j->T ? j->K : 0, t, Kp, j->dst);
         } else if (j->hw) {
             g4_xbf16_put_row(x, t < j->T ? j->K : 0, t, Kp, j->ld, j->layout, j->dst);
         } else {
@@ -134,11 +162,12 @@ static void pack_task(void *ctx, int task, int thread) {
  * others take their plain rows). On a 2-core Xeon with AMX it took the exact prefill of the bench
  * model from 160 to 259 tok/s at 64 tokens and from 190 to 292 at 512 (bench/RESULTS.md). */
 typedef struct {
-    void (*split3_row)(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs);
+    const g4_kernels *k;
+    g4_xbf16_layout layout;          /* tiles, or pairs for the *_pairs kernel */
     const float *x;
     uint16_t *xs;
     size_t plane;
-    int T, K, rows, per_task;
+    int T, K, rows, per_task;        /* rows: items of the split (16-row groups in the pair layout) */
 } split_job;
 
 static void split_task(void *ctx, int task, int thread) {
@@ -146,16 +175,23 @@ static void split_task(void *ctx, int task, int thread) {
     const split_job *j = ctx;
     const int r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
     const int Kp = (j->K + 31) & ~31;
-    for (int t = r0; t < r1; t++)
-        j->split3_row(j->x + (size_t)(t < j->T ? t : 0) * j->K, t < j->T ? j->K : 0, t, Kp, j->plane, j->xs);
+    if (j->layout == G4_XBF16_PAIRS) {
+        put_pairs_groups(j->k, j->x, j->T, j->K, r0, r1, j->plane, 3, j->xs);
+        return;
+    }
+    for (int t = r0; t < r1; t++) {
+        const float *x = j->x + (size_t)(t < j->T ? t : 0) * j->K;
+        if (j->k->split3_row) j->k->split3_row(x, t < j->T ? j->K : 0, t, Kp, j->plane, j->xs);
+        else g4_xbf16_put_row_split3(x, t < j->T ? j->K : 0, t, Kp, j->plane, G4_XBF16_TILES, j->xs);
+    }
 }
 
 static int split_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     if (!m->x3 || T < G4_X3_MIN_ROWS || op0->w->dt != G4_DT_BF16 || j->xq[0] || j->xb[0]) return 0;
-    split_job sj = {.split3_row = m->k->split3_row ? m->k->split3_row : g4_xbf16_put_row_split3,
-                    .x = op0->x, .xs = m->x3, .plane = m->x3_plane, .T = T, .K = op0->w->cols,
-                    .rows = (T + 31) & ~31};
+    split_job sj = {.k = m->k, .layout = j->pairs ? G4_XBF16_PAIRS : G4_XBF16_TILES, .x = op0->x, .xs = m->x3,
+                    .plane = m->x3_plane, .T = T, .K = op0->w->cols, .rows = (T + 31) & ~31};
+    if (j->pairs) sj.rows /= 16;
     PROF(m, G4_PROF_ROUND, split_over_pool(m, sj.rows, 4, &sj.per_task, split_task, &sj));
     j->x3_plane = m->x3_plane;
     for (int i = 0; i < j->n_ops; i++)
@@ -188,9 +224,10 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
             return;
         }
     const int hw = m->k->matmul_xbf16 != NULL;
-    round_job rj = {.x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
-                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw, .layout = hw ? m->k->xbf16_layout : G4_XBF16_ROWS,
-                    .put_row_tiles = m->k->put_row_tiles};
+    round_job rj = {.k = m->k, .x = ops[i].x, .dst = m->xb, .T = T, .K = ops[i].w->cols, .ld = m->xb_ld,
+                    .rows = hw ? (T + 31) & ~31 : T, .hw = hw,
+                    .layout = !hw ? G4_XBF16_ROWS : j->pairs ? G4_XBF16_PAIRS : m->k->xbf16_layout};
+    if (rj.layout == G4_XBF16_PAIRS) rj.rows /= 16;
     PROF(m, G4_PROF_ROUND, split_over_pool(m, rj.rows, 4, &rj.per_task, round_task, &rj));
     if (hw) {
         j->xb[i] = (const uint16_t *)m->xb;
@@ -201,7 +238,9 @@ static void round_input_bf16(g4_model *m, mm_job *j, const g4_mm_op *ops, int i,
 }
 
 void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
-    mm_job j = {.k = m->k, .T = T, .n_ops = n_ops};
+    /* short inputs on AMX: the kernels that take the weights as A tiles, their input in pairs */
+    mm_job j = {.k = m->k, .T = T, .n_ops = n_ops,
+                .pairs = m->k->matmul_xbf16_pairs && T <= m->k->pairs_max_rows};
     int total = 0;
     uint8_t *xq = m->xq;   /* --act-q8 scratch: room for 3 distinct inputs of max_rows rows */
     for (int i = 0; i < n_ops; i++) {

@@ -22,24 +22,32 @@
 #define g4_matmul_xbf16_amx emu_matmul_xbf16_amx
 #define g4_amx_peak_chain emu_amx_peak_chain
 #define g4_matmul_x3bf16_amx emu_matmul_x3bf16_amx
+#define g4_matmul_xbf16_amx_pairs emu_matmul_xbf16_amx_pairs
+#define g4_matmul_x3bf16_amx_pairs emu_matmul_x3bf16_amx_pairs
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
 #undef g4_matmul_xbf16_amx
 #undef g4_amx_peak_chain
 #undef g4_matmul_x3bf16_amx
+#undef g4_matmul_xbf16_amx_pairs
+#undef g4_matmul_x3bf16_amx_pairs
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-/* The same input in the AMX kernel's tile layout (kernels.h); ldx = Kp */
+/* Element (t, k) of an AMX kernel's input in `layout` (kernels.h: tiles or pairs) */
+static size_t layout_offset(g4_xbf16_layout layout, int t, int k, int Kp) {
+    return layout == G4_XBF16_PAIRS ? g4_xbf16_pair_offset(t, k, Kp) : g4_xbf16_tile_offset(t, k, Kp);
+}
+
+/* The same input in an AMX kernel's layout; ldx = Kp */
 static uint16_t *to_layout(const uint16_t *xb, int ld, int Tp, int Kp, g4_xbf16_layout layout) {
-    (void)layout;
     uint16_t *xt = malloc((size_t)Tp * Kp * sizeof *xt);
     for (int t = 0; t < Tp; t++)
-        for (int k = 0; k < Kp; k++) xt[g4_xbf16_tile_offset(t, k, Kp)] = xb[(size_t)t * ld + k];
+        for (int k = 0; k < Kp; k++) xt[layout_offset(layout, t, k, Kp)] = xb[(size_t)t * ld + k];
     return xt;
 }
 
@@ -87,6 +95,7 @@ static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {45, 96, 100, 32, 99}, {64, 63, 40, 0, 40}, {70, 544, 96, 0, 96},
     {33, 4200, 64, 0, 64},   /* past the AMX kernel's 4096-deep K block: two blocks of 2112 */
     {20, 100, 60, 0, 52},    /* a last weight block of 20 rows (16 + 4) */
+    {9, 70, 50, 0, 45},      /* one of 13 rows (A tiles of 13 rows, no second one) */
 };
 
 static void check_all(g4_matmul_xbf16_fn mm, g4_xbf16_layout layout) {
@@ -107,23 +116,29 @@ static void test_put_row_layouts(void **state) {
         for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 5.0f;
         memset(rows, 0xff, (size_t)Tp * ld * sizeof *rows);
         memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
-        const int fast = g4_kernels_amx() != NULL;   /* the AVX512-BF16 tile writer runs there */
+        const int fast = g4_kernels_amx() != NULL;   /* the AVX512-BF16 writer runs there */
         uint16_t *tiles2 = malloc((size_t)Tp * Kp * sizeof *tiles2);
-        memset(tiles2, 0xff, (size_t)Tp * Kp * sizeof *tiles2);
-        for (int t = 0; t < Tp; t++) {
-            if (fast) g4_xbf16_put_row_tiles_avx512(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, tiles2);
-            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_ROWS, rows);
-            g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_TILES, tiles);
-        }
-        for (int t = 0; t < Tp; t++)
-            for (int k = 0; k < Kp; k++) {
-                const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
-                if (rows[(size_t)t * ld + k] != want || tiles[g4_xbf16_tile_offset(t, k, Kp)] != want ||
-                    (fast && tiles2[g4_xbf16_tile_offset(t, k, Kp)] != want))
-                    fail_msg("K=%d t=%d k=%d: rows %04x tiles %04x want %04x", K, t, k,
-                             rows[(size_t)t * ld + k], tiles[g4_xbf16_tile_offset(t, k, Kp)],
-                             want);
+        for (g4_xbf16_layout lay = G4_XBF16_TILES; lay <= G4_XBF16_PAIRS; lay++) {
+            memset(tiles, 0xff, (size_t)Tp * Kp * sizeof *tiles);
+            memset(tiles2, 0xff, (size_t)Tp * Kp * sizeof *tiles2);
+            for (int t = 0; t < Tp; t++) {
+                if (fast && lay == G4_XBF16_TILES)
+                    g4_xbf16_put_row_tiles_avx512(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, tiles2);
+                if (fast && lay == G4_XBF16_PAIRS && t % 16 == 0)   /* 16 rows at a time */
+                    g4_xbf16_put_pairs16_avx512(x + (size_t)(t < T ? t : 0) * K, K, T - t < 0 ? 0 : T - t < 16 ? T - t : 16,
+                                                K, t, Kp, 0, 1, tiles2);
+                g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, G4_XBF16_ROWS, rows);
+                g4_xbf16_put_row(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, ld, lay, tiles);
             }
+            for (int t = 0; t < Tp; t++)
+                for (int k = 0; k < Kp; k++) {
+                    const uint16_t want = t < T && k < K ? g4_f32_to_bf16(x[(size_t)t * K + k]) : 0;
+                    const size_t o = layout_offset(lay, t, k, Kp);
+                    if (rows[(size_t)t * ld + k] != want || tiles[o] != want || (fast && tiles2[o] != want))
+                        fail_msg("K=%d t=%d k=%d layout %d: rows %04x %04x / %04x want %04x", K, t, k, (int)lay,
+                                 rows[(size_t)t * ld + k], tiles[o], fast ? tiles2[o] : 0, want);
+                }
+        }
         free(x);
         free(rows);
         free(tiles);
@@ -133,7 +148,19 @@ static void test_put_row_layouts(void **state) {
 
 /* g4_xbf16_put_row_split3: hi + mid + lo is x exactly (in double), each term a bf16, across
  * magnitudes from 2^-60 to 2^60, padding rows and columns zero */
-static void check_split3(void (*split)(const float *, int, int, int, size_t, uint16_t *)) {
+/* the three planes of all Tp rows: 0 the portable writer, 1 the AVX512-BF16 one (by rows in the
+ * tile layout, by 16 rows in the pair layout) */
+static void split3_all(int which, g4_xbf16_layout layout, const float *x, int T, int Tp, int K, int Kp, size_t plane,
+                       uint16_t *xs) {
+    for (int t = 0; t < Tp; t++) {
+        const float *xr = x + (size_t)(t < T ? t : 0) * K;
+        if (!which) g4_xbf16_put_row_split3(xr, t < T ? K : 0, t, Kp, plane, layout, xs);
+        else if (layout == G4_XBF16_TILES) g4_xbf16_put_row_split3_avx512(xr, t < T ? K : 0, t, Kp, plane, xs);
+        else if (t % 16 == 0) g4_xbf16_put_pairs16_avx512(xr, K, T - t < 0 ? 0 : T - t < 16 ? T - t : 16, K, t, Kp, plane, 3, xs);
+    }
+}
+
+static void check_split3(int which, g4_xbf16_layout layout) {
     const int T = 20, Tp = 32, K = 70, Kp = 96;
     const size_t plane = (size_t)Tp * Kp;
     float *x = malloc((size_t)T * K * sizeof *x);
@@ -141,10 +168,10 @@ static void check_split3(void (*split)(const float *, int, int, int, size_t, uin
     unsigned seed = 11;
     for (int i = 0; i < T * K; i++) x[i] = ldexpf(frand(&seed), (int)(seed >> 8) % 121 - 60);
     memset(xs, 0xff, 3 * plane * sizeof *xs);
-    for (int t = 0; t < Tp; t++) split(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
+    split3_all(which, layout, x, T, Tp, K, Kp, plane, xs);
     for (int t = 0; t < Tp; t++)
         for (int k = 0; k < Kp; k++) {
-            const size_t o = g4_xbf16_tile_offset(t, k, Kp);
+            const size_t o = layout_offset(layout, t, k, Kp);
             const double sum = (double)g4_bf16_to_f32(xs[o]) + g4_bf16_to_f32(xs[o + plane]) + g4_bf16_to_f32(xs[o + 2 * plane]);
             const double want = t < T && k < K ? x[(size_t)t * K + k] : 0.0;
             if (sum != want) fail_msg("t=%d k=%d: hi + mid + lo = %.17g, x = %.17g", t, k, sum, want);
@@ -155,18 +182,22 @@ static void check_split3(void (*split)(const float *, int, int, int, size_t, uin
 
 static void test_split3_exact(void **state) {
     (void)state;
-    check_split3(g4_xbf16_put_row_split3);
+    check_split3(0, G4_XBF16_TILES);
+    check_split3(0, G4_XBF16_PAIRS);
     const g4_kernels *k = g4_kernels_amx();
-    if (!k) return;   /* the AVX512-BF16 version runs where the amx table exists */
+    if (!k) return;   /* the AVX512-BF16 versions run where the amx table exists */
     assert_ptr_equal(k->split3_row, g4_xbf16_put_row_split3_avx512);
-    check_split3(k->split3_row);
+    assert_ptr_equal(k->put_pairs16, g4_xbf16_put_pairs16_avx512);
+    check_split3(1, G4_XBF16_TILES);
+    check_split3(1, G4_XBF16_PAIRS);
 }
 
 /* The exact GEMM on AMX (three bf16 planes of fp32 activations) against a double-precision sum of
  * the fp32 activations' products: within fp32 summation error, where bf16-rounded activations
  * (hi alone) are ~2^-9 off per product */
-static void check_x3(void (*mm)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int), int T, int K,
-                     int N, int n0, int n1) {
+typedef void (*x3_fn)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int);
+
+static void check_x3(x3_fn mm, g4_xbf16_layout layout, int T, int K, int N, int n0, int n1) {
     const int Tp = (T + 31) / 32 * 32, Kp = (K + 31) / 32 * 32, ldy = N + 3;
     const size_t plane = (size_t)Tp * Kp;
     float *x = malloc((size_t)T * K * sizeof *x), *y = malloc((size_t)T * ldy * sizeof *y);
@@ -175,7 +206,8 @@ static void check_x3(void (*mm)(const uint16_t *, size_t, int, int, const void *
     for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 3.0f;
     for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
     for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
-    for (int t = 0; t < Tp; t++) g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, xs);
+    for (int t = 0; t < Tp; t++)
+        g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, layout, xs);
     mm(xs, plane, T, K, w, n0, n1, y, ldy);
     for (int t = 0; t < T; t++)
         for (int n = 0; n < ldy; n++) {
@@ -198,23 +230,32 @@ static void check_x3(void (*mm)(const uint16_t *, size_t, int, int, const void *
     free(w);
 }
 
-static void check_x3_all(void (*mm)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int)) {
+static void check_x3_all(x3_fn mm, g4_xbf16_layout layout) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        check_x3(mm, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
+        check_x3(mm, layout, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
 }
 
-static void test_x3_emulated(void **state) { (void)state; check_x3_all(emu_matmul_x3bf16_amx); }
+static void test_x3_emulated(void **state) {
+    (void)state;
+    check_x3_all(emu_matmul_x3bf16_amx, G4_XBF16_TILES);
+    check_x3_all(emu_matmul_x3bf16_amx_pairs, G4_XBF16_PAIRS);
+}
 
 static void test_x3_hardware(void **state) {
     (void)state;
     const g4_kernels *k = g4_kernels_amx();
     if (!k) skip();
     assert_ptr_equal(k->matmul_x3bf16, g4_matmul_x3bf16_amx);
-    check_x3_all(g4_matmul_x3bf16_amx);
+    assert_ptr_equal(k->matmul_x3bf16_pairs, g4_matmul_x3bf16_amx_pairs);
+    check_x3_all(g4_matmul_x3bf16_amx, G4_XBF16_TILES);
+    check_x3_all(g4_matmul_x3bf16_amx_pairs, G4_XBF16_PAIRS);
 }
 
 static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, G4_XBF16_ROWS); }
-static void test_amx_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_amx, G4_XBF16_TILES);
+static void test_amx_emulated(void **state) {
+    (void)state;
+    check_all(emu_matmul_xbf16_amx, G4_XBF16_TILES);
+    check_all(emu_matmul_xbf16_amx_pairs, G4_XBF16_PAIRS);
 }
 
 /* the bench's AMX peak chains compute what their FLOP count says: iters x 32 products per element */
@@ -242,6 +283,7 @@ static void test_amx_hardware(void **state) {
     (void)state;
     if (!g4_kernels_amx()) skip();
     check_all(g4_matmul_xbf16_amx, G4_XBF16_TILES);
+    check_all(g4_matmul_xbf16_amx_pairs, G4_XBF16_PAIRS);
 }
 
 int main(void) {

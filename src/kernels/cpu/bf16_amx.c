@@ -1,4 +1,7 @@
-/* bf16_amx.c — --prefill-bf16's matmul on AMX-BF16 tiles: per 32 activation rows x 32 weight
+/* bf16_amx.c — --prefill-bf16's matmul (and the exact mode's, on three bf16 planes) on AMX-BF16
+ * tiles, in two kernels: the weights as B tiles packed per call (below), and for short inputs the
+ * weights as A tiles straight from memory (matmul_amx_pairs, further down).
+ * The first: per 32 activation rows x 32 weight
  * rows, four 16 x 16 fp32 C tiles accumulate tdpbf16ps of two A tiles (16 rows x 32 bf16 of the
  * activations, 1 KB each in the input's tile layout, kernels.h g4_xbf16_tile_offset) and two B
  * tiles (16 pairs x 16 columns of the pair-interleaved weight panel, bf16_pack.h).
@@ -170,6 +173,110 @@ void g4_matmul_xbf16_amx(const uint16_t *xb, int ldx, int T, int K, const void *
 void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1, float *y,
                           int ldy) {
     matmul_amx(xs, plane, 3, T, K, w, n0, n1, y, ldy);
+}
+
+/* ---- the weights as the A operand, for short inputs (kernels.h pairs_max_rows): the kernel above
+ * transposes every 32-row weight panel into B tiles on every call, which at T = 64 costs about
+ * what the panel's products do. Here the weight rows are A tiles loaded straight from W (16 rows x
+ * 64 B, a row of W apart), the input comes as B tiles of token pairs (the pair layout, written by
+ * the rounding / split pass), and each C tile holds 16 weight rows x 16 tokens, transposed into y
+ * at the end: K runs whole, nothing is packed and no C tile is reloaded. While the first 32 tokens
+ * are multiplied, each weight row's line PF_STEPS steps ahead is prefetched into L1 (the rows are
+ * 32 streams a row apart, more than the hardware prefetcher follows). One core, T = 64, weights
+ * from DRAM (gemm_bench): 1.15-1.4x the packing kernel's GFLOP/s on the bench model's four shapes
+ * (bench/RESULTS.md, "This machine, session 13"). A weight block
+ * past n1 (rows < 32) shapes its tiles to the rows it has; a K that is not a multiple of 32 takes
+ * its last columns from a zero-padded copy, so nothing past a row is read. */
+enum { PF_STEPS = 4 };
+
+/* y[t0 + j][n + r] = C[r][j] for the 16 x 16 tile c (weight rows r < nr, tokens j < nt) */
+static void store_transposed(const float *c, int nr, int nt, float *y, int ldy) {
+    __m512i v[16];
+    for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(c + 16 * r);
+    g4_bf16_transpose16(v);   /* a 32-bit element transpose: works on floats as well */
+    for (int j = 0; j < nt; j++) {
+        _Alignas(64) float row[16];
+        _mm512_storeu_si512(row, v[j]);
+        memcpy(y + (size_t)j * ldy, row, (size_t)nr * sizeof(float));
+    }
+}
+
+static inline __attribute__((always_inline)) void matmul_amx_pairs(const uint16_t *xb, size_t plane, int nterms, int T,
+                                                                   int K, const void *w, int n0, int n1, float *y,
+                                                                   int ldy) {
+    const uint16_t *W = w;
+    const int Kp = (K + 31) & ~31, Kf = K & ~31, Tp = (T + 31) & ~31;
+    const size_t ws = (size_t)K * sizeof(uint16_t);
+    _Alignas(64) uint16_t tail[32 * 32];   /* the weight block's last K % 32 columns, zero-padded */
+    _Alignas(64) float stage[4][16 * 16];
+    load_tile_config();
+    for (int n = n0; n < n1; n += 32) {
+        const int rows = n1 - n < 32 ? n1 - n : 32, ra = rows < 16 ? rows : 16, rb = rows - ra;
+        if (rows < 32) load_tile_config_rows(ra, rb ? rb : 1);   /* the last block only */
+        const uint16_t *w0 = W + (size_t)n * K, *w1 = w0 + (size_t)16 * K;
+        if (Kf < K) {
+            memset(tail, 0, sizeof tail);
+            for (int r = 0; r < rows; r++) memcpy(tail + 32 * r, w0 + (size_t)r * K + Kf, (size_t)(K - Kf) * sizeof *tail);
+        }
+        /* rows of this block (then of the next one) PF_STEPS steps ahead; a prefetch never faults */
+        const int next_rows = n1 - n - 32 < 32 ? n1 - n - 32 : 32;
+        for (int t = 0; t < Tp; t += 32) {
+            _tile_zero(0); _tile_zero(1);
+            if (rb) { _tile_zero(2); _tile_zero(3); }
+            const uint16_t *b0 = xb + g4_xbf16_pair_offset(t, 0, Kp), *b1 = xb + g4_xbf16_pair_offset(t + 16, 0, Kp);
+            for (int k = 0; k < Kp; k += 32) {
+                if (t == 0) {
+                    const int kf = k + 32 * PF_STEPS;
+                    if (kf < Kp) {
+                        for (int r = 0; r < rows; r++) _mm_prefetch((const char *)(w0 + (size_t)r * K + kf), _MM_HINT_T0);
+                    } else {
+                        for (int r = 0; r < next_rows; r++)
+                            _mm_prefetch((const char *)(w0 + (size_t)(32 + r) * K + (kf - Kp)), _MM_HINT_T0);
+                    }
+                }
+                if (k < Kf) {
+                    _tile_loadd(4, w0 + k, ws);
+                    if (rb) _tile_loadd(5, w1 + k, ws);
+                } else {
+                    _tile_loadd(4, tail, 64);
+                    if (rb) _tile_loadd(5, tail + 16 * 32, 64);
+                }
+                for (int j = 0; j < nterms; j++) {
+                    _tile_loadd(6, b0 + j * plane + (size_t)k * 16, 64);
+                    _tile_loadd(7, b1 + j * plane + (size_t)k * 16, 64);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    if (rb) {
+                        _tile_dpbf16ps(2, 5, 6);
+                        _tile_dpbf16ps(3, 5, 7);
+                    }
+                }
+            }
+            /* C tile (i, j): weight rows 16 i.., tokens t + 16 j.. */
+            _tile_stored(0, stage[0], 64);
+            _tile_stored(1, stage[1], 64);
+            if (rb) { _tile_stored(2, stage[2], 64); _tile_stored(3, stage[3], 64); }
+            for (int i = 0; i < (rb ? 2 : 1); i++)
+                for (int j = 0; j < 2; j++) {
+                    const int t0 = t + 16 * j, nt = T - t0 < 16 ? T - t0 : 16;
+                    if (nt > 0) store_transposed(stage[2 * i + j], i ? rb : ra, nt, y + (size_t)t0 * ldy + n + 16 * i, ldy);
+                }
+        }
+        if (rows < 32) load_tile_config();
+    }
+    _tile_release();
+}
+
+void g4_matmul_xbf16_amx_pairs(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1, float *y,
+                               int ldy) {
+    (void)ldx;   /* the pair layout's row length is Kp */
+    matmul_amx_pairs(xb, 0, 1, T, K, w, n0, n1, y, ldy);
+}
+
+/* The exact GEMM (three planes in the pair layout), each weight tile against hi, mid and lo */
+void g4_matmul_x3bf16_amx_pairs(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
+                                float *y, int ldy) {
+    matmul_amx_pairs(xs, plane, 3, T, K, w, n0, n1, y, ldy);
 }
 
 /* The AMX-BF16 peak for gemma4c bench (src/bench/roofline.c): `iters` x 4 tdpbf16ps into four

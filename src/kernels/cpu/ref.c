@@ -45,6 +45,16 @@ void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     }
 }
 
+/* 32 consecutive columns [k, k + 32) of row t into the tile or pair layout */
+static void put_piece(const uint16_t piece[32], int t, int k, int Kp, g4_xbf16_layout layout, uint16_t *xb) {
+    if (layout == G4_XBF16_TILES) {
+        memcpy(xb + g4_xbf16_tile_offset(t, k, Kp), piece, 32 * sizeof *piece);
+        return;
+    }
+    uint16_t *dst = xb + g4_xbf16_pair_offset(t, k, Kp);   /* pair p at 32 p */
+    for (int p = 0; p < 16; p++) memcpy(dst + 32 * p, piece + 2 * p, 2 * sizeof *piece);
+}
+
 void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_layout layout, uint16_t *xb) {
     if (layout == G4_XBF16_ROWS) {
         uint16_t *row = xb + (size_t)t * ld;
@@ -57,11 +67,12 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
         const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
         g4_f32_to_bf16_row(x + k, m, piece);
         memset(piece + m, 0, (size_t)(32 - m) * sizeof *piece);
-        memcpy(xb + g4_xbf16_tile_offset(t, k, Kp), piece, sizeof piece);
+        put_piece(piece, t, k, Kp, layout, xb);
     }
 }
 
-void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, uint16_t *xs) {
+void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, g4_xbf16_layout layout,
+                             uint16_t *xs) {
     for (int k = 0; k < Kp; k += 32) {   /* the row's 32 columns in each tile of its band */
         uint16_t piece[3][32];
         const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
@@ -79,8 +90,7 @@ void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane,
             piece[1][i] = mid;
             piece[2][i] = bf16_bits(u);
         }
-        const size_t off = g4_xbf16_tile_offset(t, k, Kp);
-        for (int j = 0; j < 3; j++) memcpy(xs + off + j * plane, piece[j], sizeof piece[j]);
+        for (int j = 0; j < 3; j++) put_piece(piece[j], t, k, Kp, layout, xs + j * plane);
     }
 }
 

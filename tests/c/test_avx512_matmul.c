@@ -123,7 +123,8 @@ static const int shapes[][5] = {   /* T, K, N, n0, n1 */
     {64, 63, 40, 0, 40},     {70, 544, 112, 0, 112},  {90, 136, 96, 32, 96},   {100, 16, 200, 16, 196},
     {300, 40, 48, 0, 48},    /* two M blocks */
     {1, 96, 53, 0, 53},      /* the decode GEMV: 3 super blocks of 16 rows, a 4-row block, 1 row left */
-    {1, 4096, 40, 4, 39},    /* rows of 8 KB: the AVX2 GEMV's */
+    {1, 4096, 40, 4, 39},    /* rows of 8 KB: the AVX2 GEMV's, each row's stream prefetched */
+    {3, 6144, 24, 0, 21},    /* the same for a 3-slot decode step, a row past the last 4-row block */
 };
 
 static void check_all(g4_matmul_fn f32, g4_matmul_fn f16, g4_matmul_fn bf16, int packed) {

@@ -141,7 +141,10 @@ static void split_even_odd(const float *x, int T, int K, float *xs) {
 /* Four rows, w + i * rs for i < 4 (rs = K: rows n..n+3; 4 K: a super block's rows j, j+4, j+8,
  * j+12), against TR activation rows; row i's results go to y + i * ys. One row keeps even and odd
  * sums apart (8 FMA chains, so the FMA latency is covered); 2-3 rows share one accumulator per
- * (row, activation row) and take x from memory operands, which keeps the block in 16 registers. */
+ * (row, activation row) and take x from memory operands, which keeps the block in 16 registers.
+ * pf_on: 1 the block's bytes G4_PF_BYTES ahead, linearly (short rows); 2 each row's own stream
+ * EO_ROW_PF bytes ahead (long rows on the avx512 path, g4_gemv_bf16_rowpf_avx2). */
+enum { EO_ROW_PF = 2048 };
 static inline __attribute__((always_inline)) void eo_block(const float *xs, int K, const uint16_t *w, size_t rs,
                                                           int TR, float *y, int ldy, int ys, int pf_on) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
@@ -149,9 +152,11 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
     __m256 acc[4][3];
     for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = acc[i][2] = _mm256_setzero_ps();
     for (int k = 0; k < K; k += 16) {
-        if (pf_on) {
+        if (pf_on == 1) {
             _mm_prefetch(pf + (size_t)k * 8, _MM_HINT_T0);
             _mm_prefetch(pf + (size_t)k * 8 + 64, _MM_HINT_T0);
+        } else if (pf_on == 2 && !(k & 31)) {   /* a new line of each row every 32 columns */
+            for (int i = 0; i < 4; i++) _mm_prefetch((const char *)(w + i * rs + k) + EO_ROW_PF, _MM_HINT_T0);
         }
         for (int i = 0; i < 4; i++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(w + i * rs + k));
@@ -178,12 +183,18 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
  * from n (rs = 4 K, ys = 4, four passes j = 0..3, no software prefetch) */
 static inline __attribute__((always_inline)) void eo_rows(const float *xs, int T, int K, const uint16_t *w, size_t rs,
                                                          float *y, int ldy, int ys, int pf_on) {
-    if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on);
+    if (pf_on == 2) {   /* a constant per call site, so each block keeps its own loop */
+        if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, 2);
+        else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, 2);
+        else eo_block(xs, K, w, rs, 3, y, ldy, ys, 2);
+    } else if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on);
     else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, pf_on);
     else eo_block(xs, K, w, rs, 3, y, ldy, ys, pf_on);
 }
 
-static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
+/* long_pf: rows of 8 KB and more prefetch each row's stream (eo_block pf_on 2) */
+static void gemv_bf16_eo_pf(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
+                            int long_pf) {
     float xs[3 * EO_MAX_K] __attribute__((aligned(32)));
     split_even_odd(x, T, K, xs);
     const int short_rows = (size_t)K * 2 < G4_PF_MAX_ROW;
@@ -191,8 +202,23 @@ static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0
     if (short_rows)   /* super blocks: each of the 4 streams runs through 4 consecutive rows */
         for (; n + 16 <= n1; n += 16)
             for (int j = 0; j < 4; j++) eo_rows(xs, T, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, ldy, 4, 0);
-    for (; n + 4 <= n1; n += 4) eo_rows(xs, T, K, W + (size_t)n * K, (size_t)K, y + n, ldy, 1, short_rows);
+    const int pf = short_rows ? 1 : long_pf ? 2 : 0;
+    for (; n + 4 <= n1; n += 4) eo_rows(xs, T, K, W + (size_t)n * K, (size_t)K, y + n, ldy, 1, pf);
     if (n < n1) dot_bf16(x, T, K, W, n, n1, y, ldy);
+}
+
+static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
+    gemv_bf16_eo_pf(x, T, K, W, n0, n1, y, ldy, 0);
+}
+
+/* Decode (T <= 3) over bf16 rows for the avx512 path (avx512.c), rows of 8 KB and more with each
+ * row's stream prefetched 2 KB ahead: on a 2-core Xeon with AMX (Emerald Rapids), o_proj and
+ * down_proj of the bench model went from 88-99% to 101-115% of a plain read of their bytes
+ * (2048 and 1024 ahead alike, 3072 and none lower; bench/RESULTS.md, session 13). The Zen3 that
+ * measured the linear block prefetch lower on such rows never ran this; the avx2 table keeps none. */
+void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
+    if (K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo_pf(x, T, K, W, n0, n1, y, ldy, 1);
+    else g4_kernels_avx2()->matmul[G4_DT_BF16](x, T, K, W, n0, n1, y, ldy);
 }
 
 /* matmul_bf16's kernel for T < 4 and for the rows a GEMM leaves over */

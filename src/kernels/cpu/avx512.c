@@ -224,6 +224,10 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
         gemv_bf16(x, K, w, n0, n1, y);
         return;
     }
+    if (!xp && T < 4 && dt == G4_DT_BF16 && (size_t)K * 2 >= GEMV_ROW_BYTES) {   /* long rows: o, down */
+        g4_gemv_bf16_rowpf_avx2(x, T, K, w, n0, n1, y, ldy);
+        return;
+    }
     if (!xp && (T < 4 || K % 8)) {
         avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
         return;

@@ -15,6 +15,8 @@ static inline int g4_gemm_mblock(int T, int max_rows, int mr) {
 
 typedef void (*g4_pack16_fn)(const void *w, int K, int k0, int kc, float *panel);
 void g4_pack16_f32_avx2(const void *w, int K, int k0, int kc, float *panel);
+/* avx2.c's bf16 decode GEMV (T <= 3) with each long row's stream prefetched, for the avx512 path */
+void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy);
 void g4_pack16_f16_avx2(const void *w, int K, int k0, int kc, float *panel);
 
 /* The AVX-512 exact GEMM (cpu/avx512.c), g4_matmul_fn's contract; T < 4, K % 8 and a range's

@@ -5,6 +5,8 @@
  * and the fraction of a one-core FMA peak measured the same way.
  * Usage: gemm_bench [T] [N K] [sweeps] [isa]     (default 64, 12288 1536 — the bench model's
  *        gate+up rows at hidden 1536 — 5 sweeps, the CPU's best path)
+ *        GEMM_X3=1 gemm_bench ...      the exact matmul on AMX (activations split into three bf16
+ *        planes once, outside the timing; amx only), against the one-core FMA peak
  *        GEMM_XBF16=1 gemm_bench ...   the --prefill-bf16 matmul instead (activations rounded to
  *        bf16 once, outside the timing, as the forward pass does per layer input), against one
  *        core's bf16 peak; paths avx512bf16 and amx only
@@ -46,6 +48,11 @@ int main(int argc, char **argv) {
     float *x = malloc(sizeof(float) * T * K), *y = malloc(sizeof(float) * T * N);
     for (int i = 0; i < T * K; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
     const int xbf16 = getenv("GEMM_XBF16") && atoi(getenv("GEMM_XBF16"));
+    const int x3 = !xbf16 && getenv("GEMM_X3") && atoi(getenv("GEMM_X3"));
+    if (x3 && !k->matmul_x3bf16) {
+        fprintf(stderr, "gemm_bench: GEMM_X3=1 needs the amx path; this one is %s\n", k->name);
+        return 2;
+    }
     if (xbf16 && !k->matmul_xbf16) {
         fprintf(stderr, "gemm_bench: GEMM_XBF16=1 needs a path with bf16 units (avx512bf16, amx); this one is %s\n", k->name);
         return 2;
@@ -55,10 +62,15 @@ int main(int argc, char **argv) {
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
     uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
     /* as the forward pass: inputs of up to pairs_max_rows rows take the weights-as-A AMX kernel */
-    const int pairs = xbf16 && k->matmul_xbf16_pairs && T <= k->pairs_max_rows;
+    const int pairs = (xbf16 || x3) && k->matmul_xbf16_pairs && T <= k->pairs_max_rows;
     const g4_xbf16_layout layout = pairs ? G4_XBF16_PAIRS : k->xbf16_layout;
     g4_matmul_xbf16_fn mm = pairs ? k->matmul_xbf16_pairs : k->matmul_xbf16;
     for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, layout, xb);
+    const size_t plane = (size_t)Tp * ld;
+    uint16_t *xs = x3 ? calloc(3 * plane, sizeof *xs) : NULL;
+    for (int t = 0; xs && t < Tp; t++)
+        g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, ld, plane,
+                                pairs ? G4_XBF16_PAIRS : G4_XBF16_TILES, xs);
     const char *bf16_note = NULL;
     const double peak = xbf16 ? g4_bench_bf16_peak(1, 5, &bf16_note) : g4_bench_fma_peak(1, 5, NULL);
     double best = 1e30;
@@ -67,16 +79,18 @@ int main(int argc, char **argv) {
         for (int m = 0; m < n_mats; m++) {
             const uint16_t *wm = w + (size_t)m * N * K;
             if (xbf16) mm(xb, ld, T, K, wm, 0, N, y, N);
+            else if (x3) (pairs ? k->matmul_x3bf16_pairs : k->matmul_x3bf16)(xs, plane, T, K, wm, 0, N, y, N);
             else k->matmul[G4_DT_BF16](x, T, K, wm, 0, N, y, N);
         }
         double dt = (cpu_now() - t0) / n_mats;
         if (r > 0 && dt < best) best = dt;
     }
     const double gf = 2.0 * T * N * K / best / 1e9;
-    printf("%s%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : "", pairs ? " (pairs)" : "",
+    printf("%s%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : x3 ? " x3" : "", pairs ? " (pairs)" : "",
            T, N, K, n_mats, mat * n_mats / 1e6, best * 1e3, gf);
     if (peak > 0) printf("  %.1f%% of one core's %s peak (%.1f)\n", 100 * gf / peak, xbf16 ? "bf16" : "FMA", peak);
     else printf("  (peak %s)\n", bf16_note ? bf16_note : "not measured");
     free(xb);
+    free(xs);
     return 0;
 }

@@ -194,11 +194,9 @@ static void store_transposed(const float *c, int nr, int nt, float *y, int ldy) 
     __m512i v[16];
     for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(c + 16 * r);
     g4_bf16_transpose16(v);   /* a 32-bit element transpose: works on floats as well */
-    for (int j = 0; j < nt; j++) {
-        _Alignas(64) float row[16];
-        _mm512_storeu_si512(row, v[j]);
-        memcpy(y + (size_t)j * ldy, row, (size_t)nr * sizeof(float));
-    }
+    /* a masked store, not a memcpy call per 64 bytes (3.7% of a 64-token prefill) */
+    const __mmask16 keep = (__mmask16)((1u << nr) - 1u);
+    for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(y + (size_t)j * ldy, keep, _mm512_castsi512_ps(v[j]));
 }
 
 static inline __attribute__((always_inline)) void matmul_amx_pairs(const uint16_t *xb, size_t plane, int nterms, int T,

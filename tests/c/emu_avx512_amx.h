@@ -47,6 +47,7 @@ static inline __m512 _mm512_fmadd_ps(__m512 a, __m512 b, __m512 c) {   /* one ro
 }
 #define _MM_HINT_T0 3
 #define _MM_HINT_T1 2
+#define _MM_HINT_T2 1
 static inline void _mm_prefetch(const void *p, int hint) { (void)p; (void)hint; }   /* a hint: nothing to model */
 
 static inline __m512i emu_from_i32(const int32_t e[16]) { __m512i v; memcpy(&v, e, 64); return v; }

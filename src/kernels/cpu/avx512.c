@@ -175,11 +175,16 @@ static float *thread_xpack(void) {
  * as the AVX2 kernel takes them (avx2.c gemv_bf16_eo: rows j, j+4, j+8, j+12 together, so each of
  * the 4 streams runs through 4 consecutive rows). On a 2-core Xeon with AMX (bench model, 3 A/B
  * pairs) decode went 11.76-11.95 -> 12.20-12.30 tok/s; the same kernel on rows of 12-16 KB (o,
- * down, in 4-row blocks with prefetch) was ~20% slower than AVX2's, so those stay there. */
+ * down, in 4-row blocks with prefetch) was ~20% slower than AVX2's, so those stay there.
+ * While a super block is read, the next one (16 rows further) is prefetched into L2, 256 bytes a
+ * step, so its 4 streams start warm: on a 2-core Emerald Rapids the q/k/v, gate/up and LM head
+ * groups went from 92-95% to 104-114% of a plain read of their bytes and decode from 12.8-13.7 to
+ * 15.1-15.6 tok/s (4 alternating pairs; into L1 instead: 93-99%, level; bench/RESULTS.md). */
 enum { GEMV_ROW_BYTES = 8192, GEMV_MAX_K = GEMV_ROW_BYTES / 2 };
 
+/* next: with pf_on 0, bytes of the next super block to prefetch into L2 (256 a step), or NULL */
 static inline __attribute__((always_inline)) void gemv_block(const float *xs, int K, const uint16_t *w, size_t rs,
-                                                            float *y, int ys, int pf_on) {
+                                                            float *y, int ys, int pf_on, const char *next) {
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
     const char *pf = (const char *)w + G4_PF_BYTES;
     __m512 acc[4][2];
@@ -187,6 +192,8 @@ static inline __attribute__((always_inline)) void gemv_block(const float *xs, in
     for (int k = 0; k < K; k += 32) {
         if (pf_on)   /* the block's next 256 bytes, G4_PF_BYTES on (as avx2.c for short rows) */
             for (int l = 0; l < 256; l += 64) _mm_prefetch(pf + (size_t)k * 8 + l, _MM_HINT_T0);
+        else if (next)   /* a hint: past the matrix's end it never faults */
+            for (int l = 0; l < 256; l += 64) _mm_prefetch(next + (size_t)k * 8 + l, _MM_HINT_T2);
         const __m512 xe = _mm512_load_ps(xs + k), xo = _mm512_load_ps(xs + k + 16);
         for (int i = 0; i < 4; i++) {
             const __m512i v = _mm512_loadu_si512(w + i * rs + k);
@@ -206,9 +213,12 @@ static void gemv_bf16(const float *x, int K, const uint16_t *W, int n0, int n1, 
             xs[k + 16 + i] = x[k + 2 * i + 1];
         }
     int n = n0;
-    for (; n + 16 <= n1; n += 16)
-        for (int j = 0; j < 4; j++) gemv_block(xs, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, 4, 0);
-    for (; n + 4 <= n1; n += 4) gemv_block(xs, K, W + (size_t)n * K, (size_t)K, y + n, 1, 1);
+    for (; n + 16 <= n1; n += 16) {
+        const char *next = (const char *)(W + (size_t)(n + 16) * K);   /* pass j: its j-th quarter */
+        for (int j = 0; j < 4; j++)
+            gemv_block(xs, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, 4, 0, next + (size_t)j * K * 8);
+    }
+    for (; n + 4 <= n1; n += 4) gemv_block(xs, K, W + (size_t)n * K, (size_t)K, y + n, 1, 1, NULL);
     if (n < n1) g4_kernels_avx2()->matmul[G4_DT_BF16](x, 1, K, W, n, n1, y, 0);
 }
 

@@ -142,11 +142,16 @@ static void split_even_odd(const float *x, int T, int K, float *xs) {
  * j+12), against TR activation rows; row i's results go to y + i * ys. One row keeps even and odd
  * sums apart (8 FMA chains, so the FMA latency is covered); 2-3 rows share one accumulator per
  * (row, activation row) and take x from memory operands, which keeps the block in 16 registers.
+ * next (super blocks, pf_on 0): bytes of the next super block to prefetch into L2 at the rate this
+ * one is read, so its streams start warm (on a 2-core Emerald Rapids, G4_CPU_ISA=avx2: q/k/v,
+ * gate/up and LM head 86-94% -> 100-110% of a plain read of their bytes, tg64 12.4-12.7 ->
+ * 14.1-14.6 tok/s; the Zen3 of sessions 7-11 never ran it), or NULL.
  * pf_on: 1 the block's bytes G4_PF_BYTES ahead, linearly (short rows); 2 each row's own stream
- * EO_ROW_PF bytes ahead (long rows on the avx512 path, g4_gemv_bf16_rowpf_avx2). */
+ * EO_ROW_PF bytes ahead into L1 and the next 4-row block into L2, at the rate this one is read
+ * (long rows on the avx512 path, g4_gemv_bf16_rowpf_avx2; rs = K there). */
 enum { EO_ROW_PF = 2048 };
 static inline __attribute__((always_inline)) void eo_block(const float *xs, int K, const uint16_t *w, size_t rs,
-                                                          int TR, float *y, int ldy, int ys, int pf_on) {
+                                                          int TR, float *y, int ldy, int ys, int pf_on, const char *next) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
     const char *pf = (const char *)w + G4_PF_BYTES;   /* as dot_bf16: the block's bytes, linearly */
     __m256 acc[4][3];
@@ -155,8 +160,12 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
         if (pf_on == 1) {
             _mm_prefetch(pf + (size_t)k * 8, _MM_HINT_T0);
             _mm_prefetch(pf + (size_t)k * 8 + 64, _MM_HINT_T0);
-        } else if (pf_on == 2 && !(k & 31)) {   /* a new line of each row every 32 columns */
-            for (int i = 0; i < 4; i++) _mm_prefetch((const char *)(w + i * rs + k) + EO_ROW_PF, _MM_HINT_T0);
+        } else if (pf_on == 2 && !(k & 31)) {   /* per 32 columns: a new line of each row, and the */
+            for (int i = 0; i < 4; i++)         /* next block's next 256 bytes into L2 */
+                _mm_prefetch((const char *)(w + i * rs + k) + EO_ROW_PF, _MM_HINT_T0);
+            for (int l = 0; l < 256; l += 64) _mm_prefetch((const char *)(w + 4 * rs) + (size_t)k * 8 + l, _MM_HINT_T2);
+        } else if (next && !(k & 31)) {
+            for (int l = 0; l < 256; l += 64) _mm_prefetch(next + (size_t)k * 8 + l, _MM_HINT_T2);
         }
         for (int i = 0; i < 4; i++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(w + i * rs + k));
@@ -182,14 +191,14 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
 /* Rows [n, n + 4) (rs = K, ys = 1, with the linear prefetch of short rows) or a 16-row super block
  * from n (rs = 4 K, ys = 4, four passes j = 0..3, no software prefetch) */
 static inline __attribute__((always_inline)) void eo_rows(const float *xs, int T, int K, const uint16_t *w, size_t rs,
-                                                         float *y, int ldy, int ys, int pf_on) {
+                                                         float *y, int ldy, int ys, int pf_on, const char *next) {
     if (pf_on == 2) {   /* a constant per call site, so each block keeps its own loop */
-        if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, 2);
-        else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, 2);
-        else eo_block(xs, K, w, rs, 3, y, ldy, ys, 2);
-    } else if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on);
-    else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, pf_on);
-    else eo_block(xs, K, w, rs, 3, y, ldy, ys, pf_on);
+        if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, 2, NULL);
+        else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, 2, NULL);
+        else eo_block(xs, K, w, rs, 3, y, ldy, ys, 2, NULL);
+    } else if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on, next);
+    else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, pf_on, next);
+    else eo_block(xs, K, w, rs, 3, y, ldy, ys, pf_on, next);
 }
 
 /* long_pf: rows of 8 KB and more prefetch each row's stream (eo_block pf_on 2) */
@@ -200,10 +209,13 @@ static void gemv_bf16_eo_pf(const float *x, int T, int K, const uint16_t *W, int
     const int short_rows = (size_t)K * 2 < G4_PF_MAX_ROW;
     int n = n0;
     if (short_rows)   /* super blocks: each of the 4 streams runs through 4 consecutive rows */
-        for (; n + 16 <= n1; n += 16)
-            for (int j = 0; j < 4; j++) eo_rows(xs, T, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, ldy, 4, 0);
+        for (; n + 16 <= n1; n += 16) {
+            const char *next = (const char *)(W + (size_t)(n + 16) * K);   /* pass j: its j-th quarter */
+            for (int j = 0; j < 4; j++)
+                eo_rows(xs, T, K, W + (size_t)(n + j) * K, (size_t)4 * K, y + n + j, ldy, 4, 0, next + (size_t)j * K * 8);
+        }
     const int pf = short_rows ? 1 : long_pf ? 2 : 0;
-    for (; n + 4 <= n1; n += 4) eo_rows(xs, T, K, W + (size_t)n * K, (size_t)K, y + n, ldy, 1, pf);
+    for (; n + 4 <= n1; n += 4) eo_rows(xs, T, K, W + (size_t)n * K, (size_t)K, y + n, ldy, 1, pf, NULL);
     if (n < n1) dot_bf16(x, T, K, W, n, n1, y, ldy);
 }
 
@@ -214,7 +226,8 @@ static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0
 /* Decode (T <= 3) over bf16 rows for the avx512 path (avx512.c), rows of 8 KB and more with each
  * row's stream prefetched 2 KB ahead: on a 2-core Xeon with AMX (Emerald Rapids), o_proj and
  * down_proj of the bench model went from 88-99% to 101-115% of a plain read of their bytes
- * (2048 and 1024 ahead alike, 3072 and none lower; bench/RESULTS.md, session 13). The Zen3 that
+ * (2048 and 1024 ahead alike, 3072 and none lower; bench/RESULTS.md, session 13), and with the
+ * next block also prefetched into L2 to 106-123% (against 99-111% in the same alternation). The Zen3 that
  * measured the linear block prefetch lower on such rows never ran this; the avx2 table keeps none. */
 void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
     if (K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo_pf(x, T, K, W, n0, n1, y, ldy, 1);

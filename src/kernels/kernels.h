@@ -86,7 +86,7 @@ typedef struct {
                                                                                   * tile layout, or NULL */
     /* AMX with the weights as the A operand (cpu/bf16_amx.c): matmul_xbf16 / matmul_x3bf16 on
      * input in the pair layout, used for inputs of at most pairs_max_rows rows, and that input's
-     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512); NULL / 0 elsewhere */
+     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512): set all together, or NULL / 0 */
     g4_matmul_xbf16_fn matmul_xbf16_pairs;
     void (*matmul_x3bf16_pairs)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);

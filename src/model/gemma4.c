@@ -90,21 +90,14 @@ static void split_over_pool(g4_model *m, int n, int tasks_per_thread, int *per_t
 }
 
 /* Rows [16 g0, 16 g1) of a matmul input in the pair layout (nterms 1: bf16-rounded; 3: the exact
- * split's three planes), rows >= T zero: the table's 16-row writer, else the portable one by rows */
+ * split's three planes), rows >= T zero, by the table's 16-row writer (a table with the *_pairs
+ * kernels has it) */
 static void put_pairs_groups(const g4_kernels *k, const float *x, int T, int K, int g0, int g1, size_t plane,
                              int nterms, uint16_t *dst) {
     const int Kp = (K + 31) & ~31;
     for (int g = g0; g < g1; g++) {
         const int t0 = 16 * g, rows = T - t0 < 0 ? 0 : T - t0 < 16 ? T - t0 : 16;
-        if (k->put_pairs16) {
-            k->put_pairs16(x + (size_t)(rows ? t0 : 0) * K, K, rows, K, t0, Kp, plane, nterms, dst);
-            continue;
-        }
-        for (int t = t0; t < t0 + 16; t++) {
-            const float *xr = x + (size_t)(t < T ? t : 0) * K;
-            if (nterms == 3) g4_xbf16_put_row_split3(xr, t < T ? K : 0, t, Kp, plane, G4_XBF16_PAIRS, dst);
-            else g4_xbf16_put_row(xr, t < T ? K : 0, t, Kp, Kp, G4_XBF16_PAIRS, dst);
-        }
+        k->put_pairs16(x + (size_t)(rows ? t0 : 0) * K, K, rows, K, t0, Kp, plane, nterms, dst);
     }
 }
 

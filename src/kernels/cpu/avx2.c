@@ -188,15 +188,11 @@ static inline __attribute__((always_inline)) void eo_block(const float *xs, int 
     }
 }
 
-/* Rows [n, n + 4) (rs = K, ys = 1, with the linear prefetch of short rows) or a 16-row super block
- * from n (rs = 4 K, ys = 4, four passes j = 0..3, no software prefetch) */
+/* Rows [n, n + 4) (rs = K, ys = 1, pf_on 1 or 2, next NULL) or a 16-row super block from n
+ * (rs = 4 K, ys = 4, four passes j = 0..3, pf_on 0, the next super block's quarter j in next) */
 static inline __attribute__((always_inline)) void eo_rows(const float *xs, int T, int K, const uint16_t *w, size_t rs,
                                                          float *y, int ldy, int ys, int pf_on, const char *next) {
-    if (pf_on == 2) {   /* a constant per call site, so each block keeps its own loop */
-        if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, 2, NULL);
-        else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, 2, NULL);
-        else eo_block(xs, K, w, rs, 3, y, ldy, ys, 2, NULL);
-    } else if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on, next);
+    if (T == 1) eo_block(xs, K, w, rs, 1, y, ldy, ys, pf_on, next);
     else if (T == 2) eo_block(xs, K, w, rs, 2, y, ldy, ys, pf_on, next);
     else eo_block(xs, K, w, rs, 3, y, ldy, ys, pf_on, next);
 }

@@ -109,17 +109,37 @@ static void read_group(g4_model *m, const g4_mm_op *ops, int n_ops) {
     g4_pool_run(m->pool, g.first_task[n_ops], group_read_task, &g);
 }
 
+/* The calls one sweep of `which` makes: (group, layer) pairs. "decode" is every matmul of a decode
+ * step in the step's order (each layer's qkv, o, gateup, down, then the LM head): 1.9 GB of one
+ * stream, larger than any L3, where a single group swept alone (~0.2-0.5 GB) may partly sit in
+ * this host's 300 MB L3 after the plain read that precedes it. */
+typedef struct { const char *group; int layer; } kt_call;
+enum { KT_MAX_CALLS = 4 * 256 + 1 };
+
+static int kt_calls(const g4_model *m, const char *which, kt_call *calls) {
+    static const char *step[] = {"qkv", "o", "gateup", "down"};
+    int n = 0;
+    if (!strcmp(which, "decode")) {
+        for (int l = 0; l < m->cfg.n_layers && l < 256; l++)
+            for (int g = 0; g < 4; g++) calls[n++] = (kt_call){step[g], l};
+        calls[n++] = (kt_call){"lm_head", 0};
+    } else if (!strcmp(which, "lm_head")) calls[n++] = (kt_call){which, 0};
+    else
+        for (int l = 0; l < m->cfg.n_layers && l < 256; l++) calls[n++] = (kt_call){which, l};
+    return n;
+}
+
 g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out) {
     memset(out, 0, sizeof *out);
     g4_mm_op ops[3];
-    const int lm = !strcmp(which, "lm_head");
-    const int n_layers = lm ? 1 : m->cfg.n_layers;
-    if (!kt_bind(m, which, 0, T, NULL, NULL, ops))
-        return g4_fail(G4_ERR_INPUT, "bench: unknown matrix group '%s' (qkv, o, gateup, down, lm_head)", which);
-    /* scratch for the widest instance of the group over all layers */
+    static kt_call calls[KT_MAX_CALLS];
+    if (strcmp(which, "decode") && !kt_bind(m, which, 0, T, NULL, NULL, ops))
+        return g4_fail(G4_ERR_INPUT, "bench: unknown matrix group '%s' (qkv, o, gateup, down, lm_head, decode)", which);
+    const int n_calls = kt_calls(m, which, calls);
+    /* scratch for the widest call of the sweep */
     int max_rows = 0, max_cols = 0;
-    for (int l = 0; l < n_layers; l++) {
-        const int n = kt_bind(m, which, l, T, NULL, NULL, ops);
+    for (int c = 0; c < n_calls; c++) {
+        const int n = kt_bind(m, calls[c].group, calls[c].layer, T, NULL, NULL, ops);
         int rows = 0;
         for (int i = 0; i < n; i++) {
             rows += ops[i].w->rows;
@@ -146,13 +166,13 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
         double t_read = 0;
         if (T < 4) {
             const double t0 = g4_now();
-            for (int l = 0; l < n_layers; l++) read_group(m, ops, kt_bind(m, which, l, T, x, y, ops));
+            for (int c = 0; c < n_calls; c++) read_group(m, ops, kt_bind(m, calls[c].group, calls[c].layer, T, x, y, ops));
             t_read = g4_now() - t0;
         }
         double t0 = g4_now();
-        for (int l = 0; l < n_layers; l++) {
+        for (int c = 0; c < n_calls; c++) {
             /* the forward pass's own call: its task split, and --act-q8's quantization of the input */
-            g4_matmul_multi(m, T, kt_bind(m, which, l, T, x, y, ops), ops);
+            g4_matmul_multi(m, T, kt_bind(m, calls[c].group, calls[c].layer, T, x, y, ops), ops);
         }
         double dt = g4_now() - t0;
         if (r > 0 && dt < best) best = dt;
@@ -170,6 +190,6 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
     out->rows = max_rows;
     out->cols = max_cols;
     out->T = T;
-    out->n_calls = n_layers;
+    out->n_calls = n_calls;
     return G4_OK;
 }

@@ -29,7 +29,9 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
 /* Kernel-only throughput of the model's matmul path on its own bound matrices, split over the
  * model's thread pool the way the forward pass splits them (row blocks of whole weight rows):
  * `which` = "qkv" (q,k,v as one loop), "o", "gateup", "down" — swept over every layer, one
- * parallel loop per layer, so weights stream from DRAM as in decode — or "lm_head".
+ * parallel loop per layer — "lm_head", or "decode": every matmul of a decode step in the step's
+ * order (per layer qkv, o, gateup, down; then the LM head), one stream larger than any L3, where
+ * a group alone may partly sit in a large L3 after the read before it.
  * T activation rows of random data. Best of `reps` sweeps: seconds, weight bytes and FLOPs of a
  * whole sweep (n_calls loops; rows/cols = the largest instance). For T < 4 (decode: a weight
  * stream) each sweep follows a plain read of the same bytes on the same threads

@@ -364,15 +364,16 @@ int cli_bench(int argc, char **argv) {
     }
 
     /* ---- kernel-only timings (matmul on the model's own matrices, thread pool split) */
-    static const char *groups[] = {"qkv", "o", "gateup", "down", "lm_head"};
-    g4_kernel_timing kt[2][5];
+    static const char *groups[] = {"qkv", "o", "gateup", "down", "lm_head", "decode"};
+    g4_kernel_timing kt[2][6];
     const int kT[2] = {1, (int)o.chunk};
     if (o.kernels) {
         printf("kernels alone (matmul only, each group swept over all layers, best of %ld sweeps; T=1 against a\n"
-               "plain read of the same bytes on the same threads right before each sweep, median of the ratios):\n", o.reps);
+               "plain read of the same bytes on the same threads right before each sweep, median of the ratios;\n"
+               "decode: every matmul of a decode step in the step's order, one stream larger than any L3):\n", o.reps);
         for (int a = 0; a < 2; a++)
-            for (int g = 0; g < 5; g++) {
-                if (a == 1 && g == 4) { kt[a][g].T = 0; continue; }   /* prefill runs the LM head on one row */
+            for (int g = 0; g < 6; g++) {
+                if (a == 1 && g >= 4) { kt[a][g].T = 0; continue; }   /* prefill runs the LM head on one row */
                 st = g4_bench_kernel(m, groups[g], kT[a], (int)o.reps, &kt[a][g]);
                 if (st) { rc = cli_report(st); free(ids); free(logits); g4_model_free(m); return rc; }
                 const g4_kernel_timing *k = &kt[a][g];
@@ -441,7 +442,7 @@ int cli_bench(int argc, char **argv) {
     if (o.kernels) {
         fputs(",\"kernels_only\":[", f);
         for (int a = 0; a < 2; a++)
-            for (int g = 0; g < 5; g++)
+            for (int g = 0; g < 6; g++)
                 if (kt[a][g].T) {
                     const g4_kernel_timing *k = &kt[a][g];
                     fprintf(f, "%s{\"group\":\"%s\",\"T\":%d,\"calls\":%d,\"rows\":%d,\"cols\":%d,\"seconds\":%.6g,\"gbs\":%.6g,\"gflops\":%.6g",

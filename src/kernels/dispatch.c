@@ -104,6 +104,13 @@ static void x512_init(void) {
     x512.amx_table.put_pairs16 = g4_xbf16_put_pairs16_avx512;
     const char *pr = getenv("G4_AMX_PAIRS_ROWS");
     x512.amx_table.pairs_max_rows = pr && *pr ? atoi(pr) : 64;
+    /* decode (inputs of up to N <= 5 rows) on tiles as well, opt-in with G4_AMX_GEMV_ROWS=N: on
+     * a 2-core Emerald Rapids whole decode steps were level with the FMA kernels (bf16_amx.c) */
+    x512.amx_table.matmul_gemv3 = g4_matmul_gemv3_amx;
+    x512.amx_table.put_gemv3 = g4_xbf16_put_gemv3_avx512;
+    const char *gr = getenv("G4_AMX_GEMV_ROWS");
+    const int gmax = gr && *gr ? atoi(gr) : 0;
+    x512.amx_table.gemv_max_rows = gmax < 0 ? 0 : gmax > G4_GEMV_X3_MAX_ROWS ? G4_GEMV_X3_MAX_ROWS : gmax;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -93,6 +93,13 @@ typedef struct {
     void (*put_pairs16)(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
                         uint16_t *xs);
     int pairs_max_rows;
+    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of at most gemv_max_rows rows
+     * (<= G4_GEMV_X3_MAX_ROWS) over bf16 weights, the input's three bf16 planes as the columns
+     * of one B tile (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together,
+     * or NULL / 0 */
+    void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+    void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
+    int gemv_max_rows;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -195,6 +202,24 @@ void g4_xbf16_put_row_tiles_avx512(const float *x, int n, int t, int Kp, uint16_
  * 3 g4_xbf16_put_row_split3's hi, mid and lo (planes `plane` apart). t0 a multiple of 16. */
 void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
                                  uint16_t *xs);
+
+/* The decode layout of the exact matmul on AMX (g4_matmul_gemv3_amx): T <= G4_GEMV_X3_MAX_ROWS
+ * input rows, each split into g4_xbf16_put_row_split3's hi, mid and lo, as ONE AMX B tile per 32
+ * columns of K: 16 rows (column pairs k, k + 1) x 3T columns, column 3t + j holding row t's plane j
+ * (12T bytes a tile row, the tiles of consecutive 32-column steps consecutive). One tile of weight
+ * rows (A) against it gives every plane of every row at once; the dot product of row t is
+ * C[.][3t] + (C[.][3t + 1] + C[.][3t + 2]). The 32-bit pair of (t, j) at columns k, k + 1 (k even)
+ * is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
+#define G4_GEMV_X3_MAX_ROWS 5   /* 3 x 5 planes fill 15 of a tile's 16 fp32 columns */
+static inline size_t g4_xbf16_gemv3_offset(int t, int j, int k, int T) {
+    return ((size_t)(k >> 5) * 16 + (size_t)((k & 31) >> 1)) * (size_t)(3 * T) + (size_t)(3 * t + j);
+}
+/* T rows of x (row stride ldx, K a multiple of 32) in that layout: portable (cpu/ref.c), and on
+ * AVX512-BF16 (cpu/split_avx512.c, the same bits but for denormal inputs, which become zero) */
+void g4_xbf16_put_gemv3(const float *x, int ldx, int T, int K, uint32_t *xg);
+void g4_xbf16_put_gemv3_avx512(const float *x, int ldx, int T, int K, uint32_t *xg);
+/* y[t][n] = W[n] . x[t] for t < T <= G4_GEMV_X3_MAX_ROWS, n in [n0, n1), from put_gemv3's xg */
+void g4_matmul_gemv3_amx(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
  * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float

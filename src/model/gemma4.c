@@ -37,6 +37,7 @@ typedef struct {
     const float *xp[3];              /* the exact GEMM's packed input (kernels.h pack_x), or NULL */
     const uint16_t *x3[3];           /* the exact GEMM on AMX: op i's input as three bf16 planes, or NULL */
     size_t x3_plane;
+    const uint32_t *xg[3];           /* decode on AMX: op i's input in the gemv3 layout, or NULL */
     int xb_ld;
     int pairs;                       /* xb / x3 in the pair layout, for the table's *_pairs kernels */
     int n_ops;
@@ -56,6 +57,7 @@ static void mm_task(void *ctx, int task, int thread) {
         else if (j->xb[o])
             (j->pairs ? j->k->matmul_xbf16_pairs : j->k->matmul_xbf16)(j->xb[o], j->xb_ld, j->T, op->w->cols, op->w->data,
                                                                       a, b, op->y, op->ldy);
+        else if (j->xg[o]) j->k->matmul_gemv3(j->xg[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else if (j->x3[o])
             (j->pairs ? j->k->matmul_x3bf16_pairs : j->k->matmul_x3bf16)(j->x3[o], j->x3_plane, j->T, op->w->cols,
                                                                         op->w->data, a, b, op->y, op->ldy);
@@ -193,6 +195,20 @@ static int split_inputs(g4_model *m, mm_job *j, int T) {
     return 1;
 }
 
+/* Decode on AMX (kernels.h matmul_gemv3): op 0's input in the gemv3 layout, written once on the
+ * calling thread (K / 32 steps of three 16-lane scatters per row), for the ops with bf16 weights
+ * that share it; 0 where the call is not one for that kernel. */
+static int gemv_inputs(g4_model *m, mm_job *j, int T) {
+    const g4_mm_op *op0 = &j->ops[0];
+    const int K = op0->w->cols;
+    if (!m->xg || T > m->k->gemv_max_rows || op0->w->dt != G4_DT_BF16 || K % 32 || j->xq[0] || j->xb[0]) return 0;
+    m->k->put_gemv3(op0->x, K, T, K, m->xg);
+    for (int i = 0; i < j->n_ops; i++)
+        if (!j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], op0))
+            j->xg[i] = m->xg;
+    return 1;
+}
+
 static void pack_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     const int K = op0->w->cols;
@@ -245,6 +261,7 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
         j.xb[i] = NULL;
         j.xp[i] = NULL;
         j.x3[i] = NULL;
+        j.xg[i] = NULL;
         if (m->round_bf16 && dt == G4_DT_BF16) round_input_bf16(m, &j, ops, i, T);
         if (!m->opts.act_q8 || !m->k->matmul_q8[dt]) continue;   /* float weights: exact path */
         /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
@@ -258,13 +275,13 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
             xq += (size_t)T * g4_act_row_bytes(dt, ops[i].w->cols);
         }
     }
-    if (!split_inputs(m, &j, T)) pack_inputs(m, &j, T);
+    if (!gemv_inputs(m, &j, T) && !split_inputs(m, &j, T)) pack_inputs(m, &j, T);
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;
     /* task boundaries on whole panels: 16 rows (the GEMM's panel; the GEMV's 4-row blocks), 32
      * for the bf16 hardware matmul, whose 32-row panels a 16-row edge would half waste */
-    const int snap = j.xb[0] || j.x3[0] ? 32 : 16;
+    const int snap = j.xb[0] || j.x3[0] || j.xg[0] ? 32 : 16;
     int n = 0;
     for (int r = 0, o = 0; r < total && n < MM_MAX_TASKS; n++) {
         j.bound[n] = r;

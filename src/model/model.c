@@ -101,6 +101,11 @@ static g4_status alloc_state(g4_model *m) {
         if (!(m->x3 = aligned_alloc(64, (3 * m->x3_plane * sizeof(uint16_t) + 63) & ~(size_t)63)))
             return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX exact GEMM's input scratch");
     }
+    if (m->k->matmul_gemv3 && m->k->gemv_max_rows > 0 && m->opts.numerics != G4_NUMERICS_GGML) {
+        const size_t rows = R < (size_t)m->k->gemv_max_rows ? R : (size_t)m->k->gemv_max_rows;
+        if (!(m->xg = aligned_alloc(64, ((K + 31) / 32 * 16 * 3 * rows * sizeof(uint32_t) + 63) & ~(size_t)63)))
+            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX decode matmul's input scratch");
+    }
     if (m->k->pack_x && !m->opts.act_q8 && R >= 4) {   /* shared by every task of an exact GEMM */
         const size_t mr = (size_t)m->k->x_mr;
         if (!(m->xp = aligned_alloc(64, ((R + mr - 1) / mr * mr * K * sizeof(float) + 63) & ~(size_t)63)))
@@ -517,7 +522,7 @@ void g4_model_free(g4_model *m) {
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
-    free(m->xq); free(m->xb); free(m->xp); free(m->x3);
+    free(m->xq); free(m->xb); free(m->xp); free(m->x3); free(m->xg);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }

@@ -88,6 +88,8 @@ struct g4_model {
     uint16_t *x3;               /* the exact GEMM on AMX: one input as three bf16 planes (kernels.h
                                  * g4_xbf16_put_row_split3), x3_plane elements apart */
     size_t x3_plane;
+    uint32_t *xg;               /* decode on AMX: one input of <= gemv_max_rows rows in the gemv3
+                                 * layout (kernels.h g4_xbf16_gemv3_offset) */
     float *xp;                  /* the exact GEMM's packed input (kernels.h pack_x) where the
                                  * kernel table has one: [max_rows rounded up to x_mr][widest K] */
     int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */

@@ -24,6 +24,7 @@
 #define g4_matmul_x3bf16_amx emu_matmul_x3bf16_amx
 #define g4_matmul_xbf16_amx_pairs emu_matmul_xbf16_amx_pairs
 #define g4_matmul_x3bf16_amx_pairs emu_matmul_x3bf16_amx_pairs
+#define g4_matmul_gemv3_amx emu_matmul_gemv3_amx
 #include "../../src/kernels/cpu/bf16_avx512.c"
 #include "../../src/kernels/cpu/bf16_amx.c"
 #undef g4_matmul_xbf16_avx512
@@ -32,6 +33,7 @@
 #undef g4_matmul_x3bf16_amx
 #undef g4_matmul_xbf16_amx_pairs
 #undef g4_matmul_x3bf16_amx_pairs
+#undef g4_matmul_gemv3_amx
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
@@ -197,6 +199,28 @@ static void test_split3_exact(void **state) {
  * (hi alone) are ~2^-9 off per product */
 typedef void (*x3_fn)(const uint16_t *, size_t, int, int, const void *, int, int, float *, int);
 
+/* y[t][n] for n in [n0, n1) against a double-precision sum of the fp32 x's products with the bf16
+ * weights, within fp32 summation error; y's other columns (prefilled with -12345) untouched */
+static void check_exact_fp32(const char *what, const float *x, const uint16_t *w, int T, int K, int n0, int n1,
+                             const float *y, int ldy) {
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < ldy; n++) {
+            const float got = y[(size_t)t * ldy + n];
+            if (n < n0 || n >= n1) {
+                if (got != -12345.0f) fail_msg("%s T=%d K=%d: column %d outside [%d, %d) written", what, T, K, n, n0, n1);
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)x[(size_t)t * K + k] * g4_bf16_to_f32(w[(size_t)n * K + k]);
+                ref += p;
+                mag += fabs(p);
+            }
+            if (!(fabs(got - ref) <= 1e-6 * mag + 1e-30))
+                fail_msg("%s T=%d K=%d n=%d t=%d: %.9g vs %.9g", what, T, K, n, t, got, ref);
+        }
+}
+
 static void check_x3(x3_fn mm, g4_xbf16_layout layout, int T, int K, int N, int n0, int n1) {
     const int Tp = (T + 31) / 32 * 32, Kp = (K + 31) / 32 * 32, ldy = N + 3;
     const size_t plane = (size_t)Tp * Kp;
@@ -209,21 +233,7 @@ static void check_x3(x3_fn mm, g4_xbf16_layout layout, int T, int K, int N, int 
     for (int t = 0; t < Tp; t++)
         g4_xbf16_put_row_split3(x + (size_t)(t < T ? t : 0) * K, t < T ? K : 0, t, Kp, plane, layout, xs);
     mm(xs, plane, T, K, w, n0, n1, y, ldy);
-    for (int t = 0; t < T; t++)
-        for (int n = 0; n < ldy; n++) {
-            const float got = y[(size_t)t * ldy + n];
-            if (n < n0 || n >= n1) {
-                if (got != -12345.0f) fail_msg("x3 T=%d K=%d: column %d outside [%d, %d) written", T, K, n, n0, n1);
-                continue;
-            }
-            double ref = 0, mag = 0;
-            for (int k = 0; k < K; k++) {
-                const double p = (double)x[(size_t)t * K + k] * g4_bf16_to_f32(w[(size_t)n * K + k]);
-                ref += p;
-                mag += fabs(p);
-            }
-            if (!(fabs(got - ref) <= 1e-6 * mag + 1e-30)) fail_msg("x3 T=%d K=%d n=%d t=%d: %.9g vs %.9g", T, K, n, t, got, ref);
-        }
+    check_exact_fp32("x3", x, w, T, K, n0, n1, y, ldy);
     free(x);
     free(y);
     free(xs);
@@ -249,6 +259,93 @@ static void test_x3_hardware(void **state) {
     assert_ptr_equal(k->matmul_x3bf16_pairs, g4_matmul_x3bf16_amx_pairs);
     check_x3_all(g4_matmul_x3bf16_amx, G4_XBF16_TILES);
     check_x3_all(g4_matmul_x3bf16_amx_pairs, G4_XBF16_PAIRS);
+}
+
+/* The decode layout (g4_xbf16_put_gemv3): column 3t + j of each pair row holds row t's plane j,
+ * hi + mid + lo is x exactly, across magnitudes from 2^-60 to 2^60; the AVX512-BF16 writer (where
+ * the amx table exists) writes the same bits */
+static void check_gemv3_layout(int T, int K) {
+    const size_t n = (size_t)K * 3 * T / 2;   /* 32-bit pairs */
+    float *x = malloc((size_t)T * (K + 5) * sizeof *x);
+    uint32_t *xg = malloc(n * sizeof *xg), *xg2 = malloc(n * sizeof *xg2);
+    unsigned seed = 19u + (unsigned)(T * K);
+    for (int i = 0; i < T * (K + 5); i++) x[i] = ldexpf(frand(&seed), (int)(seed >> 8) % 121 - 60);
+    memset(xg, 0xff, n * sizeof *xg);
+    g4_xbf16_put_gemv3(x, K + 5, T, K, xg);   /* a row stride past K: the 5 columns are not read */
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+            double sum = 0;
+            for (int j = 0; j < 3; j++) {
+                const uint32_t pair = xg[g4_xbf16_gemv3_offset(t, j, k & ~1, T)];
+                sum += g4_bf16_to_f32((uint16_t)(k & 1 ? pair >> 16 : pair & 0xffff));
+            }
+            if (sum != x[(size_t)t * (K + 5) + k]) fail_msg("gemv3 T=%d t=%d k=%d: %.17g vs %.17g", T, t, k, sum, x[(size_t)t * (K + 5) + k]);
+        }
+    if (g4_kernels_amx()) {
+        memset(xg2, 0xff, n * sizeof *xg2);
+        g4_xbf16_put_gemv3_avx512(x, K + 5, T, K, xg2);
+        for (size_t i = 0; i < n; i++)
+            if (xg2[i] != xg[i]) fail_msg("gemv3 T=%d K=%d: AVX512-BF16 writer %08x at %zu, portable %08x", T, K, xg2[i], i, xg[i]);
+    }
+    free(x);
+    free(xg);
+    free(xg2);
+}
+
+static void test_gemv3_layout(void **state) {
+    (void)state;
+    for (int T = 1; T <= G4_GEMV_X3_MAX_ROWS; T++) check_gemv3_layout(T, T * 64 - 32);
+}
+
+/* The decode matmul on AMX: T <= 5 rows of fp32 activations against bf16 weights, within fp32
+ * summation error of a double-precision sum of the products, over row ranges that cross 16- and
+ * 32-row blocks, short last blocks (13 and 20 rows), long rows (16-row blocks) and y's columns
+ * outside [n0, n1) left untouched */
+typedef void (*gemv3_fn)(const uint32_t *, int, int, const void *, int, int, float *, int);
+
+static void check_gemv3(gemv3_fn mm, int T, int K, int N, int n0, int n1) {
+    const int ldy = N + 3;
+    float *x = malloc((size_t)T * K * sizeof *x), *y = malloc((size_t)T * ldy * sizeof *y);
+    uint32_t *xg = malloc((size_t)K * 3 * T / 2 * sizeof *xg);
+    uint16_t *w = malloc((size_t)N * K * sizeof *w);
+    unsigned seed = (unsigned)(T * 29 + K * 5 + N);
+    for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 3.0f;
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = g4_f32_to_bf16(frand(&seed) * 0.5f);
+    for (size_t i = 0; i < (size_t)T * ldy; i++) y[i] = -12345.0f;
+    g4_xbf16_put_gemv3(x, K, T, K, xg);
+    mm(xg, T, K, w, n0, n1, y, ldy);
+    check_exact_fp32("gemv3", x, w, T, K, n0, n1, y, ldy);
+    free(x);
+    free(y);
+    free(xg);
+    free(w);
+}
+
+static const int gemv3_shapes[][5] = {   /* T, K, N, n0, n1 */
+    {1, 32, 32, 0, 32}, {1, 96, 100, 0, 100}, {2, 64, 80, 16, 77}, {3, 160, 45, 0, 45},
+    {4, 4096, 40, 0, 36},    /* rows of 8 KB: 16-row blocks, a last one of 4 */
+    {5, 256, 70, 3, 70},     /* a range starting off the 16-row grid; a last block of 3 */
+    {1, 8192, 50, 0, 50},    /* 16 KB rows (o_proj of the bench model) */
+    {1, 1536, 96, 32, 96},   /* the bench model's hidden size */
+};
+
+static void check_gemv3_all(gemv3_fn mm) {
+    for (size_t i = 0; i < sizeof gemv3_shapes / sizeof gemv3_shapes[0]; i++)
+        check_gemv3(mm, gemv3_shapes[i][0], gemv3_shapes[i][1], gemv3_shapes[i][2], gemv3_shapes[i][3], gemv3_shapes[i][4]);
+}
+
+static void test_gemv3_emulated(void **state) {
+    (void)state;
+    check_gemv3_all(emu_matmul_gemv3_amx);
+}
+
+static void test_gemv3_hardware(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_amx();
+    if (!k) skip();
+    assert_ptr_equal(k->matmul_gemv3, g4_matmul_gemv3_amx);
+    assert_ptr_equal(k->put_gemv3, g4_xbf16_put_gemv3_avx512);
+    check_gemv3_all(g4_matmul_gemv3_amx);
 }
 
 static void test_avx512_emulated(void **state) { (void)state; check_all(emu_matmul_xbf16_avx512, G4_XBF16_ROWS); }
@@ -292,6 +389,9 @@ int main(void) {
         cmocka_unit_test(test_split3_exact),
         cmocka_unit_test(test_x3_emulated),
         cmocka_unit_test(test_x3_hardware),
+        cmocka_unit_test(test_gemv3_layout),
+        cmocka_unit_test(test_gemv3_emulated),
+        cmocka_unit_test(test_gemv3_hardware),
         cmocka_unit_test(test_avx512_emulated),
         cmocka_unit_test(test_amx_emulated),
         cmocka_unit_test(test_avx512_hardware),

@@ -4,6 +4,8 @@ and against the read made right before each decode rep), the bytes in 2 MiB page
 that are consistent with each other."""
 import json
 
+import pytest
+
 from conftest import FIXTURES, run_g4
 
 
@@ -53,7 +55,14 @@ def test_bench_kernels_json(g4_bin):
     assert "of a plain read of the same bytes" in out
     ks = json.loads(out.strip().splitlines()[-1])["kernels_only"]
     groups = ["qkv", "o", "gateup", "down", "lm_head"]
-    assert [(k["group"], k["T"]) for k in ks] == [(g, 1) for g in groups] + [(g, 8) for g in groups[:4]]
+    assert [(k["group"], k["T"]) for k in ks] == [(g, 1) for g in groups + ["decode"]] + [(g, 8) for g in groups[:4]]
+    # decode: every matmul of a step in its order (4 per layer, then the LM head), so its bytes are
+    # the five groups' together
+    one = {k["group"]: k for k in ks if k["T"] == 1}
+    n_layers = one["qkv"]["calls"]
+    assert one["decode"]["calls"] == 4 * n_layers + 1
+    gb = lambda k: k["gbs"] * k["seconds"]
+    assert gb(one["decode"]) == pytest.approx(sum(gb(one[g]) for g in groups), rel=1e-4)
     for k in ks:
         assert k["seconds"] > 0 and k["gbs"] > 0
         if k["T"] == 1:

@@ -82,6 +82,29 @@ def test_forced_kernel_path(g4_bin, tmp_path, fixture, case, isa):
     assert json.loads(r.stdout) == case["greedy"]
 
 
+@pytest.mark.skipif("amx" not in _isas(), reason="no AMX-BF16 on this CPU")
+@pytest.mark.parametrize("fixture,case", [(d, c) for d, c in CASES if c["name"] in ("chunk_cross", "long")],
+                         ids=[f"{d.name}:{c['name']}" for d, c in CASES if c["name"] in ("chunk_cross", "long")])
+def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
+    """The opt-in decode matmul on AMX tiles (G4_AMX_GEMV_ROWS): one-row prefill chunks and greedy
+    decoding reproduce the goldens, and the logits are not the FMA kernels' bits (the path ran)."""
+    ids = ",".join(map(str, case["prompt_ids"]))
+    logits = {}
+    for rows in ("0", "5"):
+        out = tmp_path / f"logits{rows}.f32"
+        r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512,
+                   "--prefill-chunk", 1, env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": rows})
+        assert r.returncode == 0, r.stderr.decode()
+        logits[rows] = np.fromfile(out, dtype="<f4")
+    want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
+    assert np.abs(logits["5"] - want).max() / np.abs(want).max() <= REL_TOL
+    assert not np.array_equal(logits["5"], logits["0"])
+    r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
+               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": "5"})
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["greedy"]
+
+
 @pytest.mark.parametrize("isa", [i for i in ("avx512", "avx512bf16", "amx") if i not in _isas()] + ["avx3"])
 def test_forced_kernel_path_unavailable(g4_bin, isa):
     """A G4_CPU_ISA this CPU cannot run, or a misspelt one, is a one-line error and exit 2."""

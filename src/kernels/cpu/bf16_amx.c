@@ -305,3 +305,78 @@ float g4_amx_peak_chain(int iters, float seed) {
     _tile_release();
     return c[0][0] + c[1][17] + c[2][34] + c[3][255];
 }
+
+/* ---- decode: the exact matmul of T <= G4_GEMV_X3_MAX_ROWS input rows (kernels.h
+ * g4_xbf16_gemv3_offset). The FMA kernels spend 4 vector operations on every 64-byte line of
+ * weights (a shift and a mask split the bf16 pairs, two FMAs), and on a 2-core Emerald Rapids
+ * that work alone kept them at 93-95% of a plain read of the same bytes (a loop that only loads
+ * the lines reached 99-100%). Here a tile load takes 16 lines of 16 weight rows and one
+ * tdpbf16ps multiplies them by all three planes of every input row (the B tile), so a line costs
+ * 1/16 of a tile load and of a tile product: 96-97% of the plain read in the decode matmuls'
+ * sweep in step order (bench --kernels) when the host was quiet, level (90-95%) when it was busy,
+ * and in whole decode steps LEVEL with the FMA kernels (tg24, 8 alternating pairs: median 14.02
+ * vs 14.13 tok/s); blocks of 32 rows (two A tiles) were 5-10% slower than 16 in the step. Hence
+ * not the default (kernels.h gemv_max_rows, G4_AMX_GEMV_ROWS). Rows in blocks of
+ * GEMV_BLOCK_ROWS: while a block is multiplied the next one is prefetched into L2 in memory
+ * order, per 32-column step its share, and each row's line GEMV_PF_STEPS steps ahead into L1 (more
+ * streams a row apart than the hardware prefetcher follows). A short last block shapes its tiles
+ * to its rows. */
+enum { GEMV_PF_STEPS = 4, GEMV_BLOCK_ROWS = 16 };   /* 16 or 32 (two A tiles) */
+
+/* tiles 0-1 C (ra, rb rows x 3T fp32), 4-5 A (ra, rb rows x 32 bf16), 6 B (16 x 3T pairs) */
+static void gemv3_config(int T, int ra, int rb) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = cfg.rows[4] = (uint8_t)ra;
+    cfg.rows[1] = cfg.rows[5] = (uint8_t)rb;
+    cfg.rows[6] = 16;
+    cfg.colsb[0] = cfg.colsb[1] = cfg.colsb[6] = (uint16_t)(12 * T);
+    cfg.colsb[4] = cfg.colsb[5] = 64;
+    _tile_loadconfig(&cfg);
+}
+
+void g4_matmul_gemv3_amx(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const uint16_t *W = w;
+    const size_t ws = (size_t)K * sizeof(uint16_t);
+    const int cols = 3 * T, per = GEMV_BLOCK_ROWS;
+    _Alignas(64) float c[2][16 * 16];
+    gemv3_config(T, 16, 16);
+    for (int n = n0; n < n1; n += per) {
+        const int rows = n1 - n < per ? n1 - n : per, ra = rows < 16 ? rows : 16, rb = rows - ra;
+        if (rows < per) gemv3_config(T, ra, rb ? rb : 1);   /* the last block only */
+        const uint16_t *w0 = W + (size_t)n * K, *w1 = w0 + (size_t)16 * K;
+        const int next_rows = n1 - n - rows < per ? n1 - n - rows : per;
+        const char *next = (const char *)(w0 + (size_t)rows * K);
+        const size_t next_len = (size_t)next_rows * ws, share = (size_t)per * 64;   /* per step */
+        _tile_zero(0);
+        if (rb) _tile_zero(1);
+        for (int k = 0; k < K; k += 32) {
+            const size_t off = (size_t)(k >> 5) * share;
+            for (size_t l = off; l < off + share && l < next_len; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
+            const int kf = k + 32 * GEMV_PF_STEPS;
+            if (kf < K) {
+                for (int r = 0; r < rows; r++) _mm_prefetch((const char *)(w0 + (size_t)r * K + kf), _MM_HINT_T0);
+            } else {
+                for (int r = 0; r < next_rows; r++)
+                    _mm_prefetch((const char *)(w0 + (size_t)(rows + r) * K + (kf - K)), _MM_HINT_T0);
+            }
+            _tile_loadd(6, xg + (size_t)(k >> 5) * 16 * cols, (long)(4 * cols));
+            _tile_loadd(4, w0 + k, (long)ws);
+            _tile_dpbf16ps(0, 4, 6);
+            if (rb) {
+                _tile_loadd(5, w1 + k, (long)ws);
+                _tile_dpbf16ps(1, 5, 6);
+            }
+        }
+        _tile_stored(0, c[0], 64);
+        if (rb) _tile_stored(1, c[1], 64);
+        for (int i = 0; i < (rb ? 2 : 1); i++)
+            for (int r = 0; r < (i ? rb : ra); r++)
+                for (int t = 0; t < T; t++) {
+                    const float *cr = c[i] + 16 * r + 3 * t;   /* hi + (mid + lo): the small terms first */
+                    y[(size_t)t * ldy + n + 16 * i + r] = cr[0] + (cr[1] + cr[2]);
+                }
+    }
+    _tile_release();
+}

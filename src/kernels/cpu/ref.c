@@ -71,27 +71,43 @@ void g4_xbf16_put_row(const float *x, int n, int t, int Kp, int ld, g4_xbf16_lay
     }
 }
 
+/* x[0, 32) (m of them, zeros after) as hi, mid, lo (kernels.h g4_xbf16_put_row_split3) */
+static void split3_piece(const float *x, int m, uint16_t piece[3][32]) {
+    for (int i = 0; i < 32; i++) {   /* branch-free, so it vectorizes */
+        const float v = i < m ? x[i] : 0.0f;
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        const uint16_t hi = bf16_bits(u);
+        const float r1 = v - g4_bf16_to_f32(hi);   /* exact: the bits of v below hi's */
+        memcpy(&u, &r1, sizeof u);
+        const uint16_t mid = bf16_bits(u);
+        const float r2 = r1 - g4_bf16_to_f32(mid);   /* exact, and at most 8 significant bits */
+        memcpy(&u, &r2, sizeof u);
+        piece[0][i] = hi;
+        piece[1][i] = mid;
+        piece[2][i] = bf16_bits(u);
+    }
+}
+
 void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane, g4_xbf16_layout layout,
                              uint16_t *xs) {
     for (int k = 0; k < Kp; k += 32) {   /* the row's 32 columns in each tile of its band */
         uint16_t piece[3][32];
         const int m = n - k >= 32 ? 32 : n - k > 0 ? n - k : 0;
-        for (int i = 0; i < 32; i++) {   /* branch-free, so it vectorizes */
-            const float v = i < m ? x[k + i] : 0.0f;
-            uint32_t u;
-            memcpy(&u, &v, sizeof u);
-            const uint16_t hi = bf16_bits(u);
-            const float r1 = v - g4_bf16_to_f32(hi);   /* exact: the bits of v below hi's */
-            memcpy(&u, &r1, sizeof u);
-            const uint16_t mid = bf16_bits(u);
-            const float r2 = r1 - g4_bf16_to_f32(mid);   /* exact, and at most 8 significant bits */
-            memcpy(&u, &r2, sizeof u);
-            piece[0][i] = hi;
-            piece[1][i] = mid;
-            piece[2][i] = bf16_bits(u);
-        }
+        split3_piece(x + (m ? k : 0), m, piece);
         for (int j = 0; j < 3; j++) put_piece(piece[j], t, k, Kp, layout, xs + j * plane);
     }
+}
+
+void g4_xbf16_put_gemv3(const float *x, int ldx, int T, int K, uint32_t *xg) {
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k += 32) {
+            uint16_t piece[3][32];
+            split3_piece(x + (size_t)t * ldx + k, 32, piece);
+            for (int j = 0; j < 3; j++)
+                for (int p = 0; p < 16; p++)
+                    xg[g4_xbf16_gemv3_offset(t, j, k + 2 * p, T)] = piece[j][2 * p] | (uint32_t)piece[j][2 * p + 1] << 16;
+        }
 }
 
 /* x rounded to bf16 and widened back (exactly representable floats), n values */

@@ -22,7 +22,7 @@ typedef struct {
     const char *model;
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
-    long threads, reps, ctx, chunk, tp, bw_mib, seed;
+    long threads, reps, ctx, chunk, tp, bw_mib, seed, batch;
     int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
     int no_peaks, kernels;
 } bench_opts;
@@ -46,10 +46,12 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap] [--act-q8]\n"
-    "                     [--numerics exact|ggml] [--prefill-bf16]\n"
+    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
+    "  --batch B: each decode step advances B slots at once (continuous batching, as serve's\n"
+    "  --parallel B): tgN reports B x N tokens a rep; the weights are read once a step for all B.\n"
     "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
     "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
@@ -87,6 +89,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     o->tp = 0;   /* unset: 1, or the mpirun size */
     o->bw_mib = 1024;
     o->seed = 1234;
+    o->batch = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -102,6 +105,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->tp)) return 0; }
         else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend("bench", v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
+        else if (!strcmp(a, "--batch")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 256, &o->batch)) return 0; }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
@@ -204,6 +208,7 @@ int cli_bench(int argc, char **argv) {
     mo.act_q8 = o.act_q8;
     mo.numerics = o.numerics;
     mo.prefill_bf16 = o.prefill_bf16;
+    mo.n_slots = (int)o.batch;
     if (mo.ctx < max_p || mo.ctx < max_n)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
     g4_model *m;
@@ -226,6 +231,10 @@ int cli_bench(int argc, char **argv) {
     long n_ids = max_p > max_n ? max_p : max_n;
     if (n_ids < 1) n_ids = 1;
     int32_t *ids = malloc((size_t)n_ids * sizeof *ids);
+    const int B = (int)o.batch;
+    int slots[256];
+    int32_t step_ids[256], step_next[256];
+    for (int b = 0; b < B; b++) slots[b] = b;
     float *logits = malloc((size_t)V * sizeof(float));
     bench_test tests[2 * MAX_TESTS];
     int nt = 0;
@@ -254,9 +263,10 @@ int cli_bench(int argc, char **argv) {
         t->is_decode = i >= o.np;
         t->n_tokens = (int)(t->is_decode ? o.n[i - o.np] : o.p[i]);
         snprintf(t->name, sizeof t->name, "%s%d", t->is_decode ? "tg" : "pp", t->n_tokens);
+        if (t->is_decode && B > 1) snprintf(t->name + strlen(t->name), sizeof t->name - strlen(t->name), "x%d", B);
         t->reps = (int)o.reps;
         for (int r = 0; !st && r < t->reps; r++) {
-            g4_slot_reset(m, 0);
+            for (int b = 0; b < B; b++) g4_slot_reset(m, b);
             t->reps_limit[r] = o.no_peaks ? 0
                              : t->is_decode ? (probe ? g4_bw_probe_read(probe, 3) : 0)
                                             : adjacent_peak(prefill_peak, fma, bf16, (int)o.threads);
@@ -265,11 +275,14 @@ int cli_bench(int argc, char **argv) {
             int32_t next;
             if (!t->is_decode) {
                 st = g4_prefill_argmax(m, 0, ids, t->n_tokens, &next);
-            } else {
-                int slot = 0;
-                for (int k = 0; !st && k < t->n_tokens; k++) st = g4_decode_argmax(m, 1, &slot, ids + k, &next);
+            } else {   /* B slots a step, each on its own stretch of the random ids */
+                for (int k = 0; !st && k < t->n_tokens; k++) {
+                    for (int b = 0; b < B; b++) step_ids[b] = ids[(k + 7 * b) % n_ids];
+                    st = g4_decode_argmax(m, B, slots, step_ids, step_next);
+                }
+                (void)next;
             }
-            t->reps_tok_s[r] = t->n_tokens / (g4_now() - t0);
+            t->reps_tok_s[r] = (t->is_decode ? B : 1) * t->n_tokens / (g4_now() - t0);
         }
         if (st) break;
         double sorted[64];
@@ -287,11 +300,11 @@ int cli_bench(int argc, char **argv) {
             t->fraction_adjacent = adjacent_fraction(t, t->flops_per_token);
         } else {
             t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, 0, n) / n;
-            t->bytes_per_token = decode_bytes;
+            t->bytes_per_token = decode_bytes / B;   /* one read of the weights a step serves B tokens */
             t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, 0, n) / n;
-            t->achieved = t->tok_s * decode_bytes / 1e9;
-            t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / decode_bytes : -1;
-            t->fraction_adjacent = adjacent_fraction(t, decode_bytes);
+            t->achieved = t->tok_s * t->bytes_per_token / 1e9;
+            t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / t->bytes_per_token : -1;
+            t->fraction_adjacent = adjacent_fraction(t, t->bytes_per_token);
         }
         t->fraction = t->roofline_tok_s > 0 ? t->tok_s / t->roofline_tok_s : -1;
         nt++;
@@ -396,6 +409,7 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.prefill_bf16 ? "true" : "false",
             prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
     fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
+    fprintf(f, ",\"batch\":%d", B);
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);

@@ -104,13 +104,27 @@ static void x512_init(void) {
     x512.amx_table.put_pairs16 = g4_xbf16_put_pairs16_avx512;
     const char *pr = getenv("G4_AMX_PAIRS_ROWS");
     x512.amx_table.pairs_max_rows = pr && *pr ? atoi(pr) : 64;
-    /* decode (inputs of up to N <= 5 rows) on tiles as well, opt-in with G4_AMX_GEMV_ROWS=N: on
-     * a 2-core Emerald Rapids whole decode steps were level with the FMA kernels (bf16_amx.c) */
+    /* decode of 4-5 slots at once on tiles as well: there the FMA kernels take the packed GEMM
+     * and stream the weights at half the speed; one slot's token stays on the FMA GEMV, which
+     * whole decode steps measured as fast or faster (bf16_amx.c). G4_AMX_GEMV_ROWS=A-B (or N: 1-N,
+     * 0: never) moves the range to measure */
     x512.amx_table.matmul_gemv3 = g4_matmul_gemv3_amx;
     x512.amx_table.put_gemv3 = g4_xbf16_put_gemv3_avx512;
+    int lo = 2, hi = G4_GEMV_X3_MAX_ROWS;
     const char *gr = getenv("G4_AMX_GEMV_ROWS");
-    const int gmax = gr && *gr ? atoi(gr) : 0;
-    x512.amx_table.gemv_max_rows = gmax < 0 ? 0 : gmax > G4_GEMV_X3_MAX_ROWS ? G4_GEMV_X3_MAX_ROWS : gmax;
+    if (gr && *gr) {
+        char *end;
+        lo = 1;
+        hi = (int)strtol(gr, &end, 10);
+        if (*end == '-') {
+            lo = hi;
+            hi = (int)strtol(end + 1, NULL, 10);
+        }
+    }
+    if (lo < 1) lo = 1;
+    if (hi > G4_GEMV_X3_MAX_ROWS) hi = G4_GEMV_X3_MAX_ROWS;
+    x512.amx_table.gemv_min_rows = lo;
+    x512.amx_table.gemv_max_rows = hi >= lo ? hi : 0;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {

@@ -93,13 +93,13 @@ typedef struct {
     void (*put_pairs16)(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
                         uint16_t *xs);
     int pairs_max_rows;
-    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of at most gemv_max_rows rows
-     * (<= G4_GEMV_X3_MAX_ROWS) over bf16 weights, the input's three bf16 planes as the columns
-     * of one B tile (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together,
-     * or NULL / 0 */
+    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of gemv_min_rows to
+     * gemv_max_rows (<= G4_GEMV_X3_MAX_ROWS) rows over bf16 weights — several slots' decode
+     * tokens at once — the input's three bf16 planes as the columns of one B tile
+     * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL / 0 */
     void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
     void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
-    int gemv_max_rows;
+    int gemv_min_rows, gemv_max_rows;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);

@@ -69,3 +69,21 @@ def test_bench_kernels_json(g4_bin):
             assert k["read_same_bytes_gbs"] > 0 and 0 < k["fraction_of_read_same_bytes"] < 100
         else:
             assert k["read_same_bytes_gbs"] is None and k["fraction_of_read_same_bytes"] is None
+
+
+def test_bench_batch(g4_bin):
+    """--batch B: a decode test advances B slots a step (named tgNxB), counts B tokens a step, and
+    charges each token 1/B of the step's weight bytes; a batch outside [1, 256] is a usage error."""
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "8", "--reps", "1",
+               "--threads", "2", "--no-peaks", "--batch", "3")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    assert out["batch"] == 3
+    (t,) = out["tests"]
+    assert t["test"] == "tg8x3" and t["kind"] == "decode"
+    step_bytes = out["model_info"]["decode_weight_bytes_per_token"]
+    assert t["weight_bytes_per_token"] == pytest.approx(step_bytes / 3, rel=1e-5)   # %.6g in the JSON
+    assert t["achieved_gbs"] == pytest.approx(t["tok_s"] * step_bytes / 3 / 1e9, rel=1e-4)
+    for bad in ("0", "257", "x"):
+        r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-n", "4", "--batch", bad)
+        assert r.returncode == 2 and b"--batch" in r.stderr

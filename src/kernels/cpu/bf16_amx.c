@@ -307,20 +307,19 @@ float g4_amx_peak_chain(int iters, float seed) {
 }
 
 /* ---- decode: the exact matmul of T <= G4_GEMV_X3_MAX_ROWS input rows (kernels.h
- * g4_xbf16_gemv3_offset). The FMA kernels spend 4 vector operations on every 64-byte line of
- * weights (a shift and a mask split the bf16 pairs, two FMAs), and on a 2-core Emerald Rapids
- * that work alone kept them at 93-95% of a plain read of the same bytes (a loop that only loads
- * the lines reached 99-100%). Here a tile load takes 16 lines of 16 weight rows and one
+ * g4_xbf16_gemv3_offset): several slots' decode tokens at once. The FMA kernels multiply every
+ * 64-byte line of weights by each row (the GEMV up to 3 rows, then the packed GEMM, which streams
+ * the weights at half the bandwidth); here a tile load takes 16 lines of 16 weight rows and one
  * tdpbf16ps multiplies them by all three planes of every input row (the B tile), so a line costs
- * 1/16 of a tile load and of a tile product: 96-97% of the plain read in the decode matmuls'
- * sweep in step order (bench --kernels) when the host was quiet, level (90-95%) when it was busy,
- * and in whole decode steps LEVEL with the FMA kernels (tg24, 8 alternating pairs: median 14.02
- * vs 14.13 tok/s); blocks of 32 rows (two A tiles) were 5-10% slower than 16 in the step. Hence
- * not the default (kernels.h gemv_max_rows, G4_AMX_GEMV_ROWS). Rows in blocks of
- * GEMV_BLOCK_ROWS: while a block is multiplied the next one is prefetched into L2 in memory
- * order, per 32-column step its share, and each row's line GEMV_PF_STEPS steps ahead into L1 (more
- * streams a row apart than the hardware prefetcher follows). A short last block shapes its tiles
- * to its rows. */
+ * 1/16 of a tile load and of a tile product whatever T is. On a 2-core Emerald Rapids (bench
+ * --batch, bench/RESULTS.md "This machine, session 14") 4 slots decoding together went from 24.5-26.3
+ * to 48.5-51.4 tok/s, 3 slots from 36-37 to 40.6-41.3, 2 from 27.3 to 28.9-29.0. One row stays on
+ * the FMA GEMV: this kernel streamed 96-97% of a plain read where the FMA GEMV did 91-94% (quiet
+ * host), yet whole one-slot decode steps were level or slower (kernels.h gemv_min_rows). Blocks of
+ * 32 rows (two A tiles) were 5-10% slower than 16 in the step. While a block is multiplied the
+ * next one is prefetched into L2 in memory order, per 32-column step its share, and each row's
+ * line GEMV_PF_STEPS steps ahead into L1 (more streams a row apart than the hardware prefetcher
+ * follows). A short last block shapes its tiles to its rows. */
 enum { GEMV_PF_STEPS = 4, GEMV_BLOCK_ROWS = 16 };   /* 16 or 32 (two A tiles) */
 
 /* tiles 0-1 C (ra, rb rows x 3T fp32), 4-5 A (ra, rb rows x 32 bf16), 6 B (16 x 3T pairs) */

@@ -104,10 +104,9 @@ static void x512_init(void) {
     x512.amx_table.put_pairs16 = g4_xbf16_put_pairs16_avx512;
     const char *pr = getenv("G4_AMX_PAIRS_ROWS");
     x512.amx_table.pairs_max_rows = pr && *pr ? atoi(pr) : 64;
-    /* decode of 4-5 slots at once on tiles as well: there the FMA kernels take the packed GEMM
-     * and stream the weights at half the speed; one slot's token stays on the FMA GEMV, which
-     * whole decode steps measured as fast or faster (bf16_amx.c). G4_AMX_GEMV_ROWS=A-B (or N: 1-N,
-     * 0: never) moves the range to measure */
+    /* decode of 2-15 slots at once on tiles as well (bf16_amx.c: up to 2x the FMA kernels' tok/s);
+     * one slot's token stays on the FMA GEMV, which whole decode steps measured as fast or
+     * faster. G4_AMX_GEMV_ROWS=A-B (or N: 1-N, 0: never) moves the range to measure */
     x512.amx_table.matmul_gemv3 = g4_matmul_gemv3_amx;
     x512.amx_table.put_gemv3 = g4_xbf16_put_gemv3_avx512;
     int lo = 2, hi = G4_GEMV_X3_MAX_ROWS;

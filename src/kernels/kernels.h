@@ -95,7 +95,7 @@ typedef struct {
     int pairs_max_rows;
     /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of gemv_min_rows to
      * gemv_max_rows (<= G4_GEMV_X3_MAX_ROWS) rows over bf16 weights — several slots' decode
-     * tokens at once — the input's three bf16 planes as the columns of one B tile
+     * tokens at once — the input's three bf16 planes as the columns of B tiles, 5 rows a tile
      * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL / 0 */
     void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
     void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
@@ -204,18 +204,30 @@ void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t
                                  uint16_t *xs);
 
 /* The decode layout of the exact matmul on AMX (g4_matmul_gemv3_amx): T <= G4_GEMV_X3_MAX_ROWS
- * input rows, each split into g4_xbf16_put_row_split3's hi, mid and lo, as ONE AMX B tile per 32
- * columns of K: 16 rows (column pairs k, k + 1) x 3T columns, column 3t + j holding row t's plane j
- * (12T bytes a tile row, the tiles of consecutive 32-column steps consecutive). One tile of weight
- * rows (A) against it gives every plane of every row at once; the dot product of row t is
- * C[.][3t] + (C[.][3t + 1] + C[.][3t + 2]). The 32-bit pair of (t, j) at columns k, k + 1 (k even)
- * is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
-#define G4_GEMV_X3_MAX_ROWS 5   /* 3 x 5 planes fill 15 of a tile's 16 fp32 columns */
+ * input rows, each split into g4_xbf16_put_row_split3's hi, mid and lo, as AMX B tiles of up to 5
+ * rows each (3 x 5 planes fill 15 of a tile's 16 fp32 columns): per 32 columns of K, nb =
+ * ceil(T / 5) tiles of 16 rows (column pairs k, k + 1) x 3 tc columns, tc = min(T, 5) — tile b
+ * holds rows 5b .. 5b + tc - 1, column 3(t - 5b) + j row t's plane j, rows past T zeros — 12 tc
+ * bytes a tile row, the tiles of a step and the steps consecutive. One tile of weight rows (A)
+ * against each gives every plane of its rows at once; the dot product of row t is
+ * C[.][3t'] + (C[.][3t' + 1] + C[.][3t' + 2]) of its tile. The 32-bit pair of (t, j) at columns
+ * k, k + 1 (k even) is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
+#define G4_GEMV_X3_TILE_ROWS 5
+#define G4_GEMV_X3_MAX_ROWS 15   /* 3 B tiles, their 3 C tiles and the A tile: 7 of the 8 tiles */
+static inline int g4_gemv3_tile_rows(int T) { return T < G4_GEMV_X3_TILE_ROWS ? T : G4_GEMV_X3_TILE_ROWS; }
+static inline int g4_gemv3_tiles(int T) { return (T + G4_GEMV_X3_TILE_ROWS - 1) / G4_GEMV_X3_TILE_ROWS; }
 static inline size_t g4_xbf16_gemv3_offset(int t, int j, int k, int T) {
-    return ((size_t)(k >> 5) * 16 + (size_t)((k & 31) >> 1)) * (size_t)(3 * T) + (size_t)(3 * t + j);
+    const size_t tc = (size_t)g4_gemv3_tile_rows(T), nb = (size_t)g4_gemv3_tiles(T);
+    return (((size_t)(k >> 5) * nb + (size_t)(t / G4_GEMV_X3_TILE_ROWS)) * 16 + (size_t)((k & 31) >> 1)) * 3 * tc +
+           (size_t)(3 * (t % G4_GEMV_X3_TILE_ROWS) + j);
 }
-/* T rows of x (row stride ldx, K a multiple of 32) in that layout: portable (cpu/ref.c), and on
- * AVX512-BF16 (cpu/split_avx512.c, the same bits but for denormal inputs, which become zero) */
+/* 32-bit words of the layout for T rows of K columns */
+static inline size_t g4_xbf16_gemv3_size(int T, int K) {
+    return (size_t)(K / 32) * (size_t)g4_gemv3_tiles(T) * 16 * 3 * (size_t)g4_gemv3_tile_rows(T);
+}
+/* T rows of x (row stride ldx, K a multiple of 32) in that layout, the last tile's rows past T
+ * zeros: portable (cpu/ref.c), and on AVX512-BF16 (cpu/split_avx512.c, the same bits but for
+ * denormal inputs, which become zero) */
 void g4_xbf16_put_gemv3(const float *x, int ldx, int T, int K, uint32_t *xg);
 void g4_xbf16_put_gemv3_avx512(const float *x, int ldx, int T, int K, uint32_t *xg);
 /* y[t][n] = W[n] . x[t] for t < T <= G4_GEMV_X3_MAX_ROWS, n in [n0, n1), from put_gemv3's xg */

@@ -103,7 +103,8 @@ static g4_status alloc_state(g4_model *m) {
     }
     if (m->k->matmul_gemv3 && m->k->gemv_max_rows > 0 && m->opts.numerics != G4_NUMERICS_GGML) {
         const size_t rows = R < (size_t)m->k->gemv_max_rows ? R : (size_t)m->k->gemv_max_rows;
-        if (!(m->xg = aligned_alloc(64, ((K + 31) / 32 * 16 * 3 * rows * sizeof(uint32_t) + 63) & ~(size_t)63)))
+        const size_t words = g4_xbf16_gemv3_size((int)rows, (int)((K + 31) / 32 * 32));
+        if (!(m->xg = aligned_alloc(64, (words * sizeof(uint32_t) + 63) & ~(size_t)63)))
             return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX decode matmul's input scratch");
     }
     if (m->k->pack_x && !m->opts.act_q8 && R >= 4) {   /* shared by every task of an exact GEMM */

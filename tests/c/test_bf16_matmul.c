@@ -265,7 +265,7 @@ static void test_x3_hardware(void **state) {
  * hi + mid + lo is x exactly, across magnitudes from 2^-60 to 2^60; the AVX512-BF16 writer (where
  * the amx table exists) writes the same bits */
 static void check_gemv3_layout(int T, int K) {
-    const size_t n = (size_t)K * 3 * T / 2;   /* 32-bit pairs */
+    const size_t n = g4_xbf16_gemv3_size(T, K);   /* 32-bit pairs */
     float *x = malloc((size_t)T * (K + 5) * sizeof *x);
     uint32_t *xg = malloc(n * sizeof *xg), *xg2 = malloc(n * sizeof *xg2);
     unsigned seed = 19u + (unsigned)(T * K);
@@ -281,6 +281,14 @@ static void check_gemv3_layout(int T, int K) {
             }
             if (sum != x[(size_t)t * (K + 5) + k]) fail_msg("gemv3 T=%d t=%d k=%d: %.17g vs %.17g", T, t, k, sum, x[(size_t)t * (K + 5) + k]);
         }
+    /* the last tile's rows past T are zeros, and every word of the layout is one of the above */
+    const int rows = g4_gemv3_tiles(T) * g4_gemv3_tile_rows(T);
+    size_t seen = 0;
+    for (int t = 0; t < rows; t++)
+        for (int k = 0; k < K; k += 2)
+            for (int j = 0; j < 3; j++, seen++)
+                if (t >= T && xg[g4_xbf16_gemv3_offset(t, j, k, T)] != 0) fail_msg("gemv3 T=%d: padding row %d not zero", T, t);
+    assert_int_equal(seen, n);
     if (g4_kernels_amx()) {
         memset(xg2, 0xff, n * sizeof *xg2);
         g4_xbf16_put_gemv3_avx512(x, K + 5, T, K, xg2);
@@ -306,7 +314,7 @@ typedef void (*gemv3_fn)(const uint32_t *, int, int, const void *, int, int, flo
 static void check_gemv3(gemv3_fn mm, int T, int K, int N, int n0, int n1) {
     const int ldy = N + 3;
     float *x = malloc((size_t)T * K * sizeof *x), *y = malloc((size_t)T * ldy * sizeof *y);
-    uint32_t *xg = malloc((size_t)K * 3 * T / 2 * sizeof *xg);
+    uint32_t *xg = malloc(g4_xbf16_gemv3_size(T, K) * sizeof *xg);
     uint16_t *w = malloc((size_t)N * K * sizeof *w);
     unsigned seed = (unsigned)(T * 29 + K * 5 + N);
     for (int i = 0; i < T * K; i++) x[i] = frand(&seed) * 3.0f;
@@ -323,8 +331,12 @@ static void check_gemv3(gemv3_fn mm, int T, int K, int N, int n0, int n1) {
 
 static const int gemv3_shapes[][5] = {   /* T, K, N, n0, n1 */
     {1, 32, 32, 0, 32}, {1, 96, 100, 0, 100}, {2, 64, 80, 16, 77}, {3, 160, 45, 0, 45},
-    {4, 4096, 40, 0, 36},    /* rows of 8 KB: 16-row blocks, a last one of 4 */
+    {4, 4096, 40, 0, 36},    /* rows of 8 KB: a last block of 4 */
     {5, 256, 70, 3, 70},     /* a range starting off the 16-row grid; a last block of 3 */
+    {6, 96, 40, 0, 40},      /* two B tiles, the second with one row and four of padding */
+    {10, 160, 35, 0, 33},    /* two whole B tiles */
+    {13, 1024, 50, 2, 47},   /* three */
+    {15, 64, 17, 0, 17},     /* three whole ones; a last block of 1 row */
     {1, 8192, 50, 0, 50},    /* 16 KB rows (o_proj of the bench model) */
     {1, 1536, 96, 32, 96},   /* the bench model's hidden size */
 };

@@ -315,44 +315,51 @@ float g4_amx_peak_chain(int iters, float seed) {
  * --batch, bench/RESULTS.md "This machine, session 14") 4 slots decoding together went from 24.5-26.3
  * to 48.5-51.4 tok/s, 3 slots from 36-37 to 40.6-41.3, 2 from 27.3 to 28.9-29.0. One row stays on
  * the FMA GEMV: this kernel streamed 96-97% of a plain read where the FMA GEMV did 91-94% (quiet
- * host), yet whole one-slot decode steps were level or slower (kernels.h gemv_min_rows). Blocks of
- * 32 rows (two A tiles) were 5-10% slower than 16 in the step. While a block is multiplied the
- * next one is prefetched into L2 in memory order, per 32-column step its share, and each row's
- * line GEMV_PF_STEPS steps ahead into L1 (more streams a row apart than the hardware prefetcher
- * follows). A short last block shapes its tiles to its rows. */
-enum { GEMV_PF_STEPS = 4, GEMV_BLOCK_ROWS = 16 };   /* 16 or 32 (two A tiles) */
+ * host), yet whole one-slot decode steps were level or slower (kernels.h gemv_min_rows). Up to
+ * 15 rows: a B tile per 5 (kernels.h g4_xbf16_gemv3_offset). Weight rows in blocks of 16 (one A
+ * tile; blocks of 32, two A tiles, were 5-10% slower in one-slot steps): while a block is
+ * multiplied the next one is prefetched into L2 in memory order, per 32-column step its share,
+ * and each row's line GEMV_PF_STEPS steps ahead into L1 (more streams a row apart than the
+ * hardware prefetcher follows). A short last block shapes its tiles to its rows. */
+enum { GEMV_PF_STEPS = 4 };
 
-/* tiles 0-1 C (ra, rb rows x 3T fp32), 4-5 A (ra, rb rows x 32 bf16), 6 B (16 x 3T pairs) */
-static void gemv3_config(int T, int ra, int rb) {
+/* tiles 0..nb-1 C (ra rows x 3 tc fp32), 3 A (ra rows x 32 bf16), 4..3+nb B (16 x 3 tc pairs) */
+static void gemv3_config(int tc, int nb, int ra) {
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    cfg.rows[0] = cfg.rows[4] = (uint8_t)ra;
-    cfg.rows[1] = cfg.rows[5] = (uint8_t)rb;
-    cfg.rows[6] = 16;
-    cfg.colsb[0] = cfg.colsb[1] = cfg.colsb[6] = (uint16_t)(12 * T);
-    cfg.colsb[4] = cfg.colsb[5] = 64;
+    for (int b = 0; b < nb; b++) {
+        cfg.rows[b] = (uint8_t)ra;
+        cfg.colsb[b] = (uint16_t)(12 * tc);
+        cfg.rows[4 + b] = 16;
+        cfg.colsb[4 + b] = (uint16_t)(12 * tc);
+    }
+    cfg.rows[3] = (uint8_t)ra;
+    cfg.colsb[3] = 64;
     _tile_loadconfig(&cfg);
 }
 
 void g4_matmul_gemv3_amx(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const uint16_t *W = w;
     const size_t ws = (size_t)K * sizeof(uint16_t);
-    const int cols = 3 * T, per = GEMV_BLOCK_ROWS;
-    _Alignas(64) float c[2][16 * 16];
-    gemv3_config(T, 16, 16);
-    for (int n = n0; n < n1; n += per) {
-        const int rows = n1 - n < per ? n1 - n : per, ra = rows < 16 ? rows : 16, rb = rows - ra;
-        if (rows < per) gemv3_config(T, ra, rb ? rb : 1);   /* the last block only */
-        const uint16_t *w0 = W + (size_t)n * K, *w1 = w0 + (size_t)16 * K;
-        const int next_rows = n1 - n - rows < per ? n1 - n - rows : per;
+    const int tc = g4_gemv3_tile_rows(T), nb = g4_gemv3_tiles(T), cols = 3 * tc;
+    const long bs = 4L * cols;                         /* B tile row bytes */
+    const size_t step = (size_t)nb * 16 * cols;        /* 32-bit words of xg per 32 columns */
+    _Alignas(64) float c[3][16 * 16];
+    gemv3_config(tc, nb, 16);
+    for (int n = n0; n < n1; n += 16) {
+        const int rows = n1 - n < 16 ? n1 - n : 16;
+        if (rows < 16) gemv3_config(tc, nb, rows);   /* the last block only */
+        const uint16_t *w0 = W + (size_t)n * K;
+        const int next_rows = n1 - n - rows < 16 ? n1 - n - rows : 16;
         const char *next = (const char *)(w0 + (size_t)rows * K);
-        const size_t next_len = (size_t)next_rows * ws, share = (size_t)per * 64;   /* per step */
+        const size_t next_len = (size_t)next_rows * ws;
         _tile_zero(0);
-        if (rb) _tile_zero(1);
+        if (nb > 1) _tile_zero(1);
+        if (nb > 2) _tile_zero(2);
         for (int k = 0; k < K; k += 32) {
-            const size_t off = (size_t)(k >> 5) * share;
-            for (size_t l = off; l < off + share && l < next_len; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
+            const size_t off = (size_t)(k >> 5) * 1024;   /* the next block's share: 1 KB a step */
+            for (size_t l = off; l < off + 1024 && l < next_len; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
             const int kf = k + 32 * GEMV_PF_STEPS;
             if (kf < K) {
                 for (int r = 0; r < rows; r++) _mm_prefetch((const char *)(w0 + (size_t)r * K + kf), _MM_HINT_T0);
@@ -360,22 +367,27 @@ void g4_matmul_gemv3_amx(const uint32_t *xg, int T, int K, const void *w, int n0
                 for (int r = 0; r < next_rows; r++)
                     _mm_prefetch((const char *)(w0 + (size_t)(rows + r) * K + (kf - K)), _MM_HINT_T0);
             }
-            _tile_loadd(6, xg + (size_t)(k >> 5) * 16 * cols, (long)(4 * cols));
-            _tile_loadd(4, w0 + k, (long)ws);
-            _tile_dpbf16ps(0, 4, 6);
-            if (rb) {
-                _tile_loadd(5, w1 + k, (long)ws);
-                _tile_dpbf16ps(1, 5, 6);
+            const uint32_t *xb = xg + (size_t)(k >> 5) * step;
+            _tile_loadd(3, w0 + k, (long)ws);
+            _tile_loadd(4, xb, bs);
+            _tile_dpbf16ps(0, 3, 4);
+            if (nb > 1) {
+                _tile_loadd(5, xb + 16 * cols, bs);
+                _tile_dpbf16ps(1, 3, 5);
+            }
+            if (nb > 2) {
+                _tile_loadd(6, xb + 32 * cols, bs);
+                _tile_dpbf16ps(2, 3, 6);
             }
         }
         _tile_stored(0, c[0], 64);
-        if (rb) _tile_stored(1, c[1], 64);
-        for (int i = 0; i < (rb ? 2 : 1); i++)
-            for (int r = 0; r < (i ? rb : ra); r++)
-                for (int t = 0; t < T; t++) {
-                    const float *cr = c[i] + 16 * r + 3 * t;   /* hi + (mid + lo): the small terms first */
-                    y[(size_t)t * ldy + n + 16 * i + r] = cr[0] + (cr[1] + cr[2]);
-                }
+        if (nb > 1) _tile_stored(1, c[1], 64);
+        if (nb > 2) _tile_stored(2, c[2], 64);
+        for (int t = 0; t < T; t++) {
+            const float *ct = c[t / G4_GEMV_X3_TILE_ROWS] + 3 * (t % G4_GEMV_X3_TILE_ROWS);
+            for (int r = 0; r < rows; r++)   /* hi + (mid + lo): the small terms first */
+                y[(size_t)t * ldy + n + r] = ct[16 * r] + (ct[16 * r + 1] + ct[16 * r + 2]);
+        }
     }
     _tile_release();
 }

@@ -100,10 +100,11 @@ void g4_xbf16_put_row_split3(const float *x, int n, int t, int Kp, size_t plane,
 }
 
 void g4_xbf16_put_gemv3(const float *x, int ldx, int T, int K, uint32_t *xg) {
-    for (int t = 0; t < T; t++)
+    const int rows = g4_gemv3_tiles(T) * g4_gemv3_tile_rows(T);   /* with the last tile's padding */
+    for (int t = 0; t < rows; t++)
         for (int k = 0; k < K; k += 32) {
             uint16_t piece[3][32];
-            split3_piece(x + (size_t)t * ldx + k, 32, piece);
+            split3_piece(t < T ? x + (size_t)t * ldx + k : x, t < T ? 32 : 0, piece);
             for (int j = 0; j < 3; j++)
                 for (int p = 0; p < 16; p++)
                     xg[g4_xbf16_gemv3_offset(t, j, k + 2 * p, T)] = piece[j][2 * p] | (uint32_t)piece[j][2 * p + 1] << 16;

@@ -76,24 +76,29 @@ void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t
 }
 
 /* kernels.h g4_xbf16_put_gemv3: per row and 32 columns, the planes as 16 pairs each (the pair
- * order is the column order, join), scattered 3T dwords apart into the tile's rows */
+ * order is the column order, join), scattered 3 tc dwords apart into the tile's rows; the last
+ * tile's rows past T as zeros */
 void g4_xbf16_put_gemv3_avx512(const float *x, int ldx, int T, int K, uint32_t *xg) {
-    const int cols = 3 * T;
-    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(cols));
-    for (int t = 0; t < T; t++) {
-        const float *xr = x + (size_t)t * ldx;
+    const int cols = 3 * g4_gemv3_tile_rows(T), rows = g4_gemv3_tiles(T) * g4_gemv3_tile_rows(T);
+    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(cols));
+    for (int t = 0; t < rows; t++) {
+        const float *xr = x + (size_t)(t < T ? t : 0) * ldx;
         for (int k = 0; k < K; k += 32) {
             int *d = (int *)xg + g4_xbf16_gemv3_offset(t, 0, k, T);
+            if (t >= T) {
+                for (int j = 0; j < 3; j++) _mm512_i32scatter_epi32(d + j, at, _mm512_setzero_si512(), 4);
+                continue;
+            }
             const __m512 v0 = _mm512_loadu_ps(xr + k), v1 = _mm512_loadu_ps(xr + k + 16);
             const __m256bh h0 = _mm512_cvtneps_pbh(v0), h1 = _mm512_cvtneps_pbh(v1);
             const __m512 a0 = _mm512_sub_ps(v0, widen(h0)), a1 = _mm512_sub_ps(v1, widen(h1));
             const __m256bh m0 = _mm512_cvtneps_pbh(a0), m1 = _mm512_cvtneps_pbh(a1);
             const __m256bh l0 = _mm512_cvtneps_pbh(_mm512_sub_ps(a0, widen(m0)));
             const __m256bh l1 = _mm512_cvtneps_pbh(_mm512_sub_ps(a1, widen(m1)));
-            _mm512_i32scatter_epi32(d, rows, join(h0, h1), 4);
-            _mm512_i32scatter_epi32(d + 1, rows, join(m0, m1), 4);
-            _mm512_i32scatter_epi32(d + 2, rows, join(l0, l1), 4);
+            _mm512_i32scatter_epi32(d, at, join(h0, h1), 4);
+            _mm512_i32scatter_epi32(d + 1, at, join(m0, m1), 4);
+            _mm512_i32scatter_epi32(d + 2, at, join(l0, l1), 4);
         }
     }
 }

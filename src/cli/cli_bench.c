@@ -52,8 +52,9 @@ static const char *USAGE =
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
     "  --batch B: each decode step advances B slots at once (continuous batching, as serve's\n"
     "  --parallel B): tgN reports B x N tokens a rep; the weights are read once a step for all B.\n"
-    "  --kernels: also time the matmul kernels alone on layer 0's matrices and the LM head\n"
-    "  (T = 1 and T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
+    "  --kernels: also time the matmul kernels alone on the model's matrices, each group over all\n"
+    "  layers, the LM head, and (T = 1) every matmul of a decode step in its order (T = 1 and\n"
+    "  T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
     "  --tp N: N ranks of --threads / N threads each (threads backend), or one per MPI process\n"
     "  (mpirun -np N gemma4c bench --tp-backend mpi ...; the machine's peaks are then not measured).\n"
     "  --no-mmap: copy the weights into huge-page memory at load instead of reading the file mapping\n"
@@ -272,15 +273,14 @@ int cli_bench(int argc, char **argv) {
                                             : adjacent_peak(prefill_peak, fma, bf16, (int)o.threads);
             double t0 = g4_now();
             /* greedy steps: with --tp N the ranks exchange only their argmax, as `run` does */
-            int32_t next;
             if (!t->is_decode) {
+                int32_t next;
                 st = g4_prefill_argmax(m, 0, ids, t->n_tokens, &next);
             } else {   /* B slots a step, each on its own stretch of the random ids */
                 for (int k = 0; !st && k < t->n_tokens; k++) {
                     for (int b = 0; b < B; b++) step_ids[b] = ids[(k + 7 * b) % n_ids];
                     st = g4_decode_argmax(m, B, slots, step_ids, step_next);
                 }
-                (void)next;
             }
             t->reps_tok_s[r] = (t->is_decode ? B : 1) * t->n_tokens / (g4_now() - t0);
         }

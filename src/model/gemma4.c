@@ -181,6 +181,12 @@ static void split_task(void *ctx, int task, int thread) {
     }
 }
 
+/* op i takes op 0's input as the AMX kernels' bf16 planes: bf16 weights, the same input, and
+ * neither --act-q8's nor --prefill-bf16's input of its own */
+static int takes_op0_planes(const mm_job *j, int i) {
+    return !j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], &j->ops[0]);
+}
+
 static int split_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     if (!m->x3 || T < G4_X3_MIN_ROWS || op0->w->dt != G4_DT_BF16 || j->xq[0] || j->xb[0]) return 0;
@@ -190,8 +196,7 @@ static int split_inputs(g4_model *m, mm_job *j, int T) {
     PROF(m, G4_PROF_ROUND, split_over_pool(m, sj.rows, 4, &sj.per_task, split_task, &sj));
     j->x3_plane = m->x3_plane;
     for (int i = 0; i < j->n_ops; i++)
-        if (!j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], op0))
-            j->x3[i] = m->x3;
+        if (takes_op0_planes(j, i)) j->x3[i] = m->x3;
     return 1;
 }
 
@@ -204,8 +209,7 @@ static int gemv_inputs(g4_model *m, mm_job *j, int T) {
     if (!m->xg || T < m->k->gemv_min_rows || T > m->k->gemv_max_rows || op0->w->dt != G4_DT_BF16 || K % 32 || j->xq[0] || j->xb[0]) return 0;
     m->k->put_gemv3(op0->x, K, T, K, m->xg);
     for (int i = 0; i < j->n_ops; i++)
-        if (!j->xq[i] && !j->xb[i] && j->ops[i].w->dt == G4_DT_BF16 && ops_share_input(&j->ops[i], op0))
-            j->xg[i] = m->xg;
+        if (takes_op0_planes(j, i)) j->xg[i] = m->xg;
     return 1;
 }
 

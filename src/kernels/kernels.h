@@ -100,6 +100,10 @@ typedef struct {
     void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
     void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
     int gemv_min_rows, gemv_max_rows;
+    /* one row (T = 1) takes matmul_gemv3 only while K < gemv_one_row_k_below
+     * (G4_GEMV_ONE_ROW_K_BELOW: rows under 8 KB); over longer rows (o, down) the FMA GEMV's
+     * 4-row blocks streamed faster than 16-row tiles */
+    int gemv_one_row_k_below;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -214,6 +218,11 @@ void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t
  * k, k + 1 (k even) is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
 #define G4_GEMV_X3_TILE_ROWS 5
 #define G4_GEMV_X3_MAX_ROWS 15   /* 3 B tiles, their 3 C tiles and the A tile: 7 of the 8 tiles */
+/* one row on tiles only below this K (bf16 rows under 8 KB; avx512.c's GEMV_ROW_BYTES): 2-core
+ * Emerald Rapids, bench --kernels, the tiles / the FMA GEMV as a fraction of a plain read of the
+ * same bytes: q/k/v 100-101% / 94-95%, gate/up 100-106% / 95%, o (16 KB rows) 95% / 103-109%,
+ * down (12 KB) 93% / 97-101% */
+#define G4_GEMV_ONE_ROW_K_BELOW 4096
 static inline int g4_gemv3_tile_rows(int T) { return T < G4_GEMV_X3_TILE_ROWS ? T : G4_GEMV_X3_TILE_ROWS; }
 static inline int g4_gemv3_tiles(int T) { return (T + G4_GEMV_X3_TILE_ROWS - 1) / G4_GEMV_X3_TILE_ROWS; }
 static inline size_t g4_xbf16_gemv3_offset(int t, int j, int k, int T) {

@@ -207,6 +207,7 @@ static int gemv_inputs(g4_model *m, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     const int K = op0->w->cols;
     if (!m->xg || T < m->k->gemv_min_rows || T > m->k->gemv_max_rows || op0->w->dt != G4_DT_BF16 || K % 32 || j->xq[0] || j->xb[0]) return 0;
+    if (T == 1 && K >= m->k->gemv_one_row_k_below) return 0;   /* long rows: the FMA GEMV */
     m->k->put_gemv3(op0->x, K, T, K, m->xg);
     for (int i = 0; i < j->n_ops; i++)
         if (takes_op0_planes(j, i)) j->xg[i] = m->xg;

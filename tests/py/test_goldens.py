@@ -86,21 +86,28 @@ def test_forced_kernel_path(g4_bin, tmp_path, fixture, case, isa):
 @pytest.mark.parametrize("fixture,case", [(d, c) for d, c in CASES if c["name"] in ("chunk_cross", "long")],
                          ids=[f"{d.name}:{c['name']}" for d, c in CASES if c["name"] in ("chunk_cross", "long")])
 def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
-    """The opt-in decode matmul on AMX tiles (G4_AMX_GEMV_ROWS): one-row prefill chunks and greedy
-    decoding reproduce the goldens, and the logits are not the FMA kernels' bits (the path ran)."""
+    """Decode's matmul on AMX tiles (the default for 1-15 rows over rows under 8 KB): one-row
+    prefill chunks and greedy decoding reproduce the goldens; the logits are not the FMA kernels'
+    bits (the path ran), and the knobs route as documented — G4_AMX_GEMV_ROWS=5 (rows 1-5) gives
+    the default's bits, G4_AMX_GEMV1_K_BELOW=0 (one row never on tiles) those of
+    G4_AMX_GEMV_ROWS=0 (never)."""
     ids = ",".join(map(str, case["prompt_ids"]))
     logits = {}
-    for rows in ("0", "5"):
-        out = tmp_path / f"logits{rows}.f32"
+    knobs = {"default": {}, "never": {"G4_AMX_GEMV_ROWS": "0"}, "rows5": {"G4_AMX_GEMV_ROWS": "5"},
+             "one_row_off": {"G4_AMX_GEMV1_K_BELOW": "0"}}
+    for name, env in knobs.items():
+        out = tmp_path / f"logits-{name}.f32"
         r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512,
-                   "--prefill-chunk", 1, env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": rows})
+                   "--prefill-chunk", 1, env={"G4_CPU_ISA": "amx", **env})
         assert r.returncode == 0, r.stderr.decode()
-        logits[rows] = np.fromfile(out, dtype="<f4")
+        logits[name] = np.fromfile(out, dtype="<f4")
     want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
-    assert np.abs(logits["5"] - want).max() / np.abs(want).max() <= REL_TOL
-    assert not np.array_equal(logits["5"], logits["0"])
+    assert np.abs(logits["default"] - want).max() / np.abs(want).max() <= REL_TOL
+    assert not np.array_equal(logits["default"], logits["never"])
+    assert np.array_equal(logits["default"], logits["rows5"])
+    assert np.array_equal(logits["one_row_off"], logits["never"])
     r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
-               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": "5"})
+               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx"})
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
 

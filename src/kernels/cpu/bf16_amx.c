@@ -313,9 +313,9 @@ float g4_amx_peak_chain(int iters, float seed) {
  * tdpbf16ps multiplies them by all three planes of every input row (the B tile), so a line costs
  * 1/16 of a tile load and of a tile product whatever T is. On a 2-core Emerald Rapids (bench
  * --batch, bench/RESULTS.md "This machine, session 14") 4 slots decoding together went from 24.5-26.3
- * to 48.5-51.4 tok/s, 3 slots from 36-37 to 40.6-41.3, 2 from 27.3 to 28.9-29.0. One row stays on
- * the FMA GEMV: this kernel streamed 96-97% of a plain read where the FMA GEMV did 91-94% (quiet
- * host), yet whole one-slot decode steps were level or slower (kernels.h gemv_min_rows). Up to
+ * to 48.5-51.4 tok/s, 3 slots from 36-37 to 40.6-41.3, 2 from 27.3 to 28.9-29.0. One row too
+ * over rows under 8 KB (kernels.h G4_GEMV_ONE_ROW_K_BELOW): 99-101% of a plain read where the
+ * FMA GEMV does 93-95%, and so with another core streaming memory beside it. Up to
  * 15 rows: a B tile per 5 (kernels.h g4_xbf16_gemv3_offset). Weight rows in blocks of 16 (one A
  * tile; blocks of 32, two A tiles, were 5-10% slower in one-slot steps): while a block is
  * multiplied the next one is prefetched into L2 in memory order, per 32-column step its share,

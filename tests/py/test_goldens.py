@@ -93,9 +93,9 @@ def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     G4_AMX_GEMV_ROWS=0 (never)."""
     ids = ",".join(map(str, case["prompt_ids"]))
     logits = {}
-    knobs = {"default": {}, "never": {"G4_AMX_GEMV_ROWS": "0"}, "rows5": {"G4_AMX_GEMV_ROWS": "5"},
-             "one_row_off": {"G4_AMX_GEMV1_K_BELOW": "0"}}
-    for name, env in knobs.items():
+    knobs = {"default": ("", ""), "never": ("0", ""), "rows5": ("5", ""), "one_row_off": ("", "0")}
+    for name, (rows, k_below) in knobs.items():   # "": unset, whatever the outer environment says
+        env = {"G4_AMX_GEMV_ROWS": rows, "G4_AMX_GEMV1_K_BELOW": k_below}
         out = tmp_path / f"logits-{name}.f32"
         r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512,
                    "--prefill-chunk", 1, env={"G4_CPU_ISA": "amx", **env})
@@ -107,7 +107,8 @@ def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     assert np.array_equal(logits["default"], logits["rows5"])
     assert np.array_equal(logits["one_row_off"], logits["never"])
     r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
-               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx"})
+               "--ignore-eos", "--ctx", 512,
+               env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": "", "G4_AMX_GEMV1_K_BELOW": ""})
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
 

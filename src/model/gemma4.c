@@ -284,9 +284,10 @@ void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops) {
     const int nth = g4_pool_size(m->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;
-    /* task boundaries on whole panels: 16 rows (the GEMM's panel; the GEMV's 4-row blocks), 32
-     * for the bf16 hardware matmul, whose 32-row panels a 16-row edge would half waste */
-    const int snap = j.xb[0] || j.x3[0] || j.xg[0] ? 32 : 16;
+    /* task boundaries on whole panels: 16 rows (the GEMM's panel; the GEMV's 4-row blocks; the
+     * decode tiles' 16-row blocks), 32 for the bf16 hardware matmul, whose 32-row panels a
+     * 16-row edge would half waste */
+    const int snap = j.xb[0] || j.x3[0] ? 32 : 16;
     int n = 0;
     for (int r = 0, o = 0; r < total && n < MM_MAX_TASKS; n++) {
         j.bound[n] = r;

@@ -114,18 +114,18 @@ static void read_group(g4_model *m, const g4_mm_op *ops, int n_ops) {
  * stream, larger than any L3, where a single group swept alone (~0.2-0.5 GB) may partly sit in
  * this host's 300 MB L3 after the plain read that precedes it. */
 typedef struct { const char *group; int layer; } kt_call;
-enum { KT_MAX_CALLS = 4 * 256 + 1 };
+enum { KT_MAX_CALLS = 4 * G4_MAX_LAYERS + 1 };   /* n_layers <= G4_MAX_LAYERS (hfconfig.h) */
 
 static int kt_calls(const g4_model *m, const char *which, kt_call *calls) {
     static const char *step[] = {"qkv", "o", "gateup", "down"};
     int n = 0;
     if (!strcmp(which, "decode")) {
-        for (int l = 0; l < m->cfg.n_layers && l < 256; l++)
+        for (int l = 0; l < m->cfg.n_layers; l++)
             for (int g = 0; g < 4; g++) calls[n++] = (kt_call){step[g], l};
         calls[n++] = (kt_call){"lm_head", 0};
     } else if (!strcmp(which, "lm_head")) calls[n++] = (kt_call){which, 0};
     else
-        for (int l = 0; l < m->cfg.n_layers && l < 256; l++) calls[n++] = (kt_call){which, l};
+        for (int l = 0; l < m->cfg.n_layers; l++) calls[n++] = (kt_call){which, l};
     return n;
 }
 

@@ -95,13 +95,6 @@ static inline float softcap1(float x, float cap) {
     return tanhf(x / cap) * cap;
 }
 
-static int argmax_f(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* A strict total order: larger logit first, lower id on ties, so every step is deterministic. */
 static inline int better(const cand *a, const cand *b) { return a->x > b->x || (a->x == b->x && a->id < b->id); }
 
@@ -138,7 +131,7 @@ int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
     const int V = s->vocab;
     int32_t tok;
     if (p->temperature == 0 && !s->counts) {
-        tok = argmax_f(logits, V);   /* raw logits: the softcap is monotonic */
+        tok = g4_argmax(logits, V);   /* raw logits: the softcap is monotonic */
         g4_sampler_accept(s, tok);
         return tok;
     }
@@ -148,7 +141,7 @@ int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
         for (int i = 0; i < V; i++)
             if (s->counts[i]) w[i] -= (float)s->counts[i] * p->frequency_penalty + p->presence_penalty;
     if (p->temperature == 0) {
-        tok = argmax_f(w, V);
+        tok = g4_argmax(w, V);
         g4_sampler_accept(s, tok);
         return tok;
     }
@@ -158,7 +151,7 @@ int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
     for (int i = 0; i < V; i++)
         if (w[i] > -INFINITY) c[n++] = (cand){w[i] * inv_t, i};
     if (n == 0) {   /* everything suppressed: nothing sensible to draw from */
-        tok = argmax_f(logits, V);
+        tok = g4_argmax(logits, V);
         g4_sampler_accept(s, tok);
         return tok;
     }

@@ -1,5 +1,6 @@
 /* test_model_ops.c — RoPE (default and proportional) and single-head attention against
- * straightforward double-precision formulas, and the thread pool's coverage of its tasks. */
+ * straightforward double-precision formulas, the thread pool's coverage of its tasks, and
+ * greedy decoding's argmax against the plain loop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "base/threadpool.h"
+#include "gemma4c.h"
 #include "kernels/kernels.h"
 #include "model/rope.h"
 
@@ -156,6 +158,43 @@ static void test_threadpool_back_to_back(void **state) {
     g4_pool_free(p);
 }
 
+/* the plain loop g4_argmax must match: the first index of the largest value, NaNs never winning
+ * except at index 0 */
+static int argmax_plain(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static void test_argmax(void **state) {
+    (void)state;
+    enum { N = 262144 + 13 };
+    float *x = malloc(N * sizeof *x);
+    assert_non_null(x);
+    srand(7);
+    int checked = 0;
+    for (int n = 0; n < 70; n++)   /* every length around the 8 lanes and their tail */
+        for (int trial = 0; trial < 40; trial++) {
+            for (int i = 0; i < n; i++) x[i] = (float)(rand() % 5) - 2.0f;   /* many ties */
+            const int kind = trial % 5;
+            if (kind == 1 && n) x[rand() % n] = NAN;
+            if (kind == 2 && n) x[0] = NAN;
+            if (kind == 3)
+                for (int i = 0; i < n; i++) x[i] = -INFINITY;
+            if (kind == 4 && n > 1) x[n - 1] = 9.0f;   /* the maximum in the scalar tail */
+            assert_int_equal(g4_argmax(x, n), argmax_plain(x, n));
+            checked++;
+        }
+    for (int i = 0; i < N; i++) x[i] = (float)rand() / RAND_MAX;   /* a vocabulary's worth */
+    x[200001] = 2.0f;
+    x[262140] = 2.0f;
+    assert_int_equal(g4_argmax(x, N), 200001);
+    assert_int_equal(g4_argmax(x, N), argmax_plain(x, N));
+    assert_true(checked == 70 * 40);
+    free(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threadpool_back_to_back),
@@ -163,6 +202,7 @@ int main(void) {
         cmocka_unit_test(test_rope_proportional),
         cmocka_unit_test(test_attend_paths),
         cmocka_unit_test(test_threadpool),
+        cmocka_unit_test(test_argmax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,8 +85,8 @@ struct g4_model {
                                  * padding rows and columns stay zero */
     int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
 /* inputs from here up take the exact matmul on AMX tiles (the weights-as-A kernel up to 64 rows):
- * one row stays on the FMA GEMV, 2-15 rows (several slots' decode tokens) take the gemv3 kernel
- * (kernels.h matmul_gemv3). Session 14 (2-core Emerald Rapids, bench --batch): 16 slots decoding
+ * 1-15 rows (one or several slots' decode tokens) take the gemv3 kernel (kernels.h matmul_gemv3;
+ * one row only over weight rows under 8 KB, gemv_one_row_k_below). Session 14 (2-core Emerald Rapids, bench --batch): 16 slots decoding
  * together went 58.7 -> 117-143 tok/s against the former bound of 32 rows (the FMA GEMM below it);
  * bench/RESULTS.md "This machine, session 14" has the rows in between. */
 #define G4_X3_MIN_ROWS 16

@@ -22,7 +22,7 @@ typedef struct {
     const char *model;
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
-    long threads, reps, ctx, chunk, tp, bw_mib, seed, batch;
+    long threads, reps, ctx, chunk, tp, bw_mib, seed, batch, depth;
     int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
     int no_peaks, kernels;
 } bench_opts;
@@ -35,6 +35,7 @@ typedef struct {
     /* cost model */
     double flops_per_token, bytes_per_token, kv_bytes_per_token;
     double roofline_tok_s, fraction;
+    double fraction_with_kv;  /* decode: with the KV cache's reads counted as well (-1: none) */
     /* the machine's limit measured right before each rep (0: not measured): decode, GB/s read;
      * prefill, the peak GFLOP/s it is judged against — on a shared host both drift within a run */
     double reps_limit[64];
@@ -46,10 +47,12 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap] [--act-q8]\n"
-    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B]\n"
+    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B] [--depth D]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
+    "  --depth D: decode tests start at position D (tgN@dD, as llama-bench -d): each rep first\n"
+    "  prefills D random ids into every slot (untimed); the KV cache's reads then count too.\n"
     "  --batch B: each decode step advances B slots at once (continuous batching, as serve's\n"
     "  --parallel B): tgN reports B x N tokens a rep; the weights are read once a step for all B.\n"
     "  --kernels: also time the matmul kernels alone on the model's matrices, each group over all\n"
@@ -107,6 +110,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend("bench", v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
         else if (!strcmp(a, "--batch")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 256, &o->batch)) return 0; }
+        else if (!strcmp(a, "--depth")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 1 << 20, &o->depth)) return 0; }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
         else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
@@ -201,7 +205,8 @@ int cli_bench(int argc, char **argv) {
     g4_model_opts mo;
     g4_model_opts_default(&mo);
     mo.threads = (int)o.threads;
-    mo.ctx = o.ctx ? (int)o.ctx : (int)((max_p > max_n ? max_p : max_n) + 1);   /* +1: the warm-up step */
+    const long max_len = max_p > o.depth + max_n ? max_p : o.depth + max_n;   /* longest test, in positions */
+    mo.ctx = o.ctx ? (int)o.ctx : (int)(max_len + 1);   /* +1: the warm-up step */
     mo.prefill_chunk = (int)o.chunk;
     mo.tp = (int)o.tp;
     mo.tp_backend = o.tp_backend;
@@ -210,8 +215,8 @@ int cli_bench(int argc, char **argv) {
     mo.numerics = o.numerics;
     mo.prefill_bf16 = o.prefill_bf16;
     mo.n_slots = (int)o.batch;
-    if (mo.ctx < max_p || mo.ctx < max_n)
-        return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld tokens)", mo.ctx, max_p > max_n ? max_p : max_n);
+    if (mo.ctx < max_len)
+        return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld positions, --depth included)", mo.ctx, max_len);
     g4_model *m;
     double t_load = g4_now();
     int rc = cli_load_model(o.model, &mo, &m);
@@ -229,7 +234,7 @@ int cli_bench(int argc, char **argv) {
     const int bf16_units = ktab && ktab->matmul_xbf16;
     const double prefill_peak = o.prefill_bf16 && bf16_units ? (bf16 > 0 ? bf16 : -1) : fma;
 
-    long n_ids = max_p > max_n ? max_p : max_n;
+    long n_ids = max_len;
     if (n_ids < 1) n_ids = 1;
     int32_t *ids = malloc((size_t)n_ids * sizeof *ids);
     const int B = (int)o.batch;
@@ -265,9 +270,15 @@ int cli_bench(int argc, char **argv) {
         t->n_tokens = (int)(t->is_decode ? o.n[i - o.np] : o.p[i]);
         snprintf(t->name, sizeof t->name, "%s%d", t->is_decode ? "tg" : "pp", t->n_tokens);
         if (t->is_decode && B > 1) snprintf(t->name + strlen(t->name), sizeof t->name - strlen(t->name), "x%d", B);
+        if (t->is_decode && o.depth) snprintf(t->name + strlen(t->name), sizeof t->name - strlen(t->name), "@d%ld", o.depth);
         t->reps = (int)o.reps;
         for (int r = 0; !st && r < t->reps; r++) {
             for (int b = 0; b < B; b++) g4_slot_reset(m, b);
+            for (int b = 0; !st && t->is_decode && o.depth && b < B; b++) {   /* untimed: the context */
+                int32_t next;
+                st = g4_prefill_argmax(m, b, ids, (int)o.depth, &next);
+            }
+            if (st) break;
             t->reps_limit[r] = o.no_peaks ? 0
                              : t->is_decode ? (probe ? g4_bw_probe_read(probe, 3) : 0)
                                             : adjacent_peak(prefill_peak, fma, bf16, (int)o.threads);
@@ -299,14 +310,17 @@ int cli_bench(int argc, char **argv) {
             t->roofline_tok_s = prefill_peak > 0 ? prefill_peak * 1e9 / t->flops_per_token : -1;
             t->fraction_adjacent = adjacent_fraction(t, t->flops_per_token);
         } else {
-            t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, 0, n) / n;
+            const int d0 = (int)o.depth;
+            t->flops_per_token = 2.0 * (cost.layer_params + cost.lm_head_params) + g4_bench_attn_flops(m, d0, n) / n;
             t->bytes_per_token = decode_bytes / B;   /* one read of the weights a step serves B tokens */
-            t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, 0, n) / n;
+            t->kv_bytes_per_token = g4_bench_kv_read_bytes(m, d0, n) / n;
+            t->fraction_with_kv = bw.gbps > 0 ? t->tok_s * (t->bytes_per_token + t->kv_bytes_per_token) / 1e9 / bw.gbps : -1;
             t->achieved = t->tok_s * t->bytes_per_token / 1e9;
             t->roofline_tok_s = bw.gbps > 0 ? bw.gbps * 1e9 / t->bytes_per_token : -1;
             t->fraction_adjacent = adjacent_fraction(t, t->bytes_per_token);
         }
         t->fraction = t->roofline_tok_s > 0 ? t->tok_s / t->roofline_tok_s : -1;
+        if (!t->is_decode) t->fraction_with_kv = -1;
         nt++;
     }
     g4_bw_probe_free(probe);
@@ -353,6 +367,8 @@ int cli_bench(int argc, char **argv) {
                 printf("; roofline %.2f tok/s (%.2f GB/s / %.3f GB) -> %5.1f%% of bandwidth", t->roofline_tok_s,
                        bw.gbps, t->bytes_per_token / 1e9, 100 * t->fraction);
             printf("  [+KV reads %.1f MB/token]", t->kv_bytes_per_token / 1e6);
+            if (o.depth && t->fraction_with_kv >= 0)
+                printf("\n         %5.1f%% of bandwidth counting the KV reads too", 100 * t->fraction_with_kv);
             if (t->fraction_adjacent >= 0) {
                 printf("\n         %5.1f%% of the bandwidth read just before each rep (median; GB/s:", 100 * t->fraction_adjacent);
                 for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_limit[r]);
@@ -409,7 +425,7 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.prefill_bf16 ? "true" : "false",
             prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
     fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
-    fprintf(f, ",\"batch\":%d", B);
+    fprintf(f, ",\"batch\":%d,\"depth\":%ld", B, o.depth);
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
             g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);
@@ -447,6 +463,7 @@ int cli_bench(int argc, char **argv) {
         fputs(",\"roofline_tok_s\":", f); json_num(f, t->roofline_tok_s);
         fputs(",\"roofline_fraction\":", f); json_num(f, t->fraction);
         fputs(",\"roofline_fraction_adjacent\":", f); json_num(f, t->fraction_adjacent);
+        if (t->is_decode) { fputs(",\"roofline_fraction_with_kv\":", f); json_num(f, t->fraction_with_kv); }
         fputs(t->is_decode ? ",\"read_bw_before_reps_gbs\":[" : ",\"peak_before_reps_gflops\":[", f);
         for (int r = 0; r < t->reps; r++) { if (r) fputc(',', f); json_num(f, t->reps_limit[r]); }
         fputc(']', f);

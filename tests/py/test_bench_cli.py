@@ -87,3 +87,29 @@ def test_bench_batch(g4_bin):
     for bad in ("0", "257", "x"):
         r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-n", "4", "--batch", bad)
         assert r.returncode == 2 and b"--batch" in r.stderr
+
+
+def test_bench_depth(g4_bin):
+    """--depth D: decode tests start at position D (named tgN@dD; every rep prefills D ids into
+    each slot first, untimed), their KV reads are those of positions D..D+N-1, and a second
+    fraction counts them against the bandwidth too; --ctx must hold D + N."""
+    def bench(*extra):
+        r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "4", "--reps", "1",
+                   "--threads", "2", "--bw-mib", "64", *extra)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.decode().strip().splitlines()[-1])
+    flat, deep = bench(), bench("--depth", "40", "--batch", "2")
+    assert flat["depth"] == 0 and deep["depth"] == 40
+    (t0,), (t,) = flat["tests"], deep["tests"]
+    assert t0["test"] == "tg4" and t["test"] == "tg4x2@d40"
+    assert t["kv_bytes_per_token"] > 5 * t0["kv_bytes_per_token"] > 0   # 40+ keys a layer against 0-3
+    bw = deep["machine"]["read_bw_gbs"]
+    with_kv = t["tok_s"] * (t["weight_bytes_per_token"] + t["kv_bytes_per_token"]) / 1e9 / bw
+    assert t["roofline_fraction_with_kv"] == pytest.approx(with_kv, rel=1e-3)
+    assert t["roofline_fraction_with_kv"] > t["roofline_fraction"]
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "4", "--depth", "40",
+               "--ctx", "43")
+    assert r.returncode == 2 and b"--ctx 43 is smaller than the longest test" in r.stderr
+    for bad in ("-1", "x"):
+        r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-n", "4", "--depth", bad)
+        assert r.returncode == 2 and b"--depth" in r.stderr

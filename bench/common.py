@@ -1,5 +1,5 @@
 """Helpers shared by the side-by-side report scripts (bench/compare_report.py,
-bench/compare_quant_report.py): reading the raw outputs their shell drivers leave in one directory
+bench/compare_quant_report.py, bench/compare_batched_report.py): reading the raw outputs their shell drivers leave in one directory
 (llama-bench JSON, gemma4c bench's JSON line, lscpu, load averages) and formatting medians.
 Standard library only; owns no output format beyond these pieces."""
 

@@ -7,8 +7,10 @@ import glob
 import json
 import os
 import re
-import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import fmt, med, read, round_no  # noqa: E402
 
 
 def main(out):
@@ -18,12 +20,12 @@ def main(out):
         (t,) = json.load(open(path))["tests"]
         g4.setdefault(b, {})[r] = t["tok_s"]
     for path in sorted(glob.glob(os.path.join(out, "llama-r*.jsonl"))):
-        r = int(re.search(r"-r(\d+)\.jsonl$", path).group(1))
-        for line in open(path):
+        r = round_no(path)
+        for line in read(path).splitlines():
             row = json.loads(line)
             ll.setdefault(int(row["pl"]), {})[r] = row["speed_tg"]
-    read = lambda name: open(os.path.join(out, name)).read().strip() if os.path.exists(os.path.join(out, name)) else "?"
-    print(f"gemma4c {read('gemma4c-commit.txt')[:12]} against llama.cpp {read('llama-commit.txt')[:12]}; "
+    commit = lambda name: read(os.path.join(out, name), "?")[:12]
+    print(f"gemma4c {commit('gemma4c-commit.txt')} against llama.cpp {commit('llama-commit.txt')}; "
           f"decode tokens/s over all sequences, median over {max(len(v) for v in g4.values())} rounds\n")
     print("| sequences decoding together | gemma4c tok/s | llama.cpp tok/s | ratio | paired ratio (min-max) |")
     print("|---:|---:|---:|---:|---|")
@@ -31,10 +33,10 @@ def main(out):
         if b not in ll:
             continue
         rounds = sorted(set(g4[b]) & set(ll[b]))
-        a, c = statistics.median(g4[b].values()), statistics.median(ll[b].values())
+        a, c = med(list(g4[b].values())), med(list(ll[b].values()))
         paired = [g4[b][r] / ll[b][r] for r in rounds]
-        print(f"| {b} | {a:.2f} | {c:.2f} | {a / c:.2f}x | {statistics.median(paired):.2f}x "
-              f"({min(paired):.2f}-{max(paired):.2f}) |")
+        print(f"| {b} | {fmt(a)} | {fmt(c)} | {fmt(a / c)}x | {fmt(med(paired))}x "
+              f"({fmt(min(paired))}-{fmt(max(paired))}) |")
 
 
 if __name__ == "__main__":

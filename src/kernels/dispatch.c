@@ -115,7 +115,6 @@ static void x512_init(void) {
     const char *gr = getenv("G4_AMX_GEMV_ROWS");
     if (gr && *gr) {
         char *end;
-        lo = 1;
         hi = (int)strtol(gr, &end, 10);
         if (*end == '-') {
             lo = hi;

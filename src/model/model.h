@@ -86,9 +86,10 @@ struct g4_model {
     int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
 /* inputs from here up take the exact matmul on AMX tiles (the weights-as-A kernel up to 64 rows):
  * 1-15 rows (one or several slots' decode tokens) take the gemv3 kernel (kernels.h matmul_gemv3;
- * one row only over weight rows under 8 KB, gemv_one_row_k_below). Session 14 (2-core Emerald Rapids, bench --batch): 16 slots decoding
- * together went 58.7 -> 117-143 tok/s against the former bound of 32 rows (the FMA GEMM below it);
- * bench/RESULTS.md "This machine, session 14" has the rows in between. */
+ * one row only over weight rows under 8 KB, gemv_one_row_k_below). Session 14 (2-core Emerald
+ * Rapids, bench --batch): 16 slots decoding together went 58.7 -> 117-143 tok/s against the
+ * former bound of 32 rows (the FMA GEMM below it); bench/RESULTS.md "This machine, session 14"
+ * has the rows in between. */
 #define G4_X3_MIN_ROWS 16
     uint16_t *x3;               /* the exact GEMM on AMX: one input as three bf16 planes (kernels.h
                                  * g4_xbf16_put_row_split3), x3_plane elements apart */

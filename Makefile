@@ -6,6 +6,8 @@ CC       ?= cc
 OPT      ?= -O2
 WERROR   ?= -Werror
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -g $(OPT) -pthread -Iinclude -Isrc $(EXTRA_CFLAGS)
+# The Python that runs the tests: scripts/install-deps.sh's virtual environment where it exists
+PYTHON   ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
 LDLIBS   += -ljansson -lmicrohttpd -lz -lm -pthread $(EXTRA_LDLIBS)
 
 # Optional libraries, used when installed (scripts/install-deps.sh installs both): OpenMPI for the
@@ -57,7 +59,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libgemma4c.a
 # C unit tests, then the Python golden/CLI/server tests (which use build/gemma4c).
 test: all
 	./tests/run_c_tests.sh $(BUILD)
-	G4_BIN=$(abspath $(BUILD)/gemma4c) python3 -m pytest -q tests/py
+	G4_BIN=$(abspath $(BUILD)/gemma4c) $(PYTHON) -m pytest -q tests/py
 
 test-c: all
 	./tests/run_c_tests.sh $(BUILD)
@@ -67,7 +69,7 @@ asan:
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  EXTRA_LDLIBS="-fsanitize=address,undefined" all
 	./tests/run_c_tests.sh build-asan
-	G4_BIN=$(abspath build-asan/gemma4c) G4_ASAN=1 python3 -m pytest -q $(ASAN_PYTEST) -m "not slow"
+	G4_BIN=$(abspath build-asan/gemma4c) G4_ASAN=1 $(PYTHON) -m pytest -q $(ASAN_PYTEST) -m "not slow"
 
 # What CI runs under the sanitizers after `make test`: every C test, the bad-input, CLI and server
 # tests, and the goldens at one chunk size (the full set at three sizes runs in `make test`).

@@ -33,6 +33,20 @@ g4_status g4_fail(g4_status st, const char *fmt, ...) __attribute__((format(prin
 
 typedef struct g4_model g4_model;
 
+/* Measuring knobs of the matmul layer's choice of kernel (`gemma4c bench` flags; also taken by run,
+ * logits and serve), read once at load. -1 means the default; each changes only which kernel a
+ * product takes, so the outputs may differ in the last bits between settings, never in exactness. */
+typedef struct {
+    int amx_pairs_rows;     /* matmul inputs of up to N rows take the AMX kernels that read the weights
+                             * as A tiles (default 64; 0: never) */
+    int amx_gemv_min_rows;  /* decode inputs of min..max rows take the AMX decode kernel (default */
+    int amx_gemv_max_rows;  /* 1..15, the most it holds; max 0: never) */
+    int amx_gemv1_k_below;  /* one row takes it only over weight rows shorter than K (default 4096;
+                             * 0: one row never does) */
+    int profile;            /* 1: time the forward pass's phases and report them on stderr when the
+                             * model is freed (default 0) */
+} g4_tuning;
+
 typedef struct {
     int threads;        /* worker threads for the forward pass; <= 0 means all online CPUs */
     int ctx;            /* context length per session slot (full-layer KV positions); default 4096 */
@@ -56,6 +70,7 @@ typedef struct {
                          * bf16 units (AMX-BF16 tiles, else AVX512-BF16 vdpbf16ps; elsewhere the
                          * same numbers through the fp32 kernels); products exact, fp32 sums.
                          * Generated tokens and the LM head stay exact. Default 0 (exact) */
+    g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };

@@ -39,6 +39,8 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->act_q8 = 0;
     o->numerics = G4_NUMERICS_EXACT;
     o->prefill_bf16 = 0;
+    o->tuning = (g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
+                            .amx_gemv1_k_below = -1, .profile = -1};
 }
 
 static g4_status alloc_state(g4_model *m) {

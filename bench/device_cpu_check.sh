@@ -18,7 +18,7 @@ build_gemm_bench() {   # PATH [CFLAGS...]: the kernels at -O3, as the library bu
   local out=$1
   shift
   cc -std=c11 -D_GNU_SOURCE -O3 -pthread -Iinclude -Isrc "$@" bench/gemm_bench.c src/kernels/dispatch.c \
-    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/io/dtype.c src/io/quantize.c -o "$out" -lm ||
+    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/base/dtype.c src/convert/quantize.c -o "$out" -lm ||
     { echo "device_cpu_check: build failed" >&2; exit 1; }
 }
 if [ "${1:-}" = --build ]; then shift; build_gemm_bench "$@"; exit 0; fi

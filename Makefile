@@ -58,6 +58,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libgemma4c.a
 
 # C unit tests, then the Python golden/CLI/server tests (which use build/gemma4c).
 test: all
+	./scripts/check-wording.sh
 	./tests/run_c_tests.sh $(BUILD)
 	G4_BIN=$(abspath $(BUILD)/gemma4c) $(PYTHON) -m pytest -q tests/py
 

@@ -30,7 +30,7 @@ need_ref_py() {
 }
 
 # write_results TITLE BODY: a new results file, RESULTS, headed by TITLE, the CPU (lscpu's model
-# name, CPUs, SIMD flags), the run's date and the commits, then BODY (a leading '# ' line dropped)
+# name, CPUs, SIMD flags), the run's date and the commits, then BODY (its leading '# ' title line dropped)
 write_results() {
   mkdir -p "$(dirname "$RESULTS")"
   local cpu ncpu simd
@@ -45,7 +45,7 @@ write_results() {
     echo "- gemma4c commit: $(cat "$OUT/gemma4c-commit.txt" 2>/dev/null || echo unknown)"
     [ -f "$OUT/llama-commit.txt" ] && echo "- llama.cpp commit: $(cat "$OUT/llama-commit.txt")"
     echo
-    sed '1{/^# /d}' "$2"
+    awk 'NR == 1 && /^# / { skip = 1; next } skip && /^$/ { skip = 0; next } { skip = 0; print }' "$2"
   } > "$RESULTS"
 }
 

@@ -15,6 +15,9 @@
 #   RESULTS=bench/results/DATE-compare-llamacpp-COMMIT.md
 #   BF16=auto|1|0: also run `gemma4c bench --prefill-bf16 -n 0` in every round (the opt-in bf16
 #   prefill against the same llama-bench prompts; auto: where the CPU has AVX512-BF16 or AMX-BF16)
+#   G4_BIN_BASE=<a baseline gemma4c binary, e.g. a build of the code before a change>: also run
+#   `$G4_BIN_BASE bench` with gemma4c's arguments in every round, the three engines' order changing
+#   from round to round; the report adds the baseline's ratio to llama.cpp and after/before
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
@@ -29,6 +32,8 @@ for p in "$MODEL" "$GGUF"; do
   outside_repo "$p" "$p is inside the repository; large files stay outside it"
 done
 need_g4_bin
+G4_BIN_BASE=${G4_BIN_BASE:-}
+[ -z "$G4_BIN_BASE" ] || [ -x "$G4_BIN_BASE" ] || die "no baseline gemma4c binary at G4_BIN_BASE=$G4_BIN_BASE"
 mkdir -p "$OUT"
 
 # 1. llama.cpp checkout + llama-bench (CPU only, native ISA, no CURL)
@@ -97,6 +102,9 @@ printf '%q ' "${LLAMA_CMD[@]}" > "$OUT/llama-cmd.txt"
 printf '%q ' "${G4_CMD[@]}" > "$OUT/gemma4c-cmd.txt"
 rm -f "$OUT"/gemma4c-bf16-r*.txt "$OUT/gemma4c-bf16-cmd.txt"
 [ "$BF16" = 1 ] && printf '%q ' "${G4_BF16_CMD[@]}" > "$OUT/gemma4c-bf16-cmd.txt"
+G4_BASE_CMD=("$G4_BIN_BASE" "${G4_CMD[@]:1}")   # the same arguments as gemma4c's
+rm -f "$OUT"/gemma4c-base-r*.txt "$OUT/gemma4c-base-cmd.txt"
+[ -n "$G4_BIN_BASE" ] && printf '%q ' "${G4_BASE_CMD[@]}" > "$OUT/gemma4c-base-cmd.txt"
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 run_llama() {
   log "round $1/$ROUNDS: llama-bench"
@@ -116,11 +124,26 @@ run_g4_bf16() {
     { tail -20 "$OUT/gemma4c-bf16-r$1.log" >&2; die "gemma4c bench --prefill-bf16 failed (log: $OUT/gemma4c-bf16-r$1.log)"; }
   grep -v '^{' "$OUT/gemma4c-bf16-r$1.txt" | grep -E '^  pp' >&2 || true
 }
+run_g4_base() {
+  log "round $1/$ROUNDS: gemma4c bench (baseline $G4_BIN_BASE)"
+  "${G4_BASE_CMD[@]}" > "$OUT/gemma4c-base-r$1.txt" 2> "$OUT/gemma4c-base-r$1.log" ||
+    { tail -20 "$OUT/gemma4c-base-r$1.log" >&2; die "baseline gemma4c bench failed (log: $OUT/gemma4c-base-r$1.log)"; }
+  grep -v '^{' "$OUT/gemma4c-base-r$1.txt" | grep -E '^  (pp|tg)' >&2 || true
+}
 # ABBA order (llama.cpp first in odd rounds, gemma4c first in even ones) so slow drift in the
 # machine's state (other tenants, page cache, clocks) does not favour one engine.
+# With a baseline (G4_BIN_BASE) the three engines (L llama.cpp, G gemma4c and its bf16 prefill,
+# B baseline) go LGB, GBL, BLG, then the mirror images BGL, GLB, LBG, and again: every 3 rounds
+# each engine runs once in each position; every 6, each follows each other one equally often.
 for r in $(seq 1 "$ROUNDS"); do
   record_load "$r"
-  if [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; run_g4_bf16 "$r"
+  if [ -n "$G4_BIN_BASE" ]; then
+    order=(LGB GBL BLG BGL GLB LBG)
+    o=${order[$(((r - 1) % 6))]}
+    for e in ${o:0:1} ${o:1:1} ${o:2:1}; do
+      case $e in L) run_llama "$r";; G) run_g4 "$r"; run_g4_bf16 "$r";; B) run_g4_base "$r";; esac
+    done
+  elif [ $((r % 2)) -eq 1 ]; then run_llama "$r"; run_g4 "$r"; run_g4_bf16 "$r"
   else run_g4_bf16 "$r"; run_g4 "$r"; run_llama "$r"; fi
 done
 uptime > "$OUT/uptime.txt"

@@ -2,7 +2,9 @@
 """Turn the raw outputs of bench/compare_llamacpp.sh (one directory) into a results report on
 stdout: per test (ppN, tgN) the median over rounds of gemma4c's tok/s (each round: median of its
 reps) and llama.cpp's (each round: llama-bench's mean of its reps), their ratio, the spread, the
-roofline fractions gemma4c bench measured, the machine, the commands and the date.
+roofline fractions gemma4c bench measured, the machine, the commands and the date. Where the run
+had a baseline gemma4c (G4_BIN_BASE: gemma4c-base-r*.txt), the table adds its tok/s, its ratio to
+llama.cpp and after/before (gemma4c / baseline, paired by round).
 Standard library only.
 
 Usage: python3 bench/compare_report.py OUT_DIR > report.md  (bench/compare_llamacpp.sh files it under bench/results/)"""
@@ -19,6 +21,12 @@ LLAMA_META = ("build_commit", "build_number", "cpu_info", "backends", "model_typ
               "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "flash_attn", "use_mmap", "poll")
 
 
+def paired(xs: list, ys: list) -> str:
+    """The median over rounds of each round's xs / ys, with its range."""
+    pairs = [x / y for x, y in zip(xs, ys) if x and y]
+    return f"{fmt(med(pairs))}x ({fmt(min(pairs))}-{fmt(max(pairs))})" if pairs else "—"
+
+
 def main() -> None:
     out = sys.argv[1]
     llama, lrecs = load_llama(os.path.join(out, "llama-r*.json"))
@@ -29,26 +37,40 @@ def main() -> None:
     # the opt-in bf16 prefill (compare_llamacpp.sh BF16=1): its prompts against the same llama.cpp runs
     g4b, bruns = load_g4(os.path.join(out, "gemma4c-bf16-r*.txt"))
     btests = [t["test"] for t in bruns[0]["tests"] if t["kind"] == "prefill"] if bruns else []
+    # the baseline gemma4c binary (compare_llamacpp.sh G4_BIN_BASE): same tests, same rounds
+    g4base, baseruns = load_g4(os.path.join(out, "gemma4c-base-r*.txt"))
 
     w = sys.stdout.write
     w("# gemma4c vs llama.cpp — CPU side-by-side\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_llamacpp.sh` "
       f"(raw outputs were in `{out}`).\n\n")
-    w(f"Median over {n_rounds} alternating rounds (ABBA order); within a round gemma4c reports the median of "
+    order = ("the three engines' order rotating so that each runs once in each position every 3 rounds"
+             if baseruns else "ABBA order")
+    w(f"Median over {n_rounds} alternating rounds ({order}); within a round gemma4c reports the median of "
       "its reps, llama-bench the mean of its reps. Ratio = gemma4c / llama.cpp (> 1: gemma4c faster). "
       "Paired ratio: the median over rounds of each round's own ratio — the two engines of a round ran "
       "back to back, so it is the less sensitive to this shared host's drift.\n\n")
+    if baseruns:
+        w("Baseline: a second gemma4c binary (`G4_BIN_BASE`, command below) with the same arguments in every "
+          "round. Baseline ratio = baseline / llama.cpp; after/before = gemma4c / baseline, paired by round "
+          "(> 1: gemma4c faster than the baseline).\n\n")
     w("| test | gemma4c tok/s | llama.cpp tok/s | ratio | paired ratio (min-max) | gemma4c per round | "
-      "llama.cpp per round |\n")
-    w("|---|---:|---:|---:|---:|---|---|\n")
+      "llama.cpp per round |" + (" baseline tok/s | baseline ratio | after/before, paired (min-max) | "
+                                 "baseline per round |" if baseruns else "") + "\n")
+    w("|---|---:|---:|---:|---:|---|---|" + ("---:|---:|---:|---|" if baseruns else "") + "\n")
     rows = [(t, t, g4) for t in tests] + [(f"{t} `--prefill-bf16`", t, g4b) for t in btests]
     for label, t, eng in rows:
         a, b = med(eng.get(t, [])), med(llama.get(t, []))
         ratio = a / b if a and b else None
-        pairs = [x / y for x, y in zip(eng.get(t, []), llama.get(t, [])) if x and y]
-        paired = f"{fmt(med(pairs))}x ({fmt(min(pairs))}-{fmt(max(pairs))})" if pairs else "—"
-        w(f"| {label} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {paired} | {', '.join(fmt(x) for x in eng.get(t, []))} | "
-          f"{', '.join(fmt(x) for x in llama.get(t, []))} |\n")
+        w(f"| {label} | {fmt(a)} | {fmt(b)} | {fmt(ratio)}x | {paired(eng.get(t, []), llama.get(t, []))} | "
+          f"{', '.join(fmt(x) for x in eng.get(t, []))} | {', '.join(fmt(x) for x in llama.get(t, []))} |")
+        if baseruns and eng is g4:
+            c = med(g4base.get(t, []))
+            w(f" {fmt(c)} | {fmt(c / b if c and b else None)}x | {paired(eng.get(t, []), g4base.get(t, []))} | "
+              f"{', '.join(fmt(x) for x in g4base.get(t, []))} |")
+        elif baseruns:   # --prefill-bf16 rows: the baseline runs the exact mode only
+            w(" — | — | — | — |")
+        w("\n")
     if btests:
         sp = [f"{t} {fmt(med(g4b[t]) / med(g4[t]))}x" for t in btests if med(g4b.get(t, [])) and med(g4.get(t, []))]
         w(f"\n`--prefill-bf16` (activations rounded to bf16 for the layer matmuls, kernels `{bruns[0]['kernels']}`; "
@@ -130,6 +152,9 @@ def main() -> None:
     w(read(os.path.join(out, "llama-cmd.txt")) + "\n" + read(os.path.join(out, "gemma4c-cmd.txt")) + "\n")
     bcmd = read(os.path.join(out, "gemma4c-bf16-cmd.txt"))
     w((bcmd + "\n" if bcmd else "") + "```\n")
+    basecmd = read(os.path.join(out, "gemma4c-base-cmd.txt"))
+    if basecmd:
+        w(f"\nBaseline (`G4_BIN_BASE`):\n\n```sh\n{basecmd}\n```\n")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@
  * while it runs (bench/gemm_bench.c times it alone).
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
  * against fp32 activations (AVX2 decode: quants zero-extended from memory into int32 lanes, offsets
- * and Q4_K mins from per-call sums of x; bench --kernels, 2 threads, 2026-12-03: Q4_K ~5 -> ~10.5
- * GB/s, Q4_0 ~6.5 -> ~11.5, Q6_K 8.8 -> 12.5 — see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the activation row is
- * quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for Q8_0/Q4_0/Q5_0, Q8_K
- * for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float scale per block), as
- * llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar", x86 AVX2 for "avx2");
- * decode kernels 1.6-3.5x the exact ones (before the exact Q4_0/Q4_K/Q6_K decode got ~1.5-2x faster); prefill runs the same int8 tiles (4 activation rows per
- * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
- * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
+ * and Q4_K mins from per-call sums of x, which keeps the weight stream near the exact bf16 one's
+ * speed; see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the
+ * activation row is quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for
+ * Q8_0/Q4_0/Q5_0, Q8_K for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float
+ * scale per block), as llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar",
+ * x86 AVX2 for "avx2"); prefill runs the same int8 tiles (4 activation rows per unpacked weight
+ * block), slower than the exact GEMM on some types, kept so that every token of a run sees
+ * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
  * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
@@ -85,25 +85,19 @@ typedef struct {
     void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* g4_xbf16_put_row's
                                                                                   * tile layout, or NULL */
     /* AMX with the weights as the A operand (cpu/bf16_amx.c): matmul_xbf16 / matmul_x3bf16 on
-     * input in the pair layout, used for inputs of at most pairs_max_rows rows, and that input's
-     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512): set all together, or NULL / 0 */
+     * input in the pair layout (for short inputs: matmul.h's pairs_max_rows), and that input's
+     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512): set all together, or NULL */
     g4_matmul_xbf16_fn matmul_xbf16_pairs;
     void (*matmul_x3bf16_pairs)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
     void (*put_pairs16)(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
                         uint16_t *xs);
-    int pairs_max_rows;
-    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of gemv_min_rows to
-     * gemv_max_rows (<= G4_GEMV_X3_MAX_ROWS) rows over bf16 weights — several slots' decode
-     * tokens at once — the input's three bf16 planes as the columns of B tiles, 5 rows a tile
-     * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL / 0 */
+    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of up to G4_GEMV_X3_MAX_ROWS
+     * rows over bf16 weights — several slots' decode tokens at once (matmul.h's policy picks the
+     * row range) — the input's three bf16 planes as the columns of B tiles, 5 rows a tile
+     * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL */
     void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
     void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
-    int gemv_min_rows, gemv_max_rows;
-    /* one row (T = 1) takes matmul_gemv3 only while K < gemv_one_row_k_below
-     * (G4_GEMV_ONE_ROW_K_BELOW: rows under 8 KB); over longer rows (o, down) the FMA GEMV's
-     * 4-row blocks streamed faster than 16-row tiles */
-    int gemv_one_row_k_below;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -218,11 +212,6 @@ void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t
  * k, k + 1 (k even) is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
 #define G4_GEMV_X3_TILE_ROWS 5
 #define G4_GEMV_X3_MAX_ROWS 15   /* 3 B tiles, their 3 C tiles and the A tile: 7 of the 8 tiles */
-/* one row on tiles only below this K (bf16 rows under 8 KB; avx512.c's GEMV_ROW_BYTES): 2-core
- * Emerald Rapids, bench --kernels, the tiles / the FMA GEMV as a fraction of a plain read of the
- * same bytes: q/k/v 100-101% / 94-95%, gate/up 100-106% / 95%, o (16 KB rows) 95% / 103-109%,
- * down (12 KB) 93% / 97-101% */
-#define G4_GEMV_ONE_ROW_K_BELOW 4096
 static inline int g4_gemv3_tile_rows(int T) { return T < G4_GEMV_X3_TILE_ROWS ? T : G4_GEMV_X3_TILE_ROWS; }
 static inline int g4_gemv3_tiles(int T) { return (T + G4_GEMV_X3_TILE_ROWS - 1) / G4_GEMV_X3_TILE_ROWS; }
 static inline size_t g4_xbf16_gemv3_offset(int t, int j, int k, int T) {

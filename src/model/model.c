@@ -86,34 +86,11 @@ static g4_status alloc_state(g4_model *m) {
     /* the widest matmul input: hidden (q/k/v, gate/up), attention output (o), intermediate (down) */
     size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
     if (I > K) K = I;
-    if (m->opts.act_q8) {   /* --act-q8: up to 3 distinct matmul inputs per call, quantized */
-        /* the larger of a Q8_0 and a Q8_K row of the widest input, in whole 256-blocks */
-        const int Kb = (int)((K + 255) / 256 * 256);
-        const size_t r0 = g4_act_row_bytes(G4_DT_Q8_0, Kb), rk = g4_act_row_bytes(G4_DT_Q4_K, Kb);
-        const size_t row = r0 > rk ? r0 : rk;
-        if (!(m->xq = malloc(3 * R * row))) return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --act-q8 scratch");
-    }
-    if (m->opts.prefill_bf16) {   /* --prefill-bf16: one rounded input, rows and columns padded to 32 */
-        m->xb_ld = (int)((K + 31) / 32 * 32);
-        if (!(m->xb = calloc((R + 31) / 32 * 32 * (size_t)m->xb_ld, sizeof(float))))
-            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the --prefill-bf16 scratch");
-    }
-    if (m->k->matmul_x3bf16 && m->opts.numerics != G4_NUMERICS_GGML && R >= G4_X3_MIN_ROWS) {
-        m->x3_plane = (R + 31) / 32 * 32 * ((K + 31) / 32 * 32);
-        if (!(m->x3 = aligned_alloc(64, (3 * m->x3_plane * sizeof(uint16_t) + 63) & ~(size_t)63)))
-            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX exact GEMM's input scratch");
-    }
-    if (m->k->matmul_gemv3 && m->k->gemv_max_rows > 0 && m->opts.numerics != G4_NUMERICS_GGML) {
-        const size_t rows = R < (size_t)m->k->gemv_max_rows ? R : (size_t)m->k->gemv_max_rows;
-        const size_t words = g4_xbf16_gemv3_size((int)rows, (int)((K + 31) / 32 * 32));
-        if (!(m->xg = aligned_alloc(64, (words * sizeof(uint32_t) + 63) & ~(size_t)63)))
-            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the AMX decode matmul's input scratch");
-    }
-    if (m->k->pack_x && !m->opts.act_q8 && R >= 4) {   /* shared by every task of an exact GEMM */
-        const size_t mr = (size_t)m->k->x_mr;
-        if (!(m->xp = aligned_alloc(64, ((R + mr - 1) / mr * mr * K * sizeof(float) + 63) & ~(size_t)63)))
-            return g4_fail(G4_ERR_NOMEM, "out of memory allocating the GEMM's packed-input scratch");
-    }
+    g4_matmul_policy policy;
+    g4_matmul_policy_init(&policy, m->k, &m->opts.tuning);
+    g4_status st = g4_matmul_ctx_new(m->k, m->pool, &policy, m->max_rows, (int)K, m->opts.act_q8, m->opts.prefill_bf16,
+                                     m->opts.numerics == G4_NUMERICS_GGML, &m->mm);
+    if (st) return st;
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));
     if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
         !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
@@ -149,8 +126,7 @@ static g4_status load_rank(const char *path, const g4_model_opts *o, int rank, g
     if (!m) return g4_fail(G4_ERR_NOMEM, "out of memory");
     m->opts = *o;
     m->opts.tp = tp;
-    m->prof = getenv("G4_PROFILE") && atoi(getenv("G4_PROFILE")) > 0;
-    m->prof_mm = -1;
+    m->prof = o->tuning.profile > 0;
     m->comm = comm;
     g4_status st;
     if (!(m->k = g4_kernels_get())) { st = G4_ERR_INPUT; goto fail; }
@@ -523,7 +499,7 @@ void g4_model_free(g4_model *m) {
     free(m->kv); free(m->slot_pos);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
-    free(m->xq); free(m->xb); free(m->xp); free(m->x3); free(m->xg);
+    g4_matmul_ctx_free(m->mm);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }

@@ -8,19 +8,9 @@
 #include "io/hfconfig.h"
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "parallel/comm.h"
 #include "parallel/tp_plan.h"
-
-typedef struct {
-    g4_dtype dt;
-    const void *data;   /* [rows][cols], row-major, in the file mapping */
-    int rows, cols;
-} g4_mat;
-
-/* Bytes of a weight matrix as stored (0 for an absent one, e.g. v_proj in k_eq_v layers). */
-static inline size_t g4_mat_bytes(const g4_mat *w) {
-    return w->data ? g4_dtype_row_bytes(w->dt, w->cols) * (size_t)w->rows : 0;
-}
 
 typedef struct {
     int is_full, head_dim, has_v;
@@ -79,30 +69,11 @@ struct g4_model {
     int att_rows;               /* query rows per attention block (gemma4.c), <= G4_ATT_ROWS_MAX;
                                  * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
-    void *xq;                   /* --act-q8: [3][max_rows] quantized activation rows (gemma4.c) */
-    float *xb;                  /* --prefill-bf16: one matmul input rounded to bf16, [max_rows
-                                 * rounded up to 32][xb_ld] floats (or bf16 for the hardware kernels);
-                                 * padding rows and columns stay zero */
-    int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
-/* inputs from here up take the exact matmul on AMX tiles (the weights-as-A kernel up to 64 rows):
- * 1-15 rows (one or several slots' decode tokens) take the gemv3 kernel (kernels.h matmul_gemv3;
- * one row only over weight rows under 8 KB, gemv_one_row_k_below). Session 14 (2-core Emerald
- * Rapids, bench --batch): 16 slots decoding together went 58.7 -> 117-143 tok/s against the
- * former bound of 32 rows (the FMA GEMM below it); bench/RESULTS.md "This machine, session 14"
- * has the rows in between. */
-#define G4_X3_MIN_ROWS 16
-    uint16_t *x3;               /* the exact GEMM on AMX: one input as three bf16 planes (kernels.h
-                                 * g4_xbf16_put_row_split3), x3_plane elements apart */
-    size_t x3_plane;
-    uint32_t *xg;               /* decode on AMX: one input of <= gemv_max_rows rows in the gemv3
-                                 * layout (kernels.h g4_xbf16_gemv3_offset) */
-    float *xp;                  /* the exact GEMM's packed input (kernels.h pack_x) where the
-                                 * kernel table has one: [max_rows rounded up to x_mr][widest K] */
-    int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */
+    g4_matmul_ctx *mm;          /* the layer and LM head matmuls: input forms, their scratch
+                                 * and the choice of kernel (kernels/matmul.h) */
     /* G4_PROFILE=1: wall seconds of each phase of the forward pass on the driving thread, kept
      * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */
     int prof;
-    int prof_mm;                /* the G4_PROF_* phase the current g4_matmul_multi call counts as, or -1 */
     int prof_kind;              /* this step's row of prof_s: 1 multi-row, 0 one row */
     double prof_s[2][G4_PROF_PHASES];
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
@@ -148,17 +119,14 @@ enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2 };
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, int step, float *logits);
 
-/* One product of a parallel matmul: y[t * ldy + r] = x[t] · w[r] for T activation rows t. */
-typedef struct {
-    const g4_mat *w;
-    const float *x;
-    float *y;
-    int ldy;
-} g4_mm_op;
+/* Layer L's K cache in slot `slot`: [n_kv][kv_cap][D], then V of the same shape. */
+static inline float *g4_slot_k(const g4_model *m, int slot, const g4_layer *L) {
+    return m->kv + (size_t)slot * m->slot_floats + L->kv_offset;
+}
 
-/* Up to three products sharing one parallel loop on m's thread pool (q/k/v, gate/up), with
- * --act-q8's activation quantization and, while m->round_bf16 is set, --prefill-bf16's rounding;
- * the forward pass's matmul, also timed alone by bench (gemma4.c). */
-void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops);
+/* Attention of R rows (row r: slot slots[r], position pos[r]) in layer L, over the cache that
+ * already holds every row's own K and V: m->q [R][n_q * D] → m->att [R][n_q * D]. batched: as
+ * g4_forward's G4_STEP_BATCHED (attention.c). */
+void g4_attention(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched);
 
 #endif

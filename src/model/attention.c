@@ -1,6 +1,6 @@
 /* attention.c — the attention step of a layer: every row's query heads against its slot's cached
  * K and V (written before by the forward pass's q/k pass), split into tasks over the thread pool.
- * The per-head arithmetic is the kernel table's attend_block; the layer loop is gemma4.c's. */
+ * The per-head arithmetic is the kernel table's attend_block; the layer loop is forward.c's. */
 #include "model/model.h"
 
 /* Attention runs as tasks of (block of up to P consecutive rows of one slot, KV head g, sub-group

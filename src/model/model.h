@@ -1,5 +1,6 @@
 /* model.h — the in-memory Gemma 4 unified text model: configuration, the weight views bound
- * to the mapped checkpoint, per-slot KV caches and scratch. Internal to src/model. */
+ * to the mapped checkpoint, per-slot KV caches and the forward pass's scratch. Internal to the
+ * library (src/model, parallel/group.c, bench/model_cost.c); callers use include/gemma4c.h. */
 #ifndef G4_MODEL_H
 #define G4_MODEL_H
 
@@ -39,7 +40,7 @@ static inline g4_mat *g4_layer_mat(const g4_layer *L, int i) {
 
 enum { G4_ATT_ROWS_MAX = 32 };   /* attention block rows (heads x positions) at short contexts */
 
-/* the forward pass's phases that G4_PROFILE times (gemma4.c) */
+/* the forward pass's phases that tuning.profile times (forward.c) */
 enum { G4_PROF_FORWARD, G4_PROF_ROWS, G4_PROF_ROUND, G4_PROF_QKV, G4_PROF_ATTN, G4_PROF_O, G4_PROF_GATEUP,
        G4_PROF_DOWN, G4_PROF_LM_HEAD, G4_PROF_PHASES };
 
@@ -63,15 +64,18 @@ struct g4_model {
     float *kv;
     size_t slot_floats;
     int *slot_pos;              /* [n_slots] next position of each slot */
-    /* scratch, sized once for max_rows */
-    float *x, *h, *q, *kk, *vv, *att, *gate, *up, *tmp;
+    /* scratch, sized once for max_rows rows (R); D, Hq, Hkv: the widest layer's, I: this rank's */
+    float *x, *h, *tmp;         /* [R][H] residual stream, normed input, o / down output */
+    float *q, *att;             /* [R][Hq * D] queries, attention output */
+    float *kk, *vv;             /* [R][Hkv * D] raw keys and values */
+    float *gate, *up;           /* [R][I] */
     float *scores;              /* [threads][att_rows][ctx] attention scores */
-    int att_rows;               /* query rows per attention block (gemma4.c), <= G4_ATT_ROWS_MAX;
+    int att_rows;               /* query rows per attention block (attention.c), <= G4_ATT_ROWS_MAX;
                                  * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
     g4_matmul_ctx *mm;          /* the layer and LM head matmuls: input forms, their scratch
                                  * and the choice of kernel (kernels/matmul.h) */
-    /* G4_PROFILE=1: wall seconds of each phase of the forward pass on the driving thread, kept
+    /* tuning.profile > 0: wall seconds of each phase of the forward pass on the driving thread, kept
      * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */
     int prof;
     int prof_kind;              /* this step's row of prof_s: 1 multi-row, 0 one row */
@@ -82,13 +86,13 @@ struct g4_model {
     int vmax;                   /* ceil(V / tp): the row stride of lg (this rank's rows: plan.vocab_lo..hi) */
     float *lg;                  /* [n_slots][vmax] this rank's logits of one step */
     float *lg_all;              /* rank 0 of a group: [tp][n_slots][vmax] gathered */
-    int32_t *cmd;               /* [4 + 3 * max_rows] the step rank 0 broadcasts (model.c) */
+    int32_t *cmd;               /* the step rank 0 broadcasts (parallel/group.c's wire format) */
     void **owned;               /* weight shards this rank copied (shard.c) */
     int n_owned;
     size_t local_weight_bytes;  /* bytes of this rank's weight matrices */
     int presharded;             /* the tensor set is already this rank's shard (a .g4c pack) */
     struct g4_pack *pack;       /* the open pack the tensor set points into, or NULL */
-    struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (model.c) */
+    struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
 };
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
@@ -118,6 +122,12 @@ enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2 };
  * step: G4_STEP_* flags. */
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, int step, float *logits);
+/* tuning.profile's report on stderr: per kind of step, each phase's seconds and share (forward.c) */
+void g4_forward_print_profile(const g4_model *m);
+
+/* One rank: config, its shard of the weights, its KV cache, worker threads and matmul context
+ * (load.c); comm NULL for a model of one rank. */
+g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_comm *comm, g4_model **out);
 
 /* Layer L's K cache in slot `slot`: [n_kv][kv_cap][D], then V of the same shape. */
 static inline float *g4_slot_k(const g4_model *m, int slot, const g4_layer *L) {

@@ -1,17 +1,18 @@
-/* gemma4.c — one forward pass of the Gemma 4 unified text stack over R rows (a prefill chunk of
+/* forward.c — one forward pass of the Gemma 4 unified text stack over R rows (a prefill chunk of
  * one slot, or one decode token from each of several slots), mirroring transformers'
  * Gemma4UnifiedTextModel in float32 (shared/MODEL.md "One forward step"). The matmuls go through
  * the matmul layer (kernels/matmul.h), attention through attention.c; the softcap is the session's
  * (g4_softcap), except under --numerics ggml, which mirrors llama.cpp's CPU arithmetic instead
  * (kernels/cpu/ggml_num.c; rmsnorm and gelu_mul come from the model's kernel table). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "model/model.h"
 #include "model/rope.h"
 
-/* G4_PROFILE: `stmt` timed into phase `ph` of this step's kind (m->prof_s; one-row or multi-row) */
+/* tuning.profile: `stmt` timed into phase `ph` of this step's kind (m->prof_s; one-row or multi-row) */
 #define PROF(m, ph, stmt)                                                   \
     do {                                                                    \
         if (!(m)->prof) { stmt; break; }                                    \
@@ -134,7 +135,7 @@ static void embed(g4_model *m, int R, const int32_t *ids) {
     if (m->comm) m->comm->allreduce_sum(m->comm, m->x, (size_t)R * H);
 }
 
-/* The layer and LM head matmuls (kernels/matmul.h), timed by G4_PROFILE as `phase` (the input
+/* The layer and LM head matmuls (kernels/matmul.h), timed by tuning.profile as `phase` (the input
  * conversions as G4_PROF_ROUND) */
 static void matmul_phase(g4_model *m, int phase, int T, int n_ops, const g4_mm_op *ops) {
     double *s = m->prof_s[m->prof_kind];
@@ -235,3 +236,19 @@ static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int
     PROF(m, G4_PROF_ROWS, rows_pass_run(m, L, kind, R, slots, pos));
 }
 
+/* tuning.profile's report ("G4_PROFILE ..." lines): per kind of step, each phase's seconds and share */
+void g4_forward_print_profile(const g4_model *m) {
+    static const char *names[G4_PROF_PHASES] = {"forward", "row passes", "bf16 rounding", "q/k/v", "attention",
+                                                "o", "gate/up", "down", "LM head"};
+    for (int kind = 0; kind < 2; kind++) {
+        const double *s = m->prof_s[kind], total = s[G4_PROF_FORWARD];
+        if (total <= 0) continue;
+        double rest = total;
+        fprintf(stderr, "G4_PROFILE %s steps, %.4g s:", kind ? "multi-row" : "one-row", total);
+        for (int i = 1; i < G4_PROF_PHASES; i++) {
+            fprintf(stderr, " %s %.4g (%.1f%%);", names[i], s[i], 100 * s[i] / total);
+            rest -= s[i];
+        }
+        fprintf(stderr, " other %.4g (%.1f%%)\n", rest, 100 * rest / total);
+    }
+}

@@ -121,6 +121,17 @@ const g4_kernels *g4_kernels_amx(void) {
     return x512.amx_table.name ? &x512.amx_table : NULL;
 }
 
+void g4_kernels_ggml(const g4_kernels *base, g4_kernels *out) {
+    *out = *base;
+    out->rmsnorm = g4_ggml_rmsnorm;
+    out->gelu_mul = g4_ggml_gelu_mul;
+    out->attend_block = g4_ggml_attend_block;
+    out->attend_ftz = 0;
+    out->rope_table = g4_rope_table_ggml;
+    out->rope_apply = g4_rope_apply_ggml;
+    out->logits_softcap = g4_ggml_softcap;
+}
+
 const g4_kernels *g4_kernels_get(void) {
     const char *isa = getenv("G4_CPU_ISA");
     if (isa && *isa && strcmp(isa, "auto")) {

@@ -122,12 +122,29 @@ typedef struct {
     /* attend for a block of query rows that share one KV head: G heads x P positions, so K and
      * V are read once for the block instead of once per row (prefill's many rows per head).
      * Row (p, h) reads q + p*ldq + h*D, writes out + p*ldo + h*D, and attends over t in
-     * [lo[p], hi[p]] (ring index t % cap) with attend's result to float rounding.
+     * [lo[p], hi[p]] (ring index t % cap) with attend's result to float rounding. batched: the
+     * step's rows would be one llama.cpp batch of >= 2 tokens; only the ggml table's reads it
+     * (tinyBLAS for P·V there, else ggml_vec_dot_f32).
      * q: [P][ldq]  out: [P][ldo]  lo, hi: [P]  K, V: [cap][D]
      * scores: [G*P][max(hi) - min(lo) + 1] scratch */
     void (*attend_block)(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                          const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                         float *scores);
+                         float *scores, int batched);
+    /* 1: attend_block runs with denormals flushed to zero (MXCSR FTZ | DAZ; the caller sets and
+     * restores it): a softmax's tail probabilities and their products with V fall below FLT_MIN,
+     * and Intel cores compute every denormal operand or result through a microcode assist. A
+     * flushed term is < 2^-126 where each row's sum holds its largest term, far below float
+     * resolution. 0 for the ggml table, which keeps llama.cpp's arithmetic. */
+    int attend_ftz;
+    /* RoPE of one position: the table cs [D] (cos in [0, D/2), sin in [D/2, D)) of pos * inv_freq
+     * [D/2] (theta: the layer type's rope theta, which only the ggml table's llama.cpp RoPE cache
+     * reads), and the rotation of one head x [D] in place, rotate-half pairs (i, i + D/2) */
+    void (*rope_table)(float theta, const float *inv_freq, int D, int pos, float *cs);
+    void (*rope_apply)(float *x, const float *cs, int D);
+    /* applied to the logits [n] inside the forward pass (the ggml table: llama.cpp's graph ends
+     * with the final softcap), or NULL: the forward pass returns raw logits and the session
+     * applies the softcap where sampling needs it (g4_softcap) */
+    void (*logits_softcap)(float *logits, int n, float cap);
 } g4_kernels;
 
 /* The scalar attend, shared by the vector paths (which plug their own dot/axpy into it). */
@@ -148,6 +165,10 @@ const g4_kernels *g4_kernels_avx512(void);
  * use tile data) lacks them. */
 const g4_kernels *g4_kernels_avx512bf16(void);
 const g4_kernels *g4_kernels_amx(void);
+/* `--numerics ggml`: base (any path's table; its matmuls stay, the mode's int8 ones being
+ * --act-q8's) with llama.cpp's float ops in place of the exact ones (cpu/ggml_num.c, cpu/rope.c),
+ * written to *out (dispatch.c). */
+void g4_kernels_ggml(const g4_kernels *base, g4_kernels *out);
 /* The bf16 matmuls themselves, for tests on any table (callers check the CPU first). */
 void g4_matmul_xbf16_avx512(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
                             float *y, int ldy);
@@ -242,9 +263,8 @@ size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
 
 /* `--numerics ggml` (cpu/ggml_num.c): llama.cpp's CPU backend's float ops (ggml, x86 AVX2 + FMA
- * build) in scalar C, bit for bit: rmsnorm and gelu_mul replace the table's entries in that mode;
- * attend_block gains `batched` (the llama.cpp batch had >= 2 tokens: tinyBLAS for P·V, else
- * ggml_vec_dot_f32). Shapes as the kernels above. */
+ * build) in scalar C, bit for bit: the entries of g4_kernels_ggml's table (rmsnorm, gelu_mul,
+ * attend_block, rope_table / rope_apply, logits_softcap). Shapes as the kernels above. */
 void g4_ggml_rmsnorm(const float *x, const float *w, float eps, int n, float *y);
 void g4_ggml_gelu_mul(const float *g, const float *u, int n, float *y);
 uint16_t g4_ggml_gelu_f16(uint16_t h);            /* entry h of ggml_table_gelu_f16 */
@@ -254,6 +274,16 @@ void g4_ggml_attend_block(const float *q, int ldq, float *out, int ldo, int G, i
                           const int *hi, const float *K, const float *V, int cap, int D, float scale,
                           float *scores, int batched);
 void g4_ggml_softcap(float *logits, int n, float cap);   /* tanh(x * (1/cap)) * cap  [n] */
+
+/* RoPE (cpu/rope.c): transformers' table and rotation (apply_rotary_pos_emb), and llama.cpp's
+ * (ggml_rope_cache_init, rotate_pairs NEOX) for --numerics ggml. cs [D]: cos of pos * inv_freq[i]
+ * in [0, D/2), sin in [D/2, D); x [D], rotated in place. */
+void g4_rope_table(const float *inv_freq, int D, int pos, float *cs);
+void g4_rope_table_exact(float theta, const float *inv_freq, int D, int pos, float *cs);   /* the table's
+                                                                                          * shape; theta unused */
+void g4_rope_apply(float *x, const float *cs, int D);
+void g4_rope_table_ggml(float theta, const float *inv_freq, int D, int pos, float *cs);
+void g4_rope_apply_ggml(float *x, const float *cs, int D);
 
 /* Exact widening of 16-bit floats. */
 static inline float g4_bf16_to_f32(uint16_t h) {

@@ -10,15 +10,14 @@ typedef struct {
     g4_model *m;
     const g4_layer *L;
     int R, P, Gs, n_sub, n_blocks;
-    int batched;                     /* --numerics ggml: llama.cpp's batch had >= 2 tokens */
+    int batched;                     /* the kernel table's attend_block `batched` */
     const int *slots, *pos;
 } att_job;
 
-/* Denormals flushed to zero (MXCSR FTZ | DAZ) while a task attends natively: a softmax's tail
- * probabilities and their products with V fall below FLT_MIN, and Intel cores compute every
- * denormal operand or result through a microcode assist (a long prefill spent a large share of
- * its attention there). A flushed term is < 2^-126 where each row's sum holds its largest term
- * (probability >= 1 / span), far below float resolution. Not for --numerics ggml, which keeps llama.cpp's arithmetic. */
+/* Denormals flushed to zero (MXCSR FTZ | DAZ) around attend_block where the table asks for it
+ * (kernels.h attend_ftz: microcode assists on denormal softmax tails took a large share of a
+ * long prefill's attention; a flushed term is < 2^-126 where each row's sum holds its largest
+ * term, probability >= 1 / span) */
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 static inline unsigned flush_denormals_begin(void) {
@@ -55,14 +54,10 @@ static void att_task(void *ctx, int task, int thread) {
         const float *K = g4_slot_k(m, j->slots[r0], L) + (size_t)g * cap * D;
         const float *V = K + (size_t)L->n_kv * cap * D;
         const size_t off = ((size_t)r0 * Hq + h0) * D;
-        if (m->opts.numerics == G4_NUMERICS_GGML)
-            g4_ggml_attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale,
-                                 scores, j->batched);
-        else {
-            const unsigned csr = flush_denormals_begin();
-            m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores);
-            flush_denormals_end(csr);
-        }
+        const unsigned csr = m->k->attend_ftz ? flush_denormals_begin() : 0;
+        m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores,
+                           j->batched);
+        if (m->k->attend_ftz) flush_denormals_end(csr);
     }
 }
 

@@ -1,16 +1,15 @@
 /* forward.c — one forward pass of the Gemma 4 unified text stack over R rows (a prefill chunk of
  * one slot, or one decode token from each of several slots), mirroring transformers'
  * Gemma4UnifiedTextModel in float32 (shared/MODEL.md "One forward step"). The matmuls go through
- * the matmul layer (kernels/matmul.h), attention through attention.c; the softcap is the session's
- * (g4_softcap), except under --numerics ggml, which mirrors llama.cpp's CPU arithmetic instead
- * (kernels/cpu/ggml_num.c; rmsnorm and gelu_mul come from the model's kernel table). */
+ * the matmul layer (kernels/matmul.h), attention through attention.c, every other op through the
+ * model's kernel table — under --numerics ggml llama.cpp's (kernels.h g4_kernels_ggml), which also
+ * softcaps the logits here; otherwise the softcap is the session's (g4_softcap). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "model/model.h"
-#include "model/rope.h"
 
 /* tuning.profile: `stmt` timed into phase `ph` of this step's kind (m->prof_s; one-row or multi-row) */
 #define PROF(m, ph, stmt)                                                   \
@@ -107,9 +106,9 @@ static void lm_head(g4_model *m, int n, const float *x, float *logits) {
     for (int r = 0; r < n; r++) m->k->rmsnorm(x + (size_t)r * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
     g4_mm_op op = {&m->lm_head, m->h, logits, m->vmax};
     matmul_phase(m, G4_PROF_LM_HEAD, n, 1, &op);
-    if (m->opts.numerics == G4_NUMERICS_GGML && c->final_logit_softcap > 0)   /* in llama.cpp's graph */
+    if (m->k->logits_softcap && c->final_logit_softcap > 0)   /* --numerics ggml: in llama.cpp's graph */
         for (int r = 0; r < n; r++)
-            g4_ggml_softcap(logits + (size_t)r * m->vmax, m->plan.vocab_hi - m->plan.vocab_lo, c->final_logit_softcap);
+            m->k->logits_softcap(logits + (size_t)r * m->vmax, m->plan.vocab_hi - m->plan.vocab_lo, c->final_logit_softcap);
 }
 
 /* ---------------------------------------------------------------- the steps' pieces */
@@ -172,15 +171,12 @@ static void rows_range(g4_model *m, const g4_layer *L, int kind, int r0, int r1,
         case ROWS_PRE_ATTN: m->k->rmsnorm(x, L->w_in, eps, H, h); break;
         case ROWS_QK: {
             const int Hq = L->n_q, D = L->head_dim, Hkv = L->n_kv, cap = L->kv_cap;
-            const int ggml = m->opts.numerics == G4_NUMERICS_GGML;
-            void (*rope_apply)(float *, const float *, int) = ggml ? g4_rope_apply_ggml : g4_rope_apply;
             float *cs = m->rope_cs + (size_t)r * D;
-            if (ggml) g4_rope_table_ggml(L->rope_base, L->inv_freq, D, pos[r], cs);
-            else g4_rope_table(L->inv_freq, D, pos[r], cs);
+            m->k->rope_table(L->rope_base, L->inv_freq, D, pos[r], cs);
             for (int hh = 0; hh < Hq; hh++) {
                 float *qh = m->q + ((size_t)r * Hq + hh) * D;
                 m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
-                rope_apply(qh, cs, D);
+                m->k->rope_apply(qh, cs, D);
             }
             float *K = g4_slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
             const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
@@ -188,7 +184,7 @@ static void rows_range(g4_model *m, const g4_layer *L, int kind, int r0, int r1,
                 float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
                 float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
                 m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
-                rope_apply(kd, cs, D);
+                m->k->rope_apply(kd, cs, D);
                 if (c->no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));
                 else m->k->rmsnorm(vh, NULL, eps, D, vd);   /* v_norm has no scale */
             }

@@ -110,13 +110,10 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         goto fail;
     }
     if (o->numerics == G4_NUMERICS_GGML) {
-        /* llama.cpp's CPU arithmetic: its int8 activations (--act-q8), its rms norm and fp16-table
-         * GELU in this rank's copy of the kernel table; RoPE, attention and the softcap branch in
-         * forward.c */
+        /* llama.cpp's CPU arithmetic: its int8 activations (--act-q8), and its rms norm, fp16-table
+         * GELU, RoPE cache, attention and softcap in this rank's kernel table */
         m->opts.act_q8 = 1;
-        m->kt = *m->k;
-        m->kt.rmsnorm = g4_ggml_rmsnorm;
-        m->kt.gelu_mul = g4_ggml_gelu_mul;
+        g4_kernels_ggml(m->k, &m->kt);
         m->k = &m->kt;
     }
     if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */

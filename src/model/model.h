@@ -55,7 +55,7 @@ struct g4_model {
     float embed_scale;
     float *inv_freq_sliding, *inv_freq_full;
     const g4_kernels *k;
-    g4_kernels kt;              /* --numerics ggml: this rank's table with ggml's rmsnorm / gelu_mul */
+    g4_kernels kt;              /* --numerics ggml: this rank's table (g4_kernels_ggml), k points here */
     g4_pool *pool;
     g4_model_opts opts;
     int max_rows;               /* rows one forward call may process: max(prefill_chunk, n_slots) */

@@ -1,8 +1,10 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
  * the one named by G4_CPU_ISA (scalar|avx2|avx512|avx512bf16|amx) so tests can run every path on
  * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM; the bf16 paths are the
- * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units. The AVX-512 features are
- * read from CPUID and XCR0 here, in code built for any x86-64. */
+ * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units; --numerics ggml's table is
+ * any of them with llama.cpp's float ops (g4_kernels_ggml). The AVX-512 features are read from
+ * CPUID and XCR0 here, in code built for any x86-64. Which inputs take which matmul is the
+ * matmul layer's policy (matmul.h), not the table's. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

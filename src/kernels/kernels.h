@@ -24,8 +24,9 @@
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
  * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx512 table
  * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them
- * (dispatch.c); on the other paths the forward pass feeds bf16-rounded floats to the fp32 kernels.
- * The development machine (AMD Zen3, AVX2 only) cannot run the bf16 paths: their tests skip there. */
+ * (dispatch.c); on the other paths the matmul layer (matmul.h) feeds bf16-rounded floats to the
+ * fp32 kernels. On a CPU without them the bf16 paths' tests skip. Which input form and kernel a
+ * matmul takes (and the scratch it needs) is matmul.h's; this table only lists what exists. */
 #ifndef G4_KERNELS_H
 #define G4_KERNELS_H
 

@@ -4,7 +4,6 @@
  * the matmul layer (kernels/matmul.h), attention through attention.c, every other op through the
  * model's kernel table — under --numerics ggml llama.cpp's (kernels.h g4_kernels_ggml), which also
  * softcaps the logits here; otherwise the softcap is the session's (g4_softcap). */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 

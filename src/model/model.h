@@ -53,7 +53,7 @@ struct g4_model {
     g4_mat lm_head;             /* [vlen][H]: the embedding when tied */
     float *w_final;             /* [H] */
     float embed_scale;
-    float *inv_freq_sliding, *inv_freq_full;
+    float *inv_freq_sliding, *inv_freq_full;   /* [D/2] of each layer type's head size */
     const g4_kernels *k;
     g4_kernels kt;              /* --numerics ggml: this rank's table (g4_kernels_ggml), k points here */
     g4_pool *pool;
@@ -86,7 +86,8 @@ struct g4_model {
     int vmax;                   /* ceil(V / tp): the row stride of lg (this rank's rows: plan.vocab_lo..hi) */
     float *lg;                  /* [n_slots][vmax] this rank's logits of one step */
     float *lg_all;              /* rank 0 of a group: [tp][n_slots][vmax] gathered */
-    int32_t *cmd;               /* the step rank 0 broadcasts (parallel/group.c's wire format) */
+    int32_t *cmd;               /* [header + 3 * max_rows] the step rank 0 broadcasts
+                                 * (parallel/group.c's wire format) */
     void **owned;               /* weight shards this rank copied (shard.c) */
     int n_owned;
     size_t local_weight_bytes;  /* bytes of this rank's weight matrices */

@@ -37,7 +37,7 @@ all: $(BUILD)/gemma4c $(TESTS)
 # The hot kernels need full unrolling of their register blocks (2-3x faster than -O2).
 $(BUILD)/src/kernels/%.o: CFLAGS += -O3
 $(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
-$(BUILD)/src/model/model.o: CFLAGS += $(NUMA_CFLAGS)
+$(BUILD)/src/parallel/group.o: CFLAGS += $(NUMA_CFLAGS)
 # emulated AVX-512 vectors passed by value without AVX-512 enabled (tests/c/emu_avx512_amx.h)
 $(BUILD)/tests/test_bf16_matmul $(BUILD)/tests/test_avx512_matmul: CFLAGS += -Wno-psabi
 

@@ -19,6 +19,7 @@
 
 #include "bench/roofline.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 
 static double cpu_now(void) {
     struct timespec t;
@@ -61,8 +62,9 @@ int main(int argc, char **argv) {
      * the layout the path takes (rows, AMX tiles or pairs) */
     const int ld = (K + 31) & ~31, Tp = (T + 31) & ~31;
     uint16_t *xb = xbf16 ? calloc((size_t)Tp * ld, sizeof *xb) : NULL;
-    /* as the forward pass: inputs of up to pairs_max_rows rows take the weights-as-A AMX kernel */
-    const int pairs = (xbf16 || x3) && k->matmul_xbf16_pairs && T <= k->pairs_max_rows;
+    /* as the forward pass by default: inputs of up to pairs_max_rows rows take the weights-as-A
+     * AMX kernel (kernels/matmul.h's policy) */
+    const int pairs = (xbf16 || x3) && k->matmul_xbf16_pairs && T <= G4_AMX_PAIRS_ROWS_DEFAULT;
     const g4_xbf16_layout layout = pairs ? G4_XBF16_PAIRS : k->xbf16_layout;
     g4_matmul_xbf16_fn mm = pairs ? k->matmul_xbf16_pairs : k->matmul_xbf16;
     for (int t = 0; xb && t < Tp; t++) g4_xbf16_put_row(x + (size_t)t * K, t < T ? K : 0, t, ld, ld, layout, xb);

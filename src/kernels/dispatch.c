@@ -1,8 +1,10 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
  * the one named by G4_CPU_ISA (scalar|avx2|avx512|avx512bf16|amx) so tests can run every path on
  * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM; the bf16 paths are the
- * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units. The AVX-512 features are
- * read from CPUID and XCR0 here, in code built for any x86-64. */
+ * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units; --numerics ggml's table is
+ * any of them with llama.cpp's float ops (g4_kernels_ggml). The AVX-512 features are read from
+ * CPUID and XCR0 here, in code built for any x86-64. Which inputs take which matmul is the
+ * matmul layer's policy (matmul.h), not the table's. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,36 +99,13 @@ static void x512_init(void) {
     x512.amx_table.matmul_x3bf16 = g4_matmul_x3bf16_amx;
     x512.amx_table.split3_row = g4_xbf16_put_row_split3_avx512;
     x512.amx_table.put_row_tiles = g4_xbf16_put_row_tiles_avx512;
-    /* inputs of up to 64 rows (a 64-token prefill chunk, serve's default) take the weights as A
-     * tiles (no per-call weight pack); G4_AMX_PAIRS_ROWS=N moves the bound (0: never) to measure */
+    /* the weights as A tiles for short inputs, and decode on tiles: which inputs take them is
+     * the matmul layer's policy (matmul.h) */
     x512.amx_table.matmul_xbf16_pairs = g4_matmul_xbf16_amx_pairs;
     x512.amx_table.matmul_x3bf16_pairs = g4_matmul_x3bf16_amx_pairs;
     x512.amx_table.put_pairs16 = g4_xbf16_put_pairs16_avx512;
-    const char *pr = getenv("G4_AMX_PAIRS_ROWS");
-    x512.amx_table.pairs_max_rows = pr && *pr ? atoi(pr) : 64;
-    /* decode on tiles as well: 2-15 slots at once (bf16_amx.c: up to 2x the FMA kernels' tok/s)
-     * and one slot's token over rows under 8 KB (q/k/v, gate/up, the LM head; bench/RESULTS.md
-     * "session 15": whole steps 4% faster); one row over longer rows (o, down) stays on the FMA
-     * kernel. G4_AMX_GEMV_ROWS=A-B (or N: 1-N, 0: never) moves the row range and
-     * G4_AMX_GEMV1_K_BELOW=K the one-row bound (0: one row never on tiles), to measure */
     x512.amx_table.matmul_gemv3 = g4_matmul_gemv3_amx;
     x512.amx_table.put_gemv3 = g4_xbf16_put_gemv3_avx512;
-    int lo = 1, hi = G4_GEMV_X3_MAX_ROWS;
-    const char *gr = getenv("G4_AMX_GEMV_ROWS");
-    if (gr && *gr) {
-        char *end;
-        hi = (int)strtol(gr, &end, 10);
-        if (*end == '-') {
-            lo = hi;
-            hi = (int)strtol(end + 1, NULL, 10);
-        }
-    }
-    if (lo < 1) lo = 1;
-    if (hi > G4_GEMV_X3_MAX_ROWS) hi = G4_GEMV_X3_MAX_ROWS;
-    x512.amx_table.gemv_min_rows = lo;
-    x512.amx_table.gemv_max_rows = hi >= lo ? hi : 0;
-    const char *gk = getenv("G4_AMX_GEMV1_K_BELOW");
-    x512.amx_table.gemv_one_row_k_below = gk && *gk ? atoi(gk) : G4_GEMV_ONE_ROW_K_BELOW;
 }
 
 const g4_kernels *g4_kernels_avx512(void) {
@@ -142,6 +121,17 @@ const g4_kernels *g4_kernels_avx512bf16(void) {
 const g4_kernels *g4_kernels_amx(void) {
     pthread_once(&x512.once, x512_init);
     return x512.amx_table.name ? &x512.amx_table : NULL;
+}
+
+void g4_kernels_ggml(const g4_kernels *base, g4_kernels *out) {
+    *out = *base;
+    out->rmsnorm = g4_ggml_rmsnorm;
+    out->gelu_mul = g4_ggml_gelu_mul;
+    out->attend_block = g4_ggml_attend_block;
+    out->attend_ftz = 0;
+    out->rope_table = g4_rope_table_ggml;
+    out->rope_apply = g4_rope_apply_ggml;
+    out->logits_softcap = g4_ggml_softcap;
 }
 
 const g4_kernels *g4_kernels_get(void) {

@@ -11,21 +11,22 @@
  * while it runs (bench/gemm_bench.c times it alone).
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
  * against fp32 activations (AVX2 decode: quants zero-extended from memory into int32 lanes, offsets
- * and Q4_K mins from per-call sums of x; bench --kernels, 2 threads, 2026-12-03: Q4_K ~5 -> ~10.5
- * GB/s, Q4_0 ~6.5 -> ~11.5, Q6_K 8.8 -> 12.5 — see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the activation row is
- * quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for Q8_0/Q4_0/Q5_0, Q8_K
- * for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float scale per block), as
- * llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar", x86 AVX2 for "avx2");
- * decode kernels 1.6-3.5x the exact ones (before the exact Q4_0/Q4_K/Q6_K decode got ~1.5-2x faster); prefill runs the same int8 tiles (4 activation rows per
- * unpacked weight block): 0.8x the exact GEMM on Q8_0/Q4_0, 1.0x Q4_K, 1.85x Q6_K, kept so that
- * every token of a run sees llama.cpp's arithmetic (bench/RESULTS.md).
+ * and Q4_K mins from per-call sums of x, which keeps the weight stream near the exact bf16 one's
+ * speed; see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the
+ * activation row is quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for
+ * Q8_0/Q4_0/Q5_0, Q8_K for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float
+ * scale per block), as llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar",
+ * x86 AVX2 for "avx2"); prefill runs the same int8 tiles (4 activation rows per unpacked weight
+ * block), slower than the exact GEMM on some types, kept so that every token of a run sees
+ * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
  * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
  * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx512 table
  * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them
- * (dispatch.c); on the other paths the forward pass feeds bf16-rounded floats to the fp32 kernels.
- * The development machine (AMD Zen3, AVX2 only) cannot run the bf16 paths: their tests skip there. */
+ * (dispatch.c); on the other paths the matmul layer (matmul.h) feeds bf16-rounded floats to the
+ * fp32 kernels. On a CPU without them the bf16 paths' tests skip. Which input form and kernel a
+ * matmul takes (and the scratch it needs) is matmul.h's; this table only lists what exists. */
 #ifndef G4_KERNELS_H
 #define G4_KERNELS_H
 
@@ -86,25 +87,19 @@ typedef struct {
     void (*put_row_tiles)(const float *x, int n, int t, int Kp, uint16_t *xb);   /* g4_xbf16_put_row's
                                                                                   * tile layout, or NULL */
     /* AMX with the weights as the A operand (cpu/bf16_amx.c): matmul_xbf16 / matmul_x3bf16 on
-     * input in the pair layout, used for inputs of at most pairs_max_rows rows, and that input's
-     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512): set all together, or NULL / 0 */
+     * input in the pair layout (for short inputs: matmul.h's pairs_max_rows), and that input's
+     * writer, 16 rows at a time (g4_xbf16_put_pairs16_avx512): set all together, or NULL */
     g4_matmul_xbf16_fn matmul_xbf16_pairs;
     void (*matmul_x3bf16_pairs)(const uint16_t *xs, size_t plane, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
     void (*put_pairs16)(const float *x, int ldx, int rows, int n, int t0, int Kp, size_t plane, int nterms,
                         uint16_t *xs);
-    int pairs_max_rows;
-    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of gemv_min_rows to
-     * gemv_max_rows (<= G4_GEMV_X3_MAX_ROWS) rows over bf16 weights — several slots' decode
-     * tokens at once — the input's three bf16 planes as the columns of B tiles, 5 rows a tile
-     * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL / 0 */
+    /* Decode on AMX (cpu/bf16_amx.c): the exact matmul of inputs of up to G4_GEMV_X3_MAX_ROWS
+     * rows over bf16 weights — several slots' decode tokens at once (matmul.h's policy picks the
+     * row range) — the input's three bf16 planes as the columns of B tiles, 5 rows a tile
+     * (g4_xbf16_gemv3_offset, written by put_gemv3), K a multiple of 32: set together, or NULL */
     void (*matmul_gemv3)(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
     void (*put_gemv3)(const float *x, int ldx, int T, int K, uint32_t *xg);
-    int gemv_min_rows, gemv_max_rows;
-    /* one row (T = 1) takes matmul_gemv3 only while K < gemv_one_row_k_below
-     * (G4_GEMV_ONE_ROW_K_BELOW: rows under 8 KB); over longer rows (o, down) the FMA GEMV's
-     * 4-row blocks streamed faster than 16-row tiles */
-    int gemv_one_row_k_below;
     int x_mr;                                 /* rows per packed micro-panel */
     /* --act-q8: T rows of K floats → T rows of g4_act_row_bytes(wdt, K) bytes, as ggml's CPU
      * backend of the same ISA: scalar = g4_act_quantize (quantize_row_q8_0_ref / _q8_K_ref);
@@ -129,12 +124,29 @@ typedef struct {
     /* attend for a block of query rows that share one KV head: G heads x P positions, so K and
      * V are read once for the block instead of once per row (prefill's many rows per head).
      * Row (p, h) reads q + p*ldq + h*D, writes out + p*ldo + h*D, and attends over t in
-     * [lo[p], hi[p]] (ring index t % cap) with attend's result to float rounding.
+     * [lo[p], hi[p]] (ring index t % cap) with attend's result to float rounding. batched: the
+     * step's rows would be one llama.cpp batch of >= 2 tokens; only the ggml table's reads it
+     * (tinyBLAS for P·V there, else ggml_vec_dot_f32).
      * q: [P][ldq]  out: [P][ldo]  lo, hi: [P]  K, V: [cap][D]
      * scores: [G*P][max(hi) - min(lo) + 1] scratch */
     void (*attend_block)(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                          const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                         float *scores);
+                         float *scores, int batched);
+    /* 1: attend_block runs with denormals flushed to zero (MXCSR FTZ | DAZ; the caller sets and
+     * restores it): a softmax's tail probabilities and their products with V fall below FLT_MIN,
+     * and Intel cores compute every denormal operand or result through a microcode assist. A
+     * flushed term is < 2^-126 where each row's sum holds its largest term, far below float
+     * resolution. 0 for the ggml table, which keeps llama.cpp's arithmetic. */
+    int attend_ftz;
+    /* RoPE of one position: the table cs [D] (cos in [0, D/2), sin in [D/2, D)) of pos * inv_freq
+     * [D/2] (theta: the layer type's rope theta, which only the ggml table's llama.cpp RoPE cache
+     * reads), and the rotation of one head x [D] in place, rotate-half pairs (i, i + D/2) */
+    void (*rope_table)(float theta, const float *inv_freq, int D, int pos, float *cs);
+    void (*rope_apply)(float *x, const float *cs, int D);
+    /* applied to the logits [n] inside the forward pass (the ggml table: llama.cpp's graph ends
+     * with the final softcap), or NULL: the forward pass returns raw logits and the session
+     * applies the softcap where sampling needs it (g4_softcap) */
+    void (*logits_softcap)(float *logits, int n, float cap);
 } g4_kernels;
 
 /* The scalar attend, shared by the vector paths (which plug their own dot/axpy into it). */
@@ -155,6 +167,10 @@ const g4_kernels *g4_kernels_avx512(void);
  * use tile data) lacks them. */
 const g4_kernels *g4_kernels_avx512bf16(void);
 const g4_kernels *g4_kernels_amx(void);
+/* `--numerics ggml`: base (any path's table; its matmuls stay, the mode's int8 ones being
+ * --act-q8's) with llama.cpp's float ops in place of the exact ones (cpu/ggml_num.c, cpu/rope.c),
+ * written to *out (dispatch.c). */
+void g4_kernels_ggml(const g4_kernels *base, g4_kernels *out);
 /* The bf16 matmuls themselves, for tests on any table (callers check the CPU first). */
 void g4_matmul_xbf16_avx512(const uint16_t *xb, int ldx, int T, int K, const void *w, int n0, int n1,
                             float *y, int ldy);
@@ -219,11 +235,6 @@ void g4_xbf16_put_pairs16_avx512(const float *x, int ldx, int rows, int n, int t
  * k, k + 1 (k even) is xg[g4_xbf16_gemv3_offset(t, j, k, T)], bf16(column k) in its low half. */
 #define G4_GEMV_X3_TILE_ROWS 5
 #define G4_GEMV_X3_MAX_ROWS 15   /* 3 B tiles, their 3 C tiles and the A tile: 7 of the 8 tiles */
-/* one row on tiles only below this K (bf16 rows under 8 KB; avx512.c's GEMV_ROW_BYTES): 2-core
- * Emerald Rapids, bench --kernels, the tiles / the FMA GEMV as a fraction of a plain read of the
- * same bytes: q/k/v 100-101% / 94-95%, gate/up 100-106% / 95%, o (16 KB rows) 95% / 103-109%,
- * down (12 KB) 93% / 97-101% */
-#define G4_GEMV_ONE_ROW_K_BELOW 4096
 static inline int g4_gemv3_tile_rows(int T) { return T < G4_GEMV_X3_TILE_ROWS ? T : G4_GEMV_X3_TILE_ROWS; }
 static inline int g4_gemv3_tiles(int T) { return (T + G4_GEMV_X3_TILE_ROWS - 1) / G4_GEMV_X3_TILE_ROWS; }
 static inline size_t g4_xbf16_gemv3_offset(int t, int j, int k, int T) {
@@ -254,9 +265,8 @@ size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
 
 /* `--numerics ggml` (cpu/ggml_num.c): llama.cpp's CPU backend's float ops (ggml, x86 AVX2 + FMA
- * build) in scalar C, bit for bit: rmsnorm and gelu_mul replace the table's entries in that mode;
- * attend_block gains `batched` (the llama.cpp batch had >= 2 tokens: tinyBLAS for P·V, else
- * ggml_vec_dot_f32). Shapes as the kernels above. */
+ * build) in scalar C, bit for bit: the entries of g4_kernels_ggml's table (rmsnorm, gelu_mul,
+ * attend_block, rope_table / rope_apply, logits_softcap). Shapes as the kernels above. */
 void g4_ggml_rmsnorm(const float *x, const float *w, float eps, int n, float *y);
 void g4_ggml_gelu_mul(const float *g, const float *u, int n, float *y);
 uint16_t g4_ggml_gelu_f16(uint16_t h);            /* entry h of ggml_table_gelu_f16 */
@@ -266,6 +276,16 @@ void g4_ggml_attend_block(const float *q, int ldq, float *out, int ldo, int G, i
                           const int *hi, const float *K, const float *V, int cap, int D, float scale,
                           float *scores, int batched);
 void g4_ggml_softcap(float *logits, int n, float cap);   /* tanh(x * (1/cap)) * cap  [n] */
+
+/* RoPE (cpu/rope.c): transformers' table and rotation (apply_rotary_pos_emb), and llama.cpp's
+ * (ggml_rope_cache_init, rotate_pairs NEOX) for --numerics ggml. cs [D]: cos of pos * inv_freq[i]
+ * in [0, D/2), sin in [D/2, D); x [D], rotated in place. */
+void g4_rope_table(const float *inv_freq, int D, int pos, float *cs);
+void g4_rope_table_exact(float theta, const float *inv_freq, int D, int pos, float *cs);   /* the table's
+                                                                                          * shape; theta unused */
+void g4_rope_apply(float *x, const float *cs, int D);
+void g4_rope_table_ggml(float theta, const float *inv_freq, int D, int pos, float *cs);
+void g4_rope_apply_ggml(float *x, const float *cs, int D);
 
 /* AMX-BF16 peak chains (cpu/bf16_amx.c; gemma4c bench): iters x 4 tdpbf16ps of 16 x 16 x 32
  * multiply-adds each. Only where g4_kernels_amx() is non-NULL (tile permission granted). */

@@ -6,7 +6,7 @@
  *     array, plain-w norms, layer_output_scale (the HF layer_scalar), attn_v absent on k_eq_v
  *     layers, and the full layers' proportional RoPE encoded as rope_freqs (1 = rotated pair,
  *     1e30 = unrotated), read back here as partial_rotary_factor.
- *   "gemma3": the Gemma 3 text variant; its differences from Gemma 4 are config flags gemma4.c
+ *   "gemma3": the Gemma 3 text variant; its differences from Gemma 4 are config flags forward.c
  *     reads: (1 + w) norms, query_pre_attn_scalar^-0.5 scaling, no v_norm, no layer_scalar. */
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* model.h — the in-memory Gemma 4 unified text model: configuration, the weight views bound
- * to the mapped checkpoint, per-slot KV caches and scratch. Internal to src/model. */
+ * to the mapped checkpoint, per-slot KV caches and the forward pass's scratch. Internal to the
+ * library (src/model, parallel/group.c, bench/model_cost.c); callers use include/gemma4c.h. */
 #ifndef G4_MODEL_H
 #define G4_MODEL_H
 
@@ -8,19 +9,9 @@
 #include "io/hfconfig.h"
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "parallel/comm.h"
 #include "parallel/tp_plan.h"
-
-typedef struct {
-    g4_dtype dt;
-    const void *data;   /* [rows][cols], row-major, in the file mapping */
-    int rows, cols;
-} g4_mat;
-
-/* Bytes of a weight matrix as stored (0 for an absent one, e.g. v_proj in k_eq_v layers). */
-static inline size_t g4_mat_bytes(const g4_mat *w) {
-    return w->data ? g4_dtype_row_bytes(w->dt, w->cols) * (size_t)w->rows : 0;
-}
 
 typedef struct {
     int is_full, head_dim, has_v;
@@ -49,7 +40,7 @@ static inline g4_mat *g4_layer_mat(const g4_layer *L, int i) {
 
 enum { G4_ATT_ROWS_MAX = 32 };   /* attention block rows (heads x positions) at short contexts */
 
-/* the forward pass's phases that G4_PROFILE times (gemma4.c) */
+/* the forward pass's phases that tuning.profile times (forward.c) */
 enum { G4_PROF_FORWARD, G4_PROF_ROWS, G4_PROF_ROUND, G4_PROF_QKV, G4_PROF_ATTN, G4_PROF_O, G4_PROF_GATEUP,
        G4_PROF_DOWN, G4_PROF_LM_HEAD, G4_PROF_PHASES };
 
@@ -62,9 +53,9 @@ struct g4_model {
     g4_mat lm_head;             /* [vlen][H]: the embedding when tied */
     float *w_final;             /* [H] */
     float embed_scale;
-    float *inv_freq_sliding, *inv_freq_full;
+    float *inv_freq_sliding, *inv_freq_full;   /* [D/2] of each layer type's head size */
     const g4_kernels *k;
-    g4_kernels kt;              /* --numerics ggml: this rank's table with ggml's rmsnorm / gelu_mul */
+    g4_kernels kt;              /* --numerics ggml: this rank's table (g4_kernels_ggml), k points here */
     g4_pool *pool;
     g4_model_opts opts;
     int max_rows;               /* rows one forward call may process: max(prefill_chunk, n_slots) */
@@ -73,36 +64,20 @@ struct g4_model {
     float *kv;
     size_t slot_floats;
     int *slot_pos;              /* [n_slots] next position of each slot */
-    /* scratch, sized once for max_rows */
-    float *x, *h, *q, *kk, *vv, *att, *gate, *up, *tmp;
+    /* scratch, sized once for max_rows rows (R); D, Hq, Hkv: the widest layer's, I: this rank's */
+    float *x, *h, *tmp;         /* [R][H] residual stream, normed input, o / down output */
+    float *q, *att;             /* [R][Hq * D] queries, attention output */
+    float *kk, *vv;             /* [R][Hkv * D] raw keys and values */
+    float *gate, *up;           /* [R][I] */
     float *scores;              /* [threads][att_rows][ctx] attention scores */
-    int att_rows;               /* query rows per attention block (gemma4.c), <= G4_ATT_ROWS_MAX;
+    int att_rows;               /* query rows per attention block (attention.c), <= G4_ATT_ROWS_MAX;
                                  * keeps scores near 4 MB a thread at long contexts */
     float *rope_cs;             /* [max_rows][2][max D/2] cos, sin */
-    void *xq;                   /* --act-q8: [3][max_rows] quantized activation rows (gemma4.c) */
-    float *xb;                  /* --prefill-bf16: one matmul input rounded to bf16, [max_rows
-                                 * rounded up to 32][xb_ld] floats (or bf16 for the hardware kernels);
-                                 * padding rows and columns stay zero */
-    int xb_ld;                  /* row stride of xb: the widest matmul input rounded up to 32 */
-/* inputs from here up take the exact matmul on AMX tiles (the weights-as-A kernel up to 64 rows):
- * 1-15 rows (one or several slots' decode tokens) take the gemv3 kernel (kernels.h matmul_gemv3;
- * one row only over weight rows under 8 KB, gemv_one_row_k_below). Session 14 (2-core Emerald
- * Rapids, bench --batch): 16 slots decoding together went 58.7 -> 117-143 tok/s against the
- * former bound of 32 rows (the FMA GEMM below it); bench/RESULTS.md "This machine, session 14"
- * has the rows in between. */
-#define G4_X3_MIN_ROWS 16
-    uint16_t *x3;               /* the exact GEMM on AMX: one input as three bf16 planes (kernels.h
-                                 * g4_xbf16_put_row_split3), x3_plane elements apart */
-    size_t x3_plane;
-    uint32_t *xg;               /* decode on AMX: one input of <= gemv_max_rows rows in the gemv3
-                                 * layout (kernels.h g4_xbf16_gemv3_offset) */
-    float *xp;                  /* the exact GEMM's packed input (kernels.h pack_x) where the
-                                 * kernel table has one: [max_rows rounded up to x_mr][widest K] */
-    int round_bf16;             /* this step's layer matmuls take --prefill-bf16's rounded inputs */
-    /* G4_PROFILE=1: wall seconds of each phase of the forward pass on the driving thread, kept
+    g4_matmul_ctx *mm;          /* the layer and LM head matmuls: input forms, their scratch
+                                 * and the choice of kernel (kernels/matmul.h) */
+    /* tuning.profile > 0: wall seconds of each phase of the forward pass on the driving thread, kept
      * apart for multi-row (prefill) and one-row steps, printed to stderr when the model is freed */
     int prof;
-    int prof_mm;                /* the G4_PROF_* phase the current g4_matmul_multi call counts as, or -1 */
     int prof_kind;              /* this step's row of prof_s: 1 multi-row, 0 one row */
     double prof_s[2][G4_PROF_PHASES];
     /* tensor parallelism (tp == 1: comm NULL, one rank holding everything) */
@@ -111,13 +86,14 @@ struct g4_model {
     int vmax;                   /* ceil(V / tp): the row stride of lg (this rank's rows: plan.vocab_lo..hi) */
     float *lg;                  /* [n_slots][vmax] this rank's logits of one step */
     float *lg_all;              /* rank 0 of a group: [tp][n_slots][vmax] gathered */
-    int32_t *cmd;               /* [4 + 3 * max_rows] the step rank 0 broadcasts (model.c) */
+    int32_t *cmd;               /* [header + 3 * max_rows] the step rank 0 broadcasts
+                                 * (parallel/group.c's wire format) */
     void **owned;               /* weight shards this rank copied (shard.c) */
     int n_owned;
     size_t local_weight_bytes;  /* bytes of this rank's weight matrices */
     int presharded;             /* the tensor set is already this rank's shard (a .g4c pack) */
     struct g4_pack *pack;       /* the open pack the tensor set points into, or NULL */
-    struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (model.c) */
+    struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
 };
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
@@ -147,18 +123,21 @@ enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2 };
  * step: G4_STEP_* flags. */
 g4_status g4_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids,
                      int logit_row0, int step, float *logits);
+/* tuning.profile's report on stderr: per kind of step, each phase's seconds and share (forward.c) */
+void g4_forward_print_profile(const g4_model *m);
 
-/* One product of a parallel matmul: y[t * ldy + r] = x[t] · w[r] for T activation rows t. */
-typedef struct {
-    const g4_mat *w;
-    const float *x;
-    float *y;
-    int ldy;
-} g4_mm_op;
+/* One rank: config, its shard of the weights, its KV cache, worker threads and matmul context
+ * (load.c); comm NULL for a model of one rank. */
+g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_comm *comm, g4_model **out);
 
-/* Up to three products sharing one parallel loop on m's thread pool (q/k/v, gate/up), with
- * --act-q8's activation quantization and, while m->round_bf16 is set, --prefill-bf16's rounding;
- * the forward pass's matmul, also timed alone by bench (gemma4.c). */
-void g4_matmul_multi(g4_model *m, int T, int n_ops, const g4_mm_op *ops);
+/* Layer L's K cache in slot `slot`: [n_kv][kv_cap][D], then V of the same shape. */
+static inline float *g4_slot_k(const g4_model *m, int slot, const g4_layer *L) {
+    return m->kv + (size_t)slot * m->slot_floats + L->kv_offset;
+}
+
+/* Attention of R rows (row r: slot slots[r], position pos[r]) in layer L, over the cache that
+ * already holds every row's own K and V: m->q [R][n_q * D] → m->att [R][n_q * D]. batched: as
+ * g4_forward's G4_STEP_BATCHED (attention.c). */
+void g4_attention(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched);
 
 #endif

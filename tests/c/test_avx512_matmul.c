@@ -35,7 +35,7 @@
 #undef g4_matmul_xp_bf16_avx512
 
 /* matmul_xp behind g4_matmul_fn's signature: X packed by pack_x (all panels), then the GEMM on
- * the panels, as the forward pass calls them (gemma4.c pack_inputs) */
+ * the panels, as the forward pass calls them (kernels/matmul.c pack_inputs) */
 static g4_pack_x_fn cur_pack;
 static g4_matmul_xp_fn cur_xp[G4_DT_COUNT];
 static void via_packed(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {

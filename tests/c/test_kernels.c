@@ -232,7 +232,7 @@ static void test_attend_block(void **state) {
                                  o0 + (size_t)p * LD + h * D);
         for (int pa = 0; pa < n_paths; pa++) {
             for (int i = 0; i < PMAX * LD; i++) o1[i] = 12345.0f;
-            paths[pa]->attend_block(q, LD, o1, LD, G, P, lo, hi, K, V, cap, D, 0.9f, sc);
+            paths[pa]->attend_block(q, LD, o1, LD, G, P, lo, hi, K, V, cap, D, 0.9f, sc, 0);
             for (int i = 0; i < PMAX * LD; i++)
                 if (fabsf(o1[i] - o0[i]) > 2e-5f)
                     fail_msg("%s attend_block case %zu (D=%d G=%d P=%d W=%d p0=%d cap=%d) at %d: %.9g vs attend %.9g",

@@ -9,9 +9,9 @@
 /* Same contract as g4_kernels.attend_block. */
 void g4_attend_block_avx2(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                           const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                          float *scores);
+                          float *scores, int batched);
 void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                             const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                            float *scores);
+                            float *scores, int batched);
 
 #endif

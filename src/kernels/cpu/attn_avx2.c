@@ -16,7 +16,8 @@
 
 void g4_attend_block_avx2(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                           const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                          float *scores) {
+                          float *scores, int batched) {
+    (void)batched;
     if (D % 16) {   /* the head sizes Gemma uses are multiples of 16; anything else row by row */
         const g4_kernels *k = g4_kernels_avx2();
         for (int p = 0; p < P; p++)

@@ -22,9 +22,9 @@
 
 void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                             const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                            float *scores) {
+                            float *scores, int batched) {
     if (D % 64) {   /* Gemma's head sizes are multiples of 64; anything else on the AVX2 block */
-        g4_attend_block_avx2(q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores);
+        g4_attend_block_avx2(q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores, batched);
         return;
     }
     attend_block_impl(q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores);

@@ -616,6 +616,9 @@ static const g4_kernels avx2_table = {
     .gelu_mul = gelu_mul,
     .attend = attend,
     .attend_block = g4_attend_block_avx2,
+    .attend_ftz = 1,
+    .rope_table = g4_rope_table_exact,
+    .rope_apply = g4_rope_apply,
 };
 
 const g4_kernels *g4_kernels_avx2(void) {

@@ -5,12 +5,10 @@
  * rows, four 16 x 16 fp32 C tiles accumulate tdpbf16ps of two A tiles (16 rows x 32 bf16 of the
  * activations, 1 KB each in the input's tile layout, kernels.h g4_xbf16_tile_offset) and two B
  * tiles (16 pairs x 16 columns of the pair-interleaved weight panel, bf16_pack.h).
- * K runs in a few long blocks (equal, at most G4_AMX_KC = 4096 deep): the C tiles are stored and
- * reloaded once per block, and on a 16-core Xeon (Emerald Rapids) longer blocks measured faster
- * end to end (pp512: 256 → 512 +16-18%, 512 → 1024 +5-12%, 1024 → 4096 level, pp64 +6%), although
- * a 1024-deep panel (64 KB) no longer fits L1 (bench/RESULTS.md, "Lent Xeon, session 11"). While a block is multiplied the next block's
- * weight rows are prefetched into L2 (the pack otherwise waits on DRAM: +20% at T = 64 on one
- * core). A 32 x 32 block that is not whole (the last rows of T, the last columns of [n0, n1))
+ * K runs in a few long blocks (equal, at most KC_MAX = 4096 deep): the C tiles are stored and
+ * reloaded once per block, and longer blocks measured faster end to end on a many-core Xeon,
+ * although a 1024-deep panel (64 KB) no longer fits L1. While a block is multiplied the next block's
+ * weight rows are prefetched into L2 (the pack otherwise waits on DRAM). A 32 x 32 block that is not whole (the last rows of T, the last columns of [n0, n1))
  * goes through a small staging buffer, so nothing outside y's rows and columns is read or
  * written. Compiled for AMX here only; the dispatcher calls it after checking the CPU and
  * obtaining the kernel's permission to use tile data. */
@@ -90,16 +88,9 @@ static inline void prefetch_upto(block_prefetch *pf, int upto) {
 
 enum { KC_MAX = 4096 };   /* the panel buffer: KC_MAX x 32 bf16 = 256 KB of stack */
 
-/* The K block: Kp split into equal blocks (multiples of 32) of at most G4_AMX_KC (default and
- * limit KC_MAX; for measuring other depths) */
+/* The K block: Kp split into equal blocks (multiples of 32) of at most KC_MAX */
 static int k_block(int Kp) {
-    static int kc_max = 0;   /* a benign race: every thread computes the same value */
-    if (!kc_max) {
-        const char *e = getenv("G4_AMX_KC");
-        const int v = e && *e ? atoi(e) : KC_MAX;
-        kc_max = v < 32 ? 32 : v > KC_MAX ? KC_MAX : v & ~31;
-    }
-    const int blocks = (Kp + kc_max - 1) / kc_max;
+    const int blocks = (Kp + KC_MAX - 1) / KC_MAX;
     return ((Kp + blocks - 1) / blocks + 31) & ~31;
 }
 
@@ -175,7 +166,7 @@ void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const 
     matmul_amx(xs, plane, 3, T, K, w, n0, n1, y, ldy);
 }
 
-/* ---- the weights as the A operand, for short inputs (kernels.h pairs_max_rows): the kernel above
+/* ---- the weights as the A operand, for short inputs (matmul.h pairs_max_rows): the kernel above
  * transposes every 32-row weight panel into B tiles on every call, which at T = 64 costs about
  * what the panel's products do. Here the weight rows are A tiles loaded straight from W (16 rows x
  * 64 B, a row of W apart), the input comes as B tiles of token pairs (the pair layout, written by

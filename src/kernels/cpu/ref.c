@@ -172,7 +172,8 @@ static void attend(const float *q, const float *K, const float *V, int cap, int 
 /* The reference block: attend row by row (K and V re-read for every row). */
 static void attend_block(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                          const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                         float *scores) {
+                         float *scores, int batched) {
+    (void)batched;
     for (int p = 0; p < P; p++)
         for (int h = 0; h < G; h++)
             attend(q + (size_t)p * ldq + (size_t)h * D, K, V, cap, lo[p], hi[p], D, scale, scores,
@@ -190,6 +191,9 @@ static const g4_kernels scalar_table = {
     .gelu_mul = gelu_mul,
     .attend = attend,
     .attend_block = attend_block,
+    .attend_ftz = 1,
+    .rope_table = g4_rope_table_exact,
+    .rope_apply = g4_rope_apply,
 };
 
 const g4_kernels *g4_kernels_scalar(void) { return &scalar_table; }

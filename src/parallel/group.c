@@ -1,0 +1,276 @@
+/* group.c — the tensor-parallel group behind one model handle (group.h): the threads backend's
+ * start-up (a thread per rank, each loading its shard, serving only if all loaded) and the MPI
+ * one, the step rank 0 broadcasts (its wire format), the other ranks' loop that runs it, and the
+ * gathered logits or distributed argmax. Every rank's own loading is model/load.c's. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef G4_HAVE_NUMA
+#include <numa.h>
+#endif
+
+#include "parallel/group.h"
+
+/* Pins the calling thread (and the memory it first touches) to the NUMA node of `rank` when the
+ * host has several nodes; a no-op on one node or without libnuma. */
+static void numa_bind_rank(int rank) {
+#ifdef G4_HAVE_NUMA
+    if (numa_available() < 0) return;
+    int nodes = numa_num_configured_nodes();
+    if (nodes < 2) return;
+    numa_run_on_node(rank % nodes);
+    numa_set_preferred(rank % nodes);
+#else
+    (void)rank;
+#endif
+}
+
+/* ---------------------------------------------------------------- threads backend group */
+
+typedef struct {
+    pthread_t th;
+    const char *path;
+    g4_model_opts opts;
+    int rank;
+    g4_comm *comm;
+    g4_model *m;
+    g4_status st;
+    char err[512];
+    struct g4_group *g;
+} rank_boot;
+
+struct g4_group {
+    int n;
+    rank_boot *boots;           /* [n]; boots[0] is the caller's rank */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int loaded;                 /* ranks 1..n-1 that finished loading */
+    int verdict;                /* 0 pending, 1 serve, -1 abort */
+};
+
+static void *rank_main(void *arg) {
+    rank_boot *b = arg;
+    struct g4_group *g = b->g;
+    numa_bind_rank(b->rank);
+    b->st = g4_load_rank(b->path, &b->opts, b->rank, b->comm, &b->m);
+    if (b->st) snprintf(b->err, sizeof b->err, "%s", g4_last_error());
+    pthread_mutex_lock(&g->mu);
+    g->loaded++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->verdict) pthread_cond_wait(&g->cv, &g->mu);
+    int serve = g->verdict > 0;
+    pthread_mutex_unlock(&g->mu);
+    if (serve) g4_model_work(b->m);
+    if (b->m) g4_model_free(b->m);
+    else if (b->comm) b->comm->free(b->comm);
+    return NULL;
+}
+
+static void group_release(struct g4_group *g, int verdict) {
+    pthread_mutex_lock(&g->mu);
+    g->verdict = verdict;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void group_join(struct g4_group *g) {
+    for (int r = 1; r < g->n; r++)
+        if (g->boots[r].th) pthread_join(g->boots[r].th, NULL);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->boots);
+    free(g);
+}
+
+g4_status g4_group_load_threads(const char *path, const g4_model_opts *o, g4_model **out) {
+    const int n = o->tp;
+    g4_comm **comms = g4_comm_threads_new(n);
+    struct g4_group *g = calloc(1, sizeof *g);
+    if (!comms || !g || !(g->boots = calloc((size_t)n, sizeof *g->boots))) {
+        if (comms) for (int r = 0; r < n; r++) comms[r]->free(comms[r]);
+        free(comms);
+        if (g) free(g->boots);
+        free(g);
+        return g4_fail(G4_ERR_NOMEM, "out of memory");
+    }
+    g->n = n;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g4_status st = G4_OK;
+    int started = 1;
+    for (int r = 1; r < n; r++) {
+        rank_boot *b = &g->boots[r];
+        *b = (rank_boot){.path = path, .opts = *o, .rank = r, .comm = comms[r], .g = g};
+        if (pthread_create(&b->th, NULL, rank_main, b)) {
+            b->th = 0;
+            for (int k = r; k < n; k++) comms[k]->free(comms[k]);
+            st = g4_fail(G4_ERR_RUNTIME, "cannot start the thread of rank %d", r);
+            break;
+        }
+        started++;
+    }
+    g4_model *m = NULL;
+    if (!st) {
+        numa_bind_rank(0);
+        if ((st = g4_load_rank(path, o, 0, comms[0], &m))) comms[0]->free(comms[0]);
+    } else {
+        comms[0]->free(comms[0]);
+    }
+    free(comms);
+    char err[600];
+    snprintf(err, sizeof err, "%s", g4_last_error());
+    /* wait for every rank, then serve only if all of them loaded */
+    pthread_mutex_lock(&g->mu);
+    while (g->loaded < started - 1) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    for (int r = 1; r < started && !st; r++)
+        if ((st = g->boots[r].st)) snprintf(err, sizeof err, "rank %d: %s", r, g->boots[r].err);
+    if (st) {
+        group_release(g, -1);
+        group_join(g);
+        if (m) {   /* the other ranks never entered g4_model_work: no stop message */
+            m->comm->free(m->comm);
+            m->comm = NULL;
+            g4_model_free(m);
+        }
+        return g4_fail(st, "%s", err);
+    }
+    for (int r = 1; r < n; r++) {   /* the whole group's weights, for the roofline */
+        m->local_weight_bytes += g->boots[r].m->local_weight_bytes;
+        m->info.kv_bytes += g->boots[r].m->info.kv_bytes;
+    }
+    m->info.weight_bytes = m->local_weight_bytes;
+    m->group = g;
+    group_release(g, 1);
+    *out = m;
+    return G4_OK;
+}
+
+/* ---------------------------------------------------------------- MPI backend */
+
+g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_model **out) {
+    g4_model_opts o = *opts;
+    g4_comm *comm;
+    g4_status st = g4_comm_mpi_new(o.tp, &comm);
+    if (st) return st;
+    o.tp = comm->size;
+    numa_bind_rank(comm->rank);
+    if (comm->size == 1) {   /* a group of one needs no collectives */
+        comm->free(comm);
+        return g4_load_rank(path, &o, 0, NULL, out);
+    }
+    st = g4_load_rank(path, &o, comm->rank, comm, out);
+    if (st) { comm->free(comm); return st; }
+    (*out)->info.weight_bytes = (*out)->local_weight_bytes * (size_t)comm->size;
+    (*out)->info.kv_bytes *= (size_t)comm->size;
+    return G4_OK;
+}
+
+/* ---------------------------------------------------------------- the step on the wire */
+
+/* m->cmd as int32 words: a header (op, R, logit_row0, out mode, step flags G4_STEP_*), then
+ * slots[R], pos[R], ids[R]; broadcast whole (its size fixed by max_rows) */
+enum { CMD_STOP = 0, CMD_STEP = 1 };
+enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
+#define CMD_HDR 5
+
+size_t g4_group_cmd_bytes(int max_rows) { return (CMD_HDR + 3 * (size_t)max_rows) * sizeof(int32_t); }
+
+static void cmd_bcast(g4_model *m) { m->comm->bcast(m->comm, m->cmd, g4_group_cmd_bytes(m->max_rows)); }
+
+static void step_encode(int32_t *c, int R, const int *slots, const int *pos, const int32_t *ids, int row0, int out,
+                        int step) {
+    c[0] = CMD_STEP;
+    c[1] = R;
+    c[2] = row0;
+    c[3] = out;
+    c[4] = step;
+    memcpy(c + CMD_HDR, slots, (size_t)R * sizeof(int));
+    memcpy(c + CMD_HDR + R, pos, (size_t)R * sizeof(int));
+    memcpy(c + CMD_HDR + 2 * R, ids, (size_t)R * sizeof(int32_t));
+}
+
+typedef struct {
+    int R, row0, out, step;
+    const int *slots, *pos;
+    const int32_t *ids;
+} step_cmd;
+
+static step_cmd step_decode(const int32_t *c) {
+    step_cmd s = {.R = c[1], .row0 = c[2], .out = c[3], .step = c[4], .slots = c + CMD_HDR};
+    s.pos = s.slots + s.R;
+    s.ids = s.pos + s.R;
+    return s;
+}
+
+/* ---------------------------------------------------------------- one step on every rank */
+
+/* Runs the broadcast step m->cmd on this rank; rank 0 collects the result into `logits`
+ * [n][V] or `next` [n]. */
+static void rank_step(g4_model *m, float *logits, int32_t *next) {
+    const step_cmd s = step_decode(m->cmd);
+    const int mode = s.out, n = s.R - s.row0, V = m->cfg.vocab_size;
+    g4_forward(m, s.R, s.slots, s.pos, s.ids, s.row0, s.step, mode == OUT_NONE ? NULL : m->lg);
+    if (mode == OUT_NONE) return;
+    g4_comm *cm = m->comm;
+    if (mode == OUT_LOGITS) {
+        cm->gather(cm, m->lg, (size_t)n * m->vmax * sizeof(float), m->lg_all);
+        if (cm->rank) return;
+        for (int r = 0; r < cm->size; r++) {
+            const int lo = r * m->vmax, len = V - lo < m->vmax ? V - lo : m->vmax;
+            for (int i = 0; i < n && len > 0; i++)
+                memcpy(logits + (size_t)i * V + lo, m->lg_all + ((size_t)r * n + i) * m->vmax, (size_t)len * sizeof(float));
+        }
+        return;
+    }
+    /* distributed argmax: each rank's best (value, global index), rank 0 picks among them */
+    struct best { float v; int32_t id; } mine[n], *all = (struct best *)m->lg_all;
+    const int vlen = m->plan.vocab_hi - m->plan.vocab_lo;
+    for (int i = 0; i < n; i++) {
+        const float *row = m->lg + (size_t)i * m->vmax;
+        const int b = g4_argmax(row, vlen);
+        mine[i] = (struct best){vlen ? row[b] : -INFINITY, m->plan.vocab_lo + b};
+    }
+    cm->gather(cm, mine, sizeof mine, all);
+    if (cm->rank) return;
+    for (int i = 0; i < n; i++) {
+        struct best b = all[i];
+        for (int r = 1; r < cm->size; r++)   /* ranks hold ascending ids: strict > keeps the first */
+            if (all[(size_t)r * n + i].v > b.v) b = all[(size_t)r * n + i];
+        next[i] = b.id;
+    }
+}
+
+void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids, int row0, int step,
+                      float *logits, int32_t *next) {
+    const int n = R - row0, V = m->cfg.vocab_size;
+    if (!m->comm) {
+        g4_forward(m, R, slots, pos, ids, row0, step, next ? m->lg : logits);
+        for (int i = 0; next && i < n; i++) next[i] = g4_argmax(m->lg + (size_t)i * V, V);
+        return;
+    }
+    step_encode(m->cmd, R, slots, pos, ids, row0, next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE, step);
+    cmd_bcast(m);
+    rank_step(m, logits, next);
+}
+
+int g4_model_rank(const g4_model *m) { return m->comm ? m->comm->rank : 0; }
+
+g4_status g4_model_work(g4_model *m) {
+    if (!m->comm || !m->comm->rank) return g4_fail(G4_ERR_INPUT, "g4_model_work: rank 0 drives the model");
+    for (;;) {
+        cmd_bcast(m);
+        if (m->cmd[0] != CMD_STEP) return G4_OK;
+        rank_step(m, NULL, NULL);
+    }
+}
+
+void g4_group_stop(g4_model *m) {
+    if (m->comm && m->comm->rank == 0 && m->cmd) {   /* the driver releases the other ranks */
+        m->cmd[0] = CMD_STOP;
+        cmd_bcast(m);
+    }
+    if (m->group) group_join(m->group);
+}

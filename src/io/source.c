@@ -73,7 +73,12 @@ void g4_source_close(g4_source *s) {
 
 g4_source_kind g4_source_kind_of(const g4_source *s) { return s->kind; }
 const char *g4_source_path(const g4_source *s) { return s->path; }
-const g4_gguf *g4_source_gguf(const g4_source *s) { return s->gguf; }
+const g4_gguf *g4_source_gguf(g4_source *s, g4_status *st) {
+    *st = G4_OK;
+    if (s->kind != G4_SOURCE_GGUF) return NULL;
+    if (!s->gguf) *st = g4_gguf_open(s->path, &s->gguf);
+    return s->gguf;
+}
 
 /* Reads DIR/name whole; *data NULL when there is no such regular file. */
 static g4_status read_dir_file(const char *file, char **data, size_t *len) {

@@ -36,8 +36,9 @@ const char *g4_source_kind_name(g4_source_kind k);
  * FILE kinds. *where (may be NULL) names it in messages: "DIR/name" or "PACK:name". */
 g4_status g4_source_file(g4_source *s, const char *name, const char **data, size_t *len, const char **where);
 
-/* The GGUF kind's parsed metadata (valid until g4_source_close); NULL for the other kinds. */
-const g4_gguf *g4_source_gguf(const g4_source *s);
+/* The GGUF kind's metadata, parsed on the first call (valid until g4_source_close); NULL for the
+ * other kinds, or with *st set when the file does not parse. */
+const g4_gguf *g4_source_gguf(g4_source *s, g4_status *st);
 
 /* A model path that is none of the three formats: the one-line error naming what it is not. */
 g4_status g4_source_not_a_model(const g4_source *s);

@@ -9,6 +9,7 @@
 
 #include "io/gguf.h"
 #include "io/pack.h"
+#include "io/source.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "parallel/group.h"
@@ -116,10 +117,16 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         g4_kernels_ggml(m->k, &m->kt);
         m->k = &m->kt;
     }
-    if (g4_is_gguf(path)) {   /* one .gguf file: config, weights (and tokenizer) inside */
+    g4_source *src;
+    if ((st = g4_source_open(path, &src))) goto fail;
+    const g4_source_kind kind = g4_source_kind_of(src);
+    if (kind == G4_SOURCE_FILE) st = g4_source_not_a_model(src);
+    g4_source_close(src);
+    if (st) goto fail;
+    if (kind == G4_SOURCE_GGUF) {   /* one .gguf file: config, weights (and tokenizer) inside */
         if ((st = g4_gguf_model_bind(m, path))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
-    } else if (g4_is_pack(path)) {   /* a .g4c: config inside, this rank's shard mapped alone */
+    } else if (kind == G4_SOURCE_PACK) {   /* a .g4c: config inside, this rank's shard mapped alone */
         const char *cj;
         size_t cj_len;
         if ((st = g4_pack_open(path, rank, &m->pack))) goto fail;
@@ -133,7 +140,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
             goto fail;
         m->presharded = 1;
         if ((st = g4_weights_bind(m))) goto fail;
-    } else {
+    } else {   /* a HuggingFace checkpoint directory */
         if ((st = g4_config_load(path, &m->cfg))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
         if ((st = g4_st_open_dir(path, &m->ts))) goto fail;

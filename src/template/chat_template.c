@@ -214,8 +214,10 @@ g4_status g4_template_load(const char *path, g4_template **out) {
     g4_status st = g4_source_open(path, &source);
     if (st) return st;
     const g4_source_kind kind = g4_source_kind_of(source);
-    if (kind == G4_SOURCE_GGUF) st = tk_template_load_gguf(g4_source_gguf(source), path, out);   /* tokenizer_gguf.c */
-    else if (kind != G4_SOURCE_FILE) st = template_load_checkpoint(source, out);
+    if (kind == G4_SOURCE_GGUF) {   /* tokenizer.chat_template (tokenizer_gguf.c) */
+        const g4_gguf *g = g4_source_gguf(source, &st);
+        if (g) st = tk_template_load_gguf(g, path, out);
+    } else if (kind != G4_SOURCE_FILE) st = template_load_checkpoint(source, out);
     g4_source_close(source);
     if (kind != G4_SOURCE_FILE) return st;
     /* a file: tokenizer_config.json-like JSON, or a template whose directory may hold one */

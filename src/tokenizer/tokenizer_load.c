@@ -858,7 +858,11 @@ g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
     const char *data, *where;
     size_t len;
     switch (g4_source_kind_of(src)) {
-    case G4_SOURCE_GGUF: st = tk_load_gguf(g4_source_gguf(src), path, out); break;   /* tokenizer_gguf.c */
+    case G4_SOURCE_GGUF: {   /* its vocabulary as metadata (tokenizer_gguf.c) */
+        const g4_gguf *g = g4_source_gguf(src, &st);
+        if (g) st = tk_load_gguf(g, path, out);
+        break;
+    }
     case G4_SOURCE_FILE: st = load_json_path(path, out); break;
     default:
         if (!(st = g4_source_file(src, "tokenizer.json", &data, &len, &where)))

@@ -38,6 +38,7 @@ all: $(BUILD)/gemma4c $(TESTS)
 $(BUILD)/src/kernels/%.o: CFLAGS += -O3
 $(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/model/model.o: CFLAGS += $(NUMA_CFLAGS)
+$(BUILD)/src/cli/main.o: CFLAGS += $(if $(shell git rev-parse --short HEAD 2>/dev/null),-DG4_COMMIT='"$(shell git rev-parse --short HEAD 2>/dev/null)"')
 # emulated AVX-512 vectors passed by value without AVX-512 enabled (tests/c/emu_avx512_amx.h)
 $(BUILD)/tests/test_bf16_matmul $(BUILD)/tests/test_avx512_matmul: CFLAGS += -Wno-psabi
 

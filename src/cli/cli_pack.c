@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "io/pack.h"
 
 static void usage(FILE *f) {

@@ -1,12 +1,13 @@
-/* genconfig.c — reads a checkpoint's generation_config.json: the eos ids that end a generation,
- * suppress_tokens (kept at -inf, e.g. <image|> / <audio|> in the 12B) and the default sampling
- * parameters. Absent file or fields fall back to config.json's eos and OpenAI's defaults. */
+/* genconfig.c — reads a checkpoint's generation_config.json into a g4_gen_config (gemma4c.h):
+ * the eos ids that end a generation, suppress_tokens (kept at -inf, e.g. <image|> / <audio|> in
+ * the 12B) and the default sampling parameters. Absent file or fields fall back to config.json's
+ * eos and the sampler's defaults. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gemma4c.h"
 #include "io/pack.h"
-#include "server/server.h"
 
 /* An int or a list of ints into a malloc'ed array. */
 static g4_status id_list(const char *file, const char *key, json_t *v, int32_t **out, int *n) {
@@ -30,6 +31,7 @@ static g4_status id_list(const char *file, const char *key, json_t *v, int32_t *
 }
 
 g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_config *g) {
+    if (!dir || !info) return g4_fail(G4_ERR_INPUT, "g4_gen_config_load: no model");
     *g = (g4_gen_config){0};
     g4_sampler_params_default(&g->defaults);
     char path[4096];

@@ -473,3 +473,13 @@ def test_port_in_use_is_an_error(srv, g4_bin):
     assert f"gemma4c serve: port {srv.port} is in use".encode() in r.stderr
     assert requests.get(srv.url + "/health").json() == {"status": "ok"}   # the first one serves on
 
+
+def test_template_errors_name_no_server_path(srv):
+    """A conversation the chat template fails on is a 400 whose message names the template file
+    inside the model, never the server's path to it."""
+    bad = {"model": NAME, "messages": [{"role": "assistant", "tool_calls": [{"function": 3}]}]}
+    e = assert_error(post(srv, "/v1/chat/completions", bad), 400, param="messages")
+    assert e["message"].startswith("chat template: chat_template.jinja:"), e
+    assert str(MODEL) not in e["message"] and str(MODEL.parent) not in e["message"], e
+    assert "/" not in e["message"], e
+    assert any(str(MODEL / "chat_template.jinja") in ln for ln in srv.log)   # the server's own log keeps it

@@ -275,7 +275,8 @@ typedef enum { G4_FIN_NONE, G4_FIN_STOP, G4_FIN_LENGTH, G4_FIN_CANCELLED, G4_FIN
 typedef struct {
     g4_sampler_params sp;         /* temperature 0 = greedy */
     int max_tokens;               /* tokens to generate, the stop token included; <= 0: no limit */
-    const char *const *stop;      /* stop strings (copied): the text ends before the first one */
+    const char *const *stop;      /* stop strings (copied; with text only): the text ends before
+                                   * the first one, and the generation there (G4_FIN_STOP) */
     int n_stop;
     int ignore_eos;               /* 1: the eos ids do not end the generation */
     int text;                     /* 1: detokenize (special tokens skipped); 0: ids only */

@@ -59,6 +59,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libgemma4c.a
 
 # C unit tests, then the Python golden/CLI/server tests (which use build/gemma4c).
 test: all
+	./scripts/check-wording.sh
 	./tests/run_c_tests.sh $(BUILD)
 	G4_BIN=$(abspath $(BUILD)/gemma4c) $(PYTHON) -m pytest -q tests/py
 
@@ -87,7 +88,7 @@ clean:
 # Tokenizer: a bounded libFuzzer run of the tokenizer.json loader (FUZZ_SECS, default 60; needs
 # clang) and the side-by-side benchmark against HF `tokenizers` (BENCH_PY: a Python that has it).
 FUZZ_SECS ?= 60
-BENCH_PY  ?= $(if $(wildcard /opt/refenv/bin/python),/opt/refenv/bin/python,python3)
+BENCH_PY  ?= $(or $(G4_REF_PY),python3)
 .PHONY: fuzz-tokenizer bench-tokenizer
 fuzz-tokenizer:
 	fuzz/run_tokenizer_json.sh $(FUZZ_SECS)

@@ -4,8 +4,9 @@
 
 # bench_init SCRIPT LOG_TAG ROUNDS REPS OUT_STEM: REPO and the common knobs (the environment's
 # values win over these defaults). THREADS=2 PROMPTS=64,512 NGEN=128 MODEL=/tmp/g4-bench
-# LLAMA_DIR=/tmp/llama.cpp G4_BIN=build/gemma4c REF_PY=/opt/refenv/bin/python
-# OUT=/tmp/OUT_STEM-DATE RESULTS=bench/RESULTS.md
+# LLAMA_DIR=/tmp/llama.cpp G4_BIN=build/gemma4c REF_PY=$G4_REF_PY (a Python with transformers
+# and torch; needed only by the steps that make or convert a checkpoint)
+# OUT=/tmp/OUT_STEM-DATE RESULTS=bench/results/DATE-SCRIPT-COMMIT.md (a new file per run)
 bench_init() {
   BENCH_SCRIPT=$1 BENCH_TAG=$2
   REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,9 +18,35 @@ bench_init() {
   MODEL=${MODEL:-/tmp/g4-bench}
   LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
   G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
-  REF_PY=${REF_PY:-/opt/refenv/bin/python}
+  REF_PY=${REF_PY:-${G4_REF_PY:-}}
   OUT=${OUT:-/tmp/$5-$(date -u +%Y%m%d-%H%M%S)}
-  RESULTS=${RESULTS:-$REPO/bench/RESULTS.md}
+  local tag=${1%.sh}
+  RESULTS=${RESULTS:-$REPO/bench/results/$(date -u +%Y-%m-%d)-${tag//_/-}-$(git -C "$REPO" rev-parse --short=7 HEAD 2>/dev/null || echo unknown).md}
+}
+
+# need_ref_py: stops unless REF_PY (or G4_REF_PY) names a Python with transformers and torch
+need_ref_py() {
+  [ -n "$REF_PY" ] || die "set G4_REF_PY (or REF_PY) to a Python with transformers and torch"
+}
+
+# write_results TITLE BODY: a new results file, RESULTS, headed by TITLE, the CPU (lscpu's model
+# name, CPUs, SIMD flags), the run's date and the commits, then BODY (its leading '# ' title line dropped)
+write_results() {
+  mkdir -p "$(dirname "$RESULTS")"
+  local cpu ncpu simd
+  cpu=$(sed -n 's/^Model name: *//p' "$OUT/lscpu.txt" 2>/dev/null | head -1)
+  ncpu=$(sed -n 's/^CPU(s): *//p' "$OUT/lscpu.txt" 2>/dev/null | head -1)
+  simd=$(grep -owE 'avx2|fma|avx512f|avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')
+  {
+    echo "# $1"
+    echo
+    echo "- CPU: ${cpu:-unknown}, ${ncpu:-?} CPUs; SIMD: ${simd:-none listed}"
+    echo "- date: $(cat "$OUT/date.txt" 2>/dev/null || date -u +"%Y-%m-%d %H:%M UTC")"
+    echo "- gemma4c commit: $(cat "$OUT/gemma4c-commit.txt" 2>/dev/null || echo unknown)"
+    [ -f "$OUT/llama-commit.txt" ] && echo "- llama.cpp commit: $(cat "$OUT/llama-commit.txt")"
+    echo
+    awk 'NR == 1 && /^# / { skip = 1; next } skip && /^$/ { skip = 0; next } { skip = 0; print }' "$2"
+  } > "$RESULTS"
 }
 
 log() { echo "[$BENCH_TAG $(date -u +%H:%M:%S)] $*" >&2; }

@@ -4,13 +4,13 @@
 # `llama-batched-bench -npp 16 -ntg NGEN -npl B` (its S_TG: generated tokens per second over all
 # sequences) for every B in BATCHES, ROUNDS rounds, at equal threads, on the same checkpoint and its
 # bf16 GGUF; prints a markdown table (median over rounds, and the paired ratio) and writes it to
-# $OUT/BATCHED.md. llama.cpp is built from a checkout OUTSIDE the repository (the target
+# $OUT/BATCHED.md and a new file under bench/results/. llama.cpp is built from a checkout OUTSIDE the repository (the target
 # llama-batched-bench beside compare_llamacpp.sh's llama-bench); nothing of it enters the repository.
 #
 # Usage:  bench/compare_batched.sh      (after compare_llamacpp.sh has made the GGUF and the build)
 # Knobs (environment): THREADS=2 ROUNDS=2 REPS=2 NGEN_BATCHED=32 BATCHES=1,4,8,16
 #   MODEL=/tmp/g4-bench GGUF=/tmp/g4-bench-bf16.gguf LLAMA_DIR=/tmp/llama.cpp G4_BIN=build/gemma4c
-#   OUT=/tmp/g4-batched-DATE
+#   OUT=/tmp/g4-batched-DATE RESULTS=bench/results/DATE-compare-batched-COMMIT.md
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
@@ -45,3 +45,5 @@ for r in $(seq 1 "$ROUNDS"); do
     -npl "$BATCHES" -t "$THREADS" --output-format jsonl 2> "$OUT/llama-r$r.log" | grep '^{' > "$OUT/llama-r$r.jsonl"
 done
 python3 "$REPO/bench/compare_batched_report.py" "$OUT" | tee "$OUT/BATCHED.md"
+write_results "Batched decode side by side with llama.cpp (compare_batched.sh)" "$OUT/BATCHED.md"
+log "wrote $RESULTS (raw outputs in $OUT)"

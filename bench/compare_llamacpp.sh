@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# compare_llamacpp.sh — side-by-side CPU benchmark of gemma4c against llama.cpp (issue 6) on the
+# compare_llamacpp.sh — side-by-side CPU benchmark of gemma4c against llama.cpp on the
 # same random-weight Gemma 4 unified checkpoint at equal threads. Builds llama.cpp (llama-bench
 # only) from a checkout OUTSIDE this repository, converts the checkpoint with llama.cpp's own
 # convert_hf_to_gguf.py to a bf16 GGUF, then alternates `llama-bench` and `gemma4c bench`
-# (pp64, pp512, tg128) for ROUNDS rounds and writes bench/RESULTS.md (median over rounds) via
-# bench/compare_report.py. Nothing from llama.cpp is ever copied into the repository.
+# (pp64, pp512, tg128) for ROUNDS rounds and writes a new file under bench/results/ (median over
+# rounds) via bench/compare_report.py. Nothing from llama.cpp is ever copied into the repository.
 #
 # Usage:  bench/compare_llamacpp.sh            (every step is skipped when its output exists)
 # Knobs (environment): THREADS=2 ROUNDS=3 REPS=3 PROMPTS=64,512 NGEN=128
 #   MODEL=/tmp/g4-bench GGUF=/tmp/g4-bench-bf16.gguf LLAMA_DIR=/tmp/llama.cpp
 #   LLAMA_GIT=<clone url or local mirror> G4_BIN=build/gemma4c G4_ARGS="--prefill-chunk 64"
-#   REF_PY=/opt/refenv/bin/python (transformers with gemma4_unified, makes MODEL)
+#   G4_REF_PY=<python> (transformers with gemma4_unified and torch; makes MODEL, lends torch to the converter)
 #   CONVERT_VENV=/tmp/llama-venv (llama.cpp's converter requirements) OUT=/tmp/g4-compare-DATE
-#   RESULTS=bench/RESULTS.md
+#   RESULTS=bench/results/DATE-compare-llamacpp-COMMIT.md
 #   BF16=auto|1|0: also run `gemma4c bench --prefill-bf16 -n 0` in every round (the opt-in bf16
 #   prefill against the same llama-bench prompts; auto: where the CPU has AVX512-BF16 or AMX-BF16)
 set -euo pipefail
@@ -48,6 +48,7 @@ LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
 # 2. the random-weight checkpoint (transformers save_pretrained)
 if [ ! -f "$MODEL/config.json" ]; then
   log "writing the benchmark checkpoint to $MODEL"
+  need_ref_py
   "$REF_PY" "$REPO/tools/reference/make_bench_model.py" "$MODEL"
 fi
 
@@ -67,9 +68,10 @@ if [ ! -f "$GGUF" ]; then
       "$REQ/requirements-convert_legacy_llama.txt" | grep -v '^[[:space:]]*$' > "$OUT/convert-reqs.txt"
     "$CONVERT_VENV/bin/pip" install -q -r "$OUT/convert-reqs.txt"
     if ! "$CONVERT_VENV/bin/python" -c 'import torch' 2>/dev/null; then
+      need_ref_py
       TORCH_SITE=$("$REF_PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
       SITE=$("$CONVERT_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-      echo "$TORCH_SITE" > "$SITE/zz-torch-from-refenv.pth"
+      echo "$TORCH_SITE" > "$SITE/zz-torch-from-ref-py.pth"
     fi
   fi
   log "converting $MODEL -> $GGUF (bf16)"
@@ -123,12 +125,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 uptime > "$OUT/uptime.txt"
 
-# 5. the table
-new="$OUT/RESULTS.md"
-python3 "$REPO/bench/compare_report.py" "$OUT" > "$new"
-# keep the sections other scripts own (<!-- name:begin --> ... <!-- name:end -->: quantized weights,
-# tensor parallelism) when rewriting the bf16 side-by-side
-[ -f "$RESULTS" ] && awk '/<!-- [a-z0-9_-]+:begin -->/{keep=1} keep{print} /<!-- [a-z0-9_-]+:end -->/{keep=0}' "$RESULTS" >> "$new"
-cp "$new" "$RESULTS"
+# 5. the table, in a new file under bench/results/
+python3 "$REPO/bench/compare_report.py" "$OUT" > "$OUT/RESULTS.md"
+write_results "gemma4c vs llama.cpp, bf16, side by side (compare_llamacpp.sh)" "$OUT/RESULTS.md"
 log "wrote $RESULTS (raw outputs in $OUT)"
 cat "$RESULTS"

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# compare_quant.sh — quantized weights side by side (issue 7, item 4): gemma4c on its own packs
+# compare_quant.sh — quantized weights side by side: gemma4c on its own packs
 # (`gemma4c pack --dtype q8_0|q4_0|q4_k`), gemma4c on llama.cpp's GGUF files of the same checkpoint
 # (convert_hf_to_gguf.py --outtype bf16|q8_0, then llama-quantize Q4_0 / Q4_K_M from the bf16 file),
 # and llama-bench on those same GGUF files, at equal threads. Same approach as compare_llamacpp.sh:
 # llama.cpp is built OUTSIDE the repository, large files stay outside it, rounds alternate the
 # engines (per type: llama-bench on the GGUF, gemma4c on the GGUF, gemma4c on the pack; reversed in
-# even rounds), and bench/compare_quant_report.py turns the raw outputs into the "Quantized weights"
-# section of bench/RESULTS.md (between <!-- quant:begin --> and <!-- quant:end -->; the rest of the
-# file is kept). Nothing from llama.cpp is ever copied into the repository.
+# even rounds), and bench/compare_quant_report.py turns the raw outputs into a new file under
+# bench/results/. Nothing from llama.cpp is ever copied into the repository.
 #
 # Usage:  bench/compare_quant.sh            (every preparation step is skipped when its output exists)
 # Knobs (environment): THREADS=2 ROUNDS=2 REPS=2 PROMPTS=64,512 NGEN=128 TYPES="q8_0 q4_0 q4_k" (add bf16 for the
 #   baseline: HF directory and bf16 GGUF)  MODEL=/tmp/g4-bench QDIR=/tmp/g4-quant (GGUF files and packs) LLAMA_DIR=/tmp/llama.cpp
-#   G4_BIN=build/gemma4c REF_PY=/opt/refenv/bin/python (transformers + torch for the converter)
-#   OUT=/tmp/g4-quant-compare-DATE RESULTS=bench/RESULTS.md
+#   G4_BIN=build/gemma4c G4_REF_PY=<python> (transformers + torch for the converter)
+#   OUT=/tmp/g4-quant-compare-DATE RESULTS=bench/results/DATE-compare-quant-COMMIT.md
 #   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
 #   ACTQ8=1: also gemma4c on the GGUF with --act-q8 (int8 activations, as llama.cpp) in every round
 #   PACKS=0: skip gemma4c on its own packs (GGUF files only)
@@ -136,23 +135,9 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 uptime > "$OUT/uptime.txt"
 
-# 6. the section of RESULTS.md
+# 6. the report, in a new file under bench/results/
 python3 "$REPO/bench/compare_quant_report.py" "$OUT" ${ACCURACY:+--accuracy "$ACCURACY"} > "$OUT/section.md"
-if [ "${DRY:-0}" = 1 ]; then log "dry run: section in $OUT/section.md (RESULTS.md untouched)"; cat "$OUT/section.md"; exit 0; fi
-python3 - "$RESULTS" "$OUT/section.md" <<'EOF'
-import sys
-res, sec = sys.argv[1], open(sys.argv[2]).read().strip() + "\n"
-b, e = "<!-- quant:begin -->", "<!-- quant:end -->"
-try:
-    text = open(res).read()
-except OSError:
-    text = ""
-block = f"{b}\n{sec}{e}\n"
-if b in text and e in text:
-    text = text[:text.index(b)] + block + text[text.index(e) + len(e):].lstrip("\n")
-else:
-    text = text.rstrip("\n") + "\n\n" + block
-open(res, "w").write(text)
-EOF
-log "updated $RESULTS (raw outputs in $OUT)"
+if [ "${DRY:-0}" = 1 ]; then log "dry run: report in $OUT/section.md (bench/results/ untouched)"; cat "$OUT/section.md"; exit 0; fi
+write_results "Quantized weights side by side with llama.cpp (compare_quant.sh)" "$OUT/section.md"
+log "wrote $RESULTS (raw outputs in $OUT)"
 cat "$OUT/section.md"

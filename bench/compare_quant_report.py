@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turn the raw outputs of bench/compare_quant.sh (one directory) into the "Quantized weights"
-section of bench/RESULTS.md on stdout: per quantization type and test (ppN, tgN) the median over
+report on stdout: per quantization type and test (ppN, tgN) the median over
 rounds of gemma4c on its pack, gemma4c on llama.cpp's GGUF file and llama-bench on that same file;
 the ratios; decode against the bandwidth roofline (bytes of the quantized weights read per token /
 the bandwidth gemma4c bench measured in the same round); the files; optionally the accuracy tables
@@ -35,7 +35,7 @@ def main():
     tests = [x["test"] for x in any_runs["tests"]] if any_runs else []
     n_rounds = max((max(len(data[t][1][1]), len(data[t][2][1])) for t in types), default=0)
 
-    w("## Quantized weights (issue 7, item 4)\n\n")
+    w("## Quantized weights\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_quant.sh` (raw outputs were "
       f"in `{out}`) and `bench/quant_accuracy.py`. The same random-weight checkpoint as above (`/tmp/g4-bench`, "
       "983 M parameters, real 262k vocabulary), quantized three ways and run three ways: **gemma4c on its own pack** "

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Turn the raw outputs of bench/compare_llamacpp.sh (one directory) into bench/RESULTS.md on
+"""Turn the raw outputs of bench/compare_llamacpp.sh (one directory) into a results report on
 stdout: per test (ppN, tgN) the median over rounds of gemma4c's tok/s (each round: median of its
 reps) and llama.cpp's (each round: llama-bench's mean of its reps), their ratio, the spread, the
 roofline fractions gemma4c bench measured, the machine, the commands and the date.
 Standard library only.
 
-Usage: python3 bench/compare_report.py OUT_DIR > bench/RESULTS.md"""
+Usage: python3 bench/compare_report.py OUT_DIR > report.md  (bench/compare_llamacpp.sh files it under bench/results/)"""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def main() -> None:
     btests = [t["test"] for t in bruns[0]["tests"] if t["kind"] == "prefill"] if bruns else []
 
     w = sys.stdout.write
-    w("# gemma4c vs llama.cpp — CPU side-by-side (issue 6)\n\n")
+    w("# gemma4c vs llama.cpp — CPU side-by-side\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_llamacpp.sh` "
       f"(raw outputs were in `{out}`).\n\n")
     w(f"Median over {n_rounds} alternating rounds (ABBA order); within a round gemma4c reports the median of "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# device_cpu_check.sh — the prefill kernels' speed on a CPU with AVX-512 / AVX512-BF16 / AMX (issue
-# 6, items 1-2: the bf16 prefill's speedup over exact), in one short run that needs nothing but a
-# C compiler — for a lent machine (a device machine's host CPU) that has none of this project's
+# device_cpu_check.sh — the prefill kernels' speed on a CPU with AVX-512 / AVX512-BF16 / AMX (the bf16
+# prefill's speedup over exact), in one short run that needs nothing but a
+# C compiler — for a machine that has none of this project's
 # Debian libraries. Builds bench/gemm_bench from the kernel sources alone, then times on one core,
 # weights streamed from DRAM in 2 MiB pages, T activation rows:
 #   the exact GEMM on every path this CPU has (avx2, avx512), and
@@ -18,7 +18,7 @@ build_gemm_bench() {   # PATH [CFLAGS...]: the kernels at -O3, as the library bu
   local out=$1
   shift
   cc -std=c11 -D_GNU_SOURCE -O3 -pthread -Iinclude -Isrc "$@" bench/gemm_bench.c src/kernels/dispatch.c \
-    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/io/dtype.c src/io/quantize.c -o "$out" -lm ||
+    src/kernels/cpu/*.c src/bench/roofline.c src/base/*.c src/base/dtype.c src/convert/quantize.c -o "$out" -lm ||
     { echo "device_cpu_check: build failed" >&2; exit 1; }
 }
 if [ "${1:-}" = --build ]; then shift; build_gemm_bench "$@"; exit 0; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# device_full_check.sh — issue 6 on a lent device machine's host CPU (AVX-512, AVX512-BF16, AMX
+# device_full_check.sh — kernel paths and the side-by-side on a CPU (AVX-512, AVX512-BF16, AMX
 # where it has them), in one run of about 3-4 minutes, from what bench/device_prep.sh packed into
 # .devcarry/ (binaries run through the carried loader and libraries):
 #   1. correctness on every kernel path this CPU has: the kernel C tests (their hardware cases run
@@ -8,7 +8,7 @@
 #   2. the prefill GEMM alone per path, one core (bench/device_cpu_check.sh)
 #   3. gemma4c bench exact and --prefill-bf16 against llama-bench on the same bf16 weights, all
 #      cores, ABBA order over two rounds
-# Usage (device tool): run "bash bench/device_full_check.sh" with carry [".devcarry"]. Output in
+# Usage: copy the working tree with .devcarry/ to the machine, run "bash bench/device_full_check.sh". Output in
 # $OUT (else /tmp/g4-device): summary.txt, machine.txt, tests.txt, gemm.txt, bench.txt, build.txt.
 # ISAS="avx512:0 amx:1" picks the GEMM paths; QUICK=1 runs only the bf16 mode against llama.cpp.
 # AB="VAR=value ..." (e.g. AB=G4_AMX_PF=0) times the AMX GEMM and, with QUICK, the bf16 bench again

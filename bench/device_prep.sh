@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# device_prep.sh — packs into .devcarry/ what bench/device_full_check.sh needs on a lent device
-# machine's host CPU, which has none of this project's Debian libraries, no network, and takes at
-# most 64 MiB with the working tree. .gitignore ignores .devcarry/; the device run carries it.
+# device_prep.sh — packs into .devcarry/ what bench/device_full_check.sh needs on a machine
+# that has none of this project's Debian libraries and no network (.devcarry/ stays under 64 MiB so
+# that it travels with the working tree). .gitignore ignores .devcarry/; copy it along.
 #   bin/          gemma4c, the kernel C tests and gemm_bench (+ AVX-512 GEMM block-size variants),
 #                 built here without MPI and libnuma
-#   rt/           their shared libraries and this machine's dynamic loader (glibc travels with them)
+#   rt/           their shared libraries and the build host's dynamic loader (glibc travels with them)
 #   model/        the bench checkpoint's config and safetensors head  } filled with random bf16
 #   gguf.head     the bf16 GGUF's head (llama.cpp's converter wrote it) } by bench/synth_weights.py
 #   llama-src.tgz the llama.cpp checkout without docs, models, tests and its GPU backends

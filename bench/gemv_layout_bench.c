@@ -4,7 +4,7 @@
  *          even/odd widening, software prefetch 32 KB ahead), against a plain read of those bytes;
  *   panel  the same products over 32-row panels stored pair-interleaved ([K/2][32][2], the AMX B
  *          layout): one sequential stream per panel, no horizontal sums, against a plain read.
- * Standalone (no gemma4c library); results in bench/RESULTS.md ("Decode: row-major vs panel").
+ * Standalone (no gemma4c library); it prints its own comparison.
  * Build: cc -O3 -pthread bench/gemv_layout_bench.c -o /tmp/gemv_layout_bench
  * Usage: /tmp/gemv_layout_bench [N=131072] [K=1536] [panel prefetch bytes=0] [rounds=6] [threads=2] */
 #pragma GCC target("avx2,fma")

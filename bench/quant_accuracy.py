@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Accuracy of quantized weights against bf16, measured with gemma4c itself (issue 7, item 4).
+"""Accuracy of quantized weights against bf16, measured with gemma4c itself.
 
 For each model (an HF checkpoint directory holding bf16 weights) this packs it with
 `gemma4c pack --dtype q8_0|q4_0|q4_k` (and takes any extra quantized files given with --extra, e.g.

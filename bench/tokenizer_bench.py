@@ -4,7 +4,7 @@ encode throughput over the golden corpus (tests/fixtures/tokenizer/goldens.jsonl
 1.46 MB), gemma4c (bench/tokenizer_bench.c) vs HuggingFace `tokenizers`.
 
 usage: make bench-tokenizer     (or: python bench/tokenizer_bench.py --bin build/bench/tokenizer_bench)
-Needs a Python with `tokenizers` (e.g. /opt/refenv/bin/python). Prints a table and a final JSON line.
+Needs a Python with `tokenizers` (e.g. $G4_REF_PY). Prints a table and a final JSON line.
 Load: best of 3. Encode: best of --repeats passes over the corpus, one string at a time, no batching.
 Both wall-clock and CPU time are reported (the CPU figures are what a busy shared machine does not
 distort).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's measurements on a checkpoint larger than the cache (default /tmp/g4-bench from
+# Tensor-parallelism measurements on a checkpoint larger than the cache (default /tmp/g4-bench from
 # tools/reference/make_bench_model.py): (1) loading a .g4c pack vs the HF directory — load time and
 # peak RSS per rank, the rank's shard size beside it; (2) decode and prefill tokens/s for
 # TP=2 x 1 thread (threads and MPI backends) vs TP=1 x 2 threads, alternating rounds.

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 static const char DEFAULT_VARS[] =
     "{\"bos_token\": \"<bos>\", \"eos_token\": \"<eos>\", \"add_generation_prompt\": true,"

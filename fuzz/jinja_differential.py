@@ -4,7 +4,7 @@ transformers): generates random templates from a grammar of the constructs chat 
 (expressions, filters, tests, methods, loops, macros, set/namespace, whitespace control),
 renders each with both, and reports any case where the outputs differ or only one side fails.
 
-  /opt/refenv/bin/python fuzz/jinja_differential.py build/gemma4c [N] [SEED]
+  "$G4_REF_PY" fuzz/jinja_differential.py build/gemma4c [N] [SEED]
 
 Exit status 1 when a mismatch was found; mismatching templates are written to
 build-fuzz/jinja-diff/ for replay.

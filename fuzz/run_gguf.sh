@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 out=build-fuzz; mkdir -p "$out/corpus-gguf"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined fuzz/fuzz_gguf.c src/io/gguf.c src/io/safetensors.c src/io/dtype.c \
+  -fno-sanitize-recover=undefined fuzz/fuzz_gguf.c src/io/gguf.c src/io/safetensors.c src/base/dtype.c \
   src/base/error.c -ljansson -lm -o "$out/fuzz_gguf"
 # seed: the committed test GGUF (every value type, every supported tensor type)
 cp tests/fixtures/quant/tiny.gguf "$out/corpus-gguf/tiny.gguf"

@@ -9,7 +9,7 @@ secs=${1:-60}; shift || true
 out=build-fuzz; corpus="$out/corpus-jinja"; mkdir -p "$corpus"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined \
-  fuzz/fuzz_jinja.c src/tokenizer/*.c src/io/gguf.c src/io/safetensors.c src/io/dtype.c src/base/error.c \
+  fuzz/fuzz_jinja.c src/template/*.c src/tokenizer/*.c src/io/gguf.c src/io/safetensors.c src/base/dtype.c src/base/error.c \
   -ljansson -lm -o "$out/fuzz_jinja"   # chat_template.c also reads templates from GGUF metadata
 shared=../shared/data
 for f in "$shared"/gemma4-chat-templates/*.jinja tests/fixtures/templates/*.jinja; do

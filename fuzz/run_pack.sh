@@ -8,7 +8,7 @@ secs=${1:-60}
 bin=${2:-build/gemma4c}
 out=build-fuzz; mkdir -p "$out/corpus-pack"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-  fuzz/fuzz_pack.c src/io/pack.c src/io/safetensors.c src/io/dtype.c src/base/error.c \
+  fuzz/fuzz_pack.c src/io/pack.c src/io/safetensors.c src/base/dtype.c src/base/error.c \
   -ljansson -lz -lm -pthread -o "$out/fuzz_pack"
 # seeds: the causal fixture (config + weights, no tokenizer so the prefix stays small) packed
 # for tp 1, 2 and 4, cut after the directory: the target zero-fills the segments back

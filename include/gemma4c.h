@@ -235,6 +235,36 @@ void g4_sampler_accept(g4_sampler *s, int32_t id);
 int g4_logprobs(const float *logits, int vocab, float softcap, int32_t tok, int n_top,
                 float *lp_tok, int32_t *top_ids, float *top_lps);
 
+/* ---------------------------------------------------------------- packing (gemma4c pack) */
+
+/* A .g4c pack: one file holding a checkpoint split for --tp ranks (each rank's shard contiguous,
+ * mapped alone at load), its text files embedded, weights optionally re-encoded. */
+#define G4_PACK_MAX_RANKS 64
+
+typedef struct {
+    const char *hf_dir;      /* HuggingFace checkpoint directory */
+    const char *out_path;    /* the .g4c to write (written to out_path.tmp, then renamed) */
+    int tp;                  /* ranks; >= 1 */
+    int dtype;               /* target for 2-D weight matrices: a g4_dtype, or -1 to keep */
+    int threads;             /* quantization threads; <= 0: all online CPUs */
+    int verbose;             /* 1: one line per fallback and a summary on stderr */
+} g4_pack_write_opts;
+
+typedef struct {
+    uint64_t file_size;
+    uint64_t seg_bytes[G4_PACK_MAX_RANKS];
+    int n_tensors;           /* per rank */
+    int n_skipped;           /* checkpoint tensors left out (multimodal front end, tied lm_head) */
+    int n_fallback;          /* matrices written in another dtype than asked (block size) */
+} g4_pack_write_stats;
+
+g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats);
+
+/* Name of a pack-writable dtype ("bf16", "q4_k", ...) -> g4_dtype, or -1. */
+int g4_pack_dtype_parse(const char *s);
+/* Its inverse: the name of a pack dtype, or "as stored" for -1. */
+const char *g4_pack_dtype_name(int dtype);
+
 /* ---------------------------------------------------------------- version */
 
 /* `gemma4c --version` prints it, with the git commit the binary was built from where known. */

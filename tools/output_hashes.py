@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def run(bin_, args, isa, tmp):
 
 def main():
     bin_ = sys.argv[1]
-    tmp = "/tmp/g4-output-hashes.f32"
+    tmp = os.path.join(tempfile.mkdtemp(prefix="g4-hashes-"), "logits.f32")
     cases = []
     for d in sorted(FIX.iterdir()):
         g = d / "goldens.json"

@@ -1,12 +1,10 @@
 /* cli_pack.c — `gemma4c pack`: writes a HuggingFace checkpoint directory as one `.g4c` file split
  * for --tp ranks, optionally converted / quantized. Owns only option parsing and the summary;
- * the format and the writer are src/io/pack*.c. */
+ * the format is src/io/pack.h, the writer src/convert/pack_write.c. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#include "io/pack.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -51,7 +49,7 @@ int cli_pack(int argc, char **argv) {
     g4_status st = g4_pack_write(&o, &s);
     if (st) return cli_report(st);
     fprintf(stderr, "pack: wrote %s: %llu bytes, tp %ld, %d tensors per rank (%d left out), dtype %s, %.2f s\n", out,
-            (unsigned long long)s.file_size, tp, s.n_tensors, s.n_skipped, dtype < 0 ? "as stored" : g4_dtype_name((g4_dtype)dtype),
+            (unsigned long long)s.file_size, tp, s.n_tensors, s.n_skipped, g4_pack_dtype_name(dtype),
             g4_now() - t0);
     for (long r = 0; r < tp; r++)
         fprintf(stderr, "pack:   rank %ld segment %llu bytes\n", r, (unsigned long long)s.seg_bytes[r]);

@@ -1,7 +1,7 @@
 /* pack.h — the packed model file `.g4c`: one self-contained file holding a checkpoint's config and
  * tokenizer files verbatim plus its weights already split for a tensor-parallel group of `tp`
  * ranks, each rank's tensors in one contiguous 2 MiB-aligned segment so that a rank maps only
- * its own shard. Owns the format, the reader (pack.c) and the writer (pack_write.c); knows what
+ * its own shard. Owns the format and the reader (pack.c; the writer is src/convert/pack_write.c); knows what
  * a tensor means only through the shard plan (parallel/tp_plan.h).
  *
  * Layout (version 1, all integers little-endian):
@@ -24,13 +24,12 @@
 #include <stdint.h>
 
 #include "gemma4c.h"
-#include "io/dtype.h"
+#include "base/dtype.h"
 #include "io/safetensors.h"
 
 #define G4_PACK_MAGIC "G4CPACK"        /* 8 bytes with its NUL */
 #define G4_PACK_VERSION 1u
 #define G4_PACK_HEADER_SIZE 4096u
-#define G4_PACK_MAX_RANKS 64
 #define G4_PACK_SEG_ALIGN ((uint64_t)2 << 20)
 #define G4_PACK_TENSOR_ALIGN 64u
 
@@ -65,29 +64,5 @@ int g4_pack_has_file(const g4_pack *p, const char *name);
  * out->n_maps is 0: g4_st_close frees only the table and names; the pack must outlive `out`.
  * G4_ERR_INPUT for a pack opened with g4_pack_open_meta. */
 g4_status g4_pack_tensors(const g4_pack *p, g4_tensor_set *out);
-
-/* ------------------------------------------------------------------------------ writer */
-
-typedef struct {
-    const char *hf_dir;      /* HuggingFace checkpoint directory */
-    const char *out_path;    /* the .g4c to write (written to out_path.tmp, then renamed) */
-    int tp;                  /* ranks; >= 1 */
-    int dtype;               /* target for 2-D weight matrices: a g4_dtype, or -1 to keep */
-    int threads;             /* quantization threads; <= 0: all online CPUs */
-    int verbose;             /* 1: one line per fallback and a summary on stderr */
-} g4_pack_write_opts;
-
-typedef struct {
-    uint64_t file_size;
-    uint64_t seg_bytes[G4_PACK_MAX_RANKS];
-    int n_tensors;           /* per rank */
-    int n_skipped;           /* checkpoint tensors left out (multimodal front end, tied lm_head) */
-    int n_fallback;          /* matrices written in another dtype than asked (block size) */
-} g4_pack_write_stats;
-
-g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats);
-
-/* Name of a pack-writable dtype ("bf16", "q4_k", ...) -> g4_dtype, or -1. */
-int g4_pack_dtype_parse(const char *s);
 
 #endif

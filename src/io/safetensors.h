@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "gemma4c.h"
-#include "io/dtype.h"
+#include "base/dtype.h"
 
 #define G4_MAX_DIMS 4
 

@@ -32,7 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/safetensors.h"
+#include "base/dtype.h"
+#include "base/half.h"
 
 /* Y[t][n] = sum_k X[t][k] * W[n][k] for t in [0, T), n in [n0, n1).
  * X: [T][K] float32 rows of stride K; W: [N][K] in `wdt` (row stride K elements);
@@ -266,17 +267,9 @@ void g4_ggml_attend_block(const float *q, int ldq, float *out, int ldo, int G, i
                           float *scores, int batched);
 void g4_ggml_softcap(float *logits, int n, float cap);   /* tanh(x * (1/cap)) * cap  [n] */
 
-/* Exact widening of 16-bit floats. */
-static inline float g4_bf16_to_f32(uint16_t h) {
-    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
-    return v.f;
-}
-float g4_f16_to_f32(uint16_t h);
 /* AMX-BF16 peak chains (cpu/bf16_amx.c; gemma4c bench): iters x 4 tdpbf16ps of 16 x 16 x 32
  * multiply-adds each. Only where g4_kernels_amx() is non-NULL (tile permission granted). */
 float g4_amx_peak_chain(int iters, float seed);
-/* Round-to-nearest-even float -> bf16 (tests and packing); NaN stays NaN (quiet). */
-uint16_t g4_f32_to_bf16(float f);
 /* The same over n values (vectorized): to bf16, and to bf16 and back to float. */
 void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out);
 void g4_round_bf16_row(const float *x, int n, float *out);

@@ -319,28 +319,23 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
     return b->oom ? g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path) : G4_OK;
 }
 
-g4_status tk_load_gguf(const char *path, g4_tokenizer **out) {
+g4_status tk_load_gguf(const g4_gguf *g, const char *path, g4_tokenizer **out) {
     *out = NULL;
-    g4_gguf *g;
-    g4_status st = g4_gguf_open(path, &g);
-    if (st) return st;
+    g4_status st;
     vocab_t v = {.g = g, .path = path};
     sbuf b = {0};
     if (!(st = build_json(&v, &b))) st = tk_load_json(b.p, b.len, path, out);
     free(b.p);
     free(v.tok);
     free(v.arena);
-    g4_gguf_free(g);
     return st;
 }
 
 /* tokenizer.chat_template, or Gemma's own for a Gemma GGUF without one; the special-token
  * variables the template reads (bos_token, eos_token) are set in front of it. */
-g4_status tk_template_load_gguf(const char *path, g4_template **out) {
+g4_status tk_template_load_gguf(const g4_gguf *g, const char *path, g4_template **out) {
     *out = NULL;
-    g4_gguf *g;
-    g4_status st = g4_gguf_open(path, &g);
-    if (st) return st;
+    g4_status st;
     const char *src = NULL, *arch = "";
     size_t len = 0, al = 0;
     int found, fa;
@@ -374,6 +369,5 @@ g4_status tk_template_load_gguf(const char *path, g4_template **out) {
     free(v.tok);
     free(v.arena);
 done:
-    g4_gguf_free(g);
     return st;
 }

@@ -3,7 +3,7 @@
  * pre-tokenizer / post-processor / decoder steps we implement. Anything else is refused naming
  * the type. Owns loading and freeing; encoding is tokenizer.c / bpe.c, decoding detok.c. */
 #include "io/gguf.h"
-#include "io/pack.h"
+#include "io/source.h"
 #include "tokenizer/tok_json.h"
 #include "tokenizer/tokenizer_gguf.h"
 #include "tokenizer/tokenizer_internal.h"
@@ -828,30 +828,10 @@ void g4_tokenizer_free(g4_tokenizer *t) {
     free(t);
 }
 
-g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
+/* A tokenizer.json given directly: mapped read-only from the page cache (the scanner never
+ * writes the text). */
+static g4_status load_json_path(const char *file, g4_tokenizer **out) {
     struct stat sb;
-    char file[4096];
-    *out = NULL;
-    if (!path) return g4_fail(G4_ERR_INPUT, "tokenizer: no path given");
-    /* a path that does not lead to a readable tokenizer.json is bad input (exit 2), not a
-     * runtime failure */
-    if (stat(path, &sb) != 0) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISDIR(sb.st_mode) && g4_is_gguf(path)) return tk_load_gguf(path, out);   /* tokenizer_gguf.c */
-    if (!S_ISDIR(sb.st_mode) && g4_is_pack(path)) {   /* a .g4c: its embedded tokenizer.json */
-        g4_pack *p;
-        g4_status st = g4_pack_open_meta(path, &p);
-        if (st) return st;
-        const char *data;
-        size_t len;
-        if (!(st = g4_pack_file(p, "tokenizer.json", &data, &len))) {
-            snprintf(file, sizeof file, "%s:tokenizer.json", path);
-            st = tk_load_json(data, len, file, out);
-        }
-        g4_pack_close(p);
-        return st;
-    }
-    if (S_ISDIR(sb.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
-    else snprintf(file, sizeof file, "%s", path);
     FILE *f = fopen(file, "rb");
     if (!f) return g4_fail(G4_ERR_INPUT, "%s: cannot open: %s", file, strerror(errno));
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
@@ -859,11 +839,32 @@ g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
         return g4_fail(G4_ERR_INPUT, "%s: not a regular file", file);
     }
     size_t len = (size_t)sb.st_size;
-    /* read-only mapping of the page cache: the scanner never writes the text */
     char *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fileno(f), 0) : NULL;
     fclose(f);
     if (len && buf == MAP_FAILED) return g4_fail(G4_ERR_IO, "%s: mmap failed: %s", file, strerror(errno));
     g4_status st = tk_load_json(len ? buf : "", len, file, out);
     if (len) munmap(buf, len);
+    return st;
+}
+
+g4_status g4_tokenizer_load(const char *path, g4_tokenizer **out) {
+    *out = NULL;
+    if (!path) return g4_fail(G4_ERR_INPUT, "tokenizer: no path given");
+    /* a path that does not lead to a readable tokenizer.json is bad input (exit 2), not a
+     * runtime failure */
+    g4_source *src;
+    g4_status st = g4_source_open(path, &src);
+    if (st) return st;
+    const char *data, *where;
+    size_t len;
+    switch (g4_source_kind_of(src)) {
+    case G4_SOURCE_GGUF: st = tk_load_gguf(g4_source_gguf(src), path, out); break;   /* tokenizer_gguf.c */
+    case G4_SOURCE_FILE: st = load_json_path(path, out); break;
+    default:
+        if (!(st = g4_source_file(src, "tokenizer.json", &data, &len, &where)))
+            st = data ? tk_load_json(data, len, where, out)
+                      : g4_fail(G4_ERR_INPUT, "%s: cannot open: No such file or directory", where);
+    }
+    g4_source_close(src);
     return st;
 }

@@ -1,4 +1,4 @@
-/* test_decode_alloc.c — a decode step allocates nothing (issue 6: "no allocation inside a decode
+/* test_decode_alloc.c — a decode step allocates nothing (the design rule "no allocation inside a decode
  * step"): this binary interposes malloc / calloc / realloc / free / posix_memalign /
  * aligned_alloc / memalign, counts the calls made from any thread while armed, and runs decode
  * steps of the tiny fixtures — one slot and two slots at once, logits and argmax, exact numerics

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "io/quantize.h"
+#include "convert/quantize.h"
 #include "kernels/kernels.h"
 #include "model/rope.h"
 #include "test_util.h"

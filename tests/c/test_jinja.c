@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gemma4c.h"
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 struct tcase {
     const char *tpl, *want;

@@ -16,7 +16,7 @@
 #include <zlib.h>
 
 #include "io/pack.h"
-#include "io/quantize.h"
+#include "convert/quantize.h"
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
 #include "parallel/tp_plan.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/quantize.h"
+#include "convert/quantize.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 

@@ -1,5 +1,5 @@
-"""`gemma4c bench` on a fixture: the final JSON line carries every figure the README and
-bench/RESULTS.md quote — tokens/s per rep, the roofline fractions (against the start-up best read
+"""`gemma4c bench` on a fixture: the final JSON line carries every figure docs/benchmarking.md
+and the reports under bench/results/ quote — tokens/s per rep, the roofline fractions (against the start-up best read
 and against the read made right before each decode rep), the bytes in 2 MiB pages — with values
 that are consistent with each other."""
 import json

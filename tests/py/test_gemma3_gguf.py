@@ -101,7 +101,7 @@ def test_weights_end_up_in_huge_pages(g4_bin, gguf, tmp_path):
     2 MiB pages, else copied into huge-page memory (--mmap: never copied; --no-mmap: always); the
     numbers are the same either way."""
     if not _thp():
-        pytest.skip("transparent huge pages are off on this machine")
+        pytest.skip("transparent huge pages are off on this host")
     auto = _bench_json(g4_bin, gguf)["model_info"]
     weights, windows = auto["weight_bytes_mapped"], auto["huge_window_bytes"]
     # a file mapping holds in 2 MiB pages only the whole 2 MiB windows inside the matrices (here

@@ -1,7 +1,8 @@
 """`gemma4c pack` and the `.g4c` format, checked from outside: this file parses packs with its own
 reader (struct + zlib, following the layout in src/io/pack.h) and the checkpoints with numpy, so
 a rank's tensors are compared with the HF slices of MODEL.md's shard plan without going through
-our C reader. Quantized packs are compared with gguf-py's encoders where /opt/refenv has them."""
+our C reader. Quantized packs are compared with gguf-py's encoders where $G4_REF_PY (a Python with
+the gguf package) is set; those tests skip without it."""
 import json
 import os
 import pathlib
@@ -15,7 +16,7 @@ import pytest
 from conftest import FIXTURES, run_g4
 
 DT = {0: "F32", 1: "F16", 2: "BF16", 3: "Q8_0", 4: "Q4_0", 5: "Q5_0", 6: "Q4_K", 7: "Q6_K"}
-REFPY = "/opt/refenv/bin/python"
+REFPY = os.environ.get("G4_REF_PY")  # a Python with gguf-py; unset: the tests that need it skip
 
 
 def align8(n):
@@ -209,7 +210,7 @@ def test_multimodal_front_end_left_out(g4_bin, tmp_path):
 
 def gguf_py_quantize(arrays, qtype):
     """gguf.quants.quantize of each array in a Python that has gguf (bytes), or None."""
-    if not os.path.exists(REFPY):
+    if not REFPY or not os.path.exists(REFPY):
         return None
     import tempfile
     with tempfile.TemporaryDirectory() as d:

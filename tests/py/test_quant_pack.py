@@ -1,8 +1,8 @@
-"""Accuracy of `gemma4c pack --dtype q8_0|q4_0|q4_k` against the bf16 checkpoint on the fixtures
-(issue 7, item 4), with bench/quant_accuracy.py's measurement: top-1 agreement at the golden
+"""Accuracy of `gemma4c pack --dtype q8_0|q4_0|q4_k` against the bf16 checkpoint on the fixtures,
+with bench/quant_accuracy.py's measurement: top-1 agreement at the golden
 prompts' last positions and teacher-forced along transformers' greedy continuation (16 steps),
 and the max relative logit error. The bounds are the values measured at the commit that added this
-file with a margin (numbers in the comments; bench/RESULTS.md "Quantized weights" has the full
+file with a margin (numbers in the comments; bench/results/ (quantized weights) has the full
 64-step table). These random-weight fixtures are chaotic: transformers itself, on the Q8_0 tensors
 dequantized, moves the logits by up to 0.14 of their range (g4-cond-tiny), so Q8_0 flips near-ties;
 test_kernels_exact separates that from the quantized kernels' own error, which is ~1e-4."""

@@ -2,7 +2,7 @@
 """Cross-checks tests/fixtures/quant/act_Q8_0_ref.blocks (ggml's quantize_row_q8_0_ref, written by
 ggml_act_vectors.c) against the `gguf` package's own numpy Q8_0 quantizer (PyPI) on act_in.f32.
 
-usage: /opt/refenv/bin/python tools/reference/check_act_vectors.py
+usage: "$G4_REF_PY" tools/reference/check_act_vectors.py
 """
 import os
 import sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The 12B-width slice check (issue 2, item 4): record transformers goldens on the slice written
+"""The 12B-width slice check: record transformers goldens on the slice written
 by make_12b_slice.py and/or compare gemma4c against them.
 
   --record     transformers float32 (eager) on the bf16 slice: prompts of 8, 64 and 200 tokens

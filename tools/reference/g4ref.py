@@ -11,7 +11,10 @@ import shutil
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
-CHAT_TEMPLATE_SRC = "/work/shared/data/gemma4-chat-templates/google-gemma-4-31B-it.jinja"
+# The shared test data (the real Gemma 3 tokenizer, the Gemma 4 chat templates): $G4_SHARED_DATA, else
+# the data/ folder of a `shared` directory beside the repository (../shared/data).
+SHARED_DATA = os.environ.get("G4_SHARED_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+CHAT_TEMPLATE_SRC = os.path.join(SHARED_DATA, "gemma4-chat-templates", "google-gemma-4-31B-it.jinja")
 
 S, F = "sliding_attention", "full_attention"
 

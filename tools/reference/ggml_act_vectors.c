@@ -1,7 +1,7 @@
 /* ggml_act_vectors.c — writes the --act-q8 test vectors in tests/fixtures/quant/ with ggml's own
  * activation quantizers from a llama.cpp build outside this repo: quantize_row_q8_0_ref and
  * quantize_row_q8_K_ref (libggml-base) and the x86 AVX2 quantize_row_q8_0 (libggml-cpu, the one
- * llama.cpp runs on this machine). gguf-py has a Q8_0 quantizer only (cross-checked against the
+ * llama.cpp runs on an AVX2 CPU). gguf-py has a Q8_0 quantizer only (cross-checked against the
  * _ref blocks by tools/reference/check_act_vectors.py) and no Q8_K one. Not part of gemma4c.
  *
  * build: cc -O2 tools/reference/ggml_act_vectors.c -o /tmp/gav -lm -L$LLAMA/build/bin -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA/build/bin

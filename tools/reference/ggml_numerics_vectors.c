@@ -1,6 +1,6 @@
 /* ggml_numerics_vectors.c — writes the `--numerics ggml` test vectors in tests/fixtures/ggml-num/
  * from ggml itself (libggml-cpu of a llama.cpp build outside this repo, the x86 AVX2 + FMA build
- * llama.cpp runs on this machine), for tests/c/test_ggml_num.c. Not part of gemma4c.
+ * llama.cpp runs on an AVX2 CPU), for tests/c/test_ggml_num.c. Not part of gemma4c.
  *
  * build: cc -O2 tools/reference/ggml_numerics_vectors.c -o /tmp/gnv -lm -L$LLAMA/build/bin -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA/build/bin
  * usage: /tmp/gnv tests/fixtures/ggml-num

@@ -10,7 +10,7 @@ Usage:  python tools/reference/make_12b_slice.py /tmp/g4-12b-slice
         python tools/reference/compare_slice.py /tmp/g4-12b-slice --record      (goldens, ~10 min)
 
 Memory: the model is built directly in bf16 (no float32 copy), peak ~ 5 GB. The tokenizer is the
-real 262,144-piece Gemma 3 one (/work/shared/data/gemma3-tokenizer) when present, else a trained
+real 262,144-piece Gemma 3 one ($G4_SHARED_DATA/gemma3-tokenizer, default ../shared/data/gemma3-tokenizer) when present, else a trained
 toy one is not possible at this vocab size and the tokenizer files are skipped."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import g4ref  # noqa: E402
 
-GEMMA3_TOK = "/work/shared/data/gemma3-tokenizer"
+GEMMA3_TOK = os.path.join(g4ref.SHARED_DATA, "gemma3-tokenizer")
 
 
 def copy_gemma3_tokenizer(out_dir: str, vocab_size: int) -> bool:

@@ -10,11 +10,11 @@ vocabulary and every 12B text feature at reduced width:
 
 The config uses the published checkpoint's spelling (global_head_dim / num_global_key_value_heads),
 which is what llama.cpp's convert_hf_to_gguf.py reads. The tokenizer is the real Gemma 3 one
-(/work/shared/data/gemma3-tokenizer, same 262,144-piece family as Gemma 4) with its one added token
+($G4_SHARED_DATA/gemma3-tokenizer, default ../shared/data/gemma3-tokenizer, same 262,144-piece family as Gemma 4) with its one added token
 past the vocabulary (<image_soft_token>, id 262144) dropped so that tokenizer and embedding agree
 on 262,144 ids: llama.cpp's converter needs a tokenizer.json; gemma4c bench does not.
 
-Usage:  /opt/refenv/bin/python tools/reference/make_bench_model.py [OUT_DIR] [--layers 12]
+Usage:  "$G4_REF_PY" tools/reference/make_bench_model.py [OUT_DIR] [--layers 12]
 Deterministic (fixed seed). Peak memory ~ 2x the checkpoint (weights are built directly in bf16)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import g4ref  # noqa: E402
 
 S, F = g4ref.S, g4ref.F
-GEMMA3_TOK = "/work/shared/data/gemma3-tokenizer"
+GEMMA3_TOK = os.path.join(g4ref.SHARED_DATA, "gemma3-tokenizer")
 
 BENCH = dict(
     arch="cond", seed=4004, vocab_size=262144, hidden_size=1536, intermediate_size=6144,

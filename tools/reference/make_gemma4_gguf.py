@@ -14,7 +14,7 @@ Two shims, both applied to a temporary copy of the fixture, never to the convert
     Gemma4UnifiedForCausalLM; their text stacks and tensor names are the same, so the copy's
     config.json says Gemma4ForCausalLM.
 
-usage: /opt/refenv/bin/python tools/reference/make_gemma4_gguf.py [LLAMA_CPP_DIR] [--out DIR]
+usage: "$G4_REF_PY" tools/reference/make_gemma4_gguf.py [LLAMA_CPP_DIR] [--out DIR]
        [--fixtures g4-cond-tiny g4-causal-tiny] [--types bf16 q8_0]
 """
 import argparse

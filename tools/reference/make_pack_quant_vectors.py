@@ -10,7 +10,7 @@ quantize_row_*_ref bit for bit:
 
 gguf-py has no Q4_K quantizer; test_pack.c checks ours by its round-trip error instead.
 
-usage: /opt/refenv/bin/python tools/reference/make_pack_quant_vectors.py
+usage: "$G4_REF_PY" tools/reference/make_pack_quant_vectors.py
 """
 import os
 

@@ -12,7 +12,7 @@ Q8_0, Q4_0, Q5_0, BF16, F16 blocks come from gguf.quants.quantize of random floa
 no quantizer for Q4_K / Q6_K, so their blocks are random bytes with finite, plausible f16 scales
 (every bit pattern of the packed scales and quants is exercised), dequantized by gguf-py.
 
-usage: /opt/refenv/bin/python tools/reference/make_quant_vectors.py
+usage: "$G4_REF_PY" tools/reference/make_quant_vectors.py
 """
 import os
 

@@ -2,7 +2,7 @@
 """Records chat-template goldens: the exact text transformers' apply_chat_template (jinja2) renders
 for a set of conversations, or the error it raises, for each template under test.
 
-  /opt/refenv/bin/python tools/reference/make_template_goldens.py
+  "$G4_REF_PY" tools/reference/make_template_goldens.py
 
 Writes tests/fixtures/templates/<template>.json. Templates: the Gemma 3 template (the
 chat_template field of ../shared/data/gemma3-tokenizer/tokenizer_config.json), the two official

@@ -6,7 +6,7 @@ plus random id sequences (byte-fallback runs, specials) decoded. synthetic: smal
 here, each stressing one component (Split behaviours, added-token flags, Prepend/Strip, unk, ...),
 with HF's encodings of a few strings. tests/c/test_tokenizer.c compares gemma4c with both.
 
-usage: /opt/refenv/bin/python tools/reference/make_tokenizer_goldens.py \
+usage: "$G4_REF_PY" tools/reference/make_tokenizer_goldens.py \
            [--tokenizer ../shared/data/gemma3-tokenizer] [--out tests/fixtures/tokenizer/goldens.jsonl.gz]
 
 Every string is stored in the fixture, so the tests never need this script or `tokenizers`; the

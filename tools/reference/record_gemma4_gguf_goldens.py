@@ -12,7 +12,7 @@ A multimodal placeholder id (<|image|>, ...) in a prompt or continuation is embe
 Gemma4UnifiedForConditionalGeneration but as itself by llama.cpp and gemma4c on a GGUF; such cases
 are flagged "placeholder_hit" and the test skips them.
 
-usage: /opt/refenv/bin/python tools/reference/record_gemma4_gguf_goldens.py
+usage: "$G4_REF_PY" tools/reference/record_gemma4_gguf_goldens.py
 """
 import json
 import pathlib

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "io/quantize.h"
+#include "base/half.h"
 #include "kernels/kernels.h"
 
 /* ggml_compute_forward_rms_norm_f32 then the separate GGML_OP_MUL by the weight (the fused

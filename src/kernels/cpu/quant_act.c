@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "io/quantize.h"
+#include "base/half.h"
 #include "kernels/cpu/quant.h"
 
 static inline float f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }

@@ -6,34 +6,6 @@
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
-float g4_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
-    if (exp == 0) {
-        if (man == 0) u = sign;
-        else {  /* subnormal: renormalize */
-            int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400));
-            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) u = sign | 0x7f800000u | (man << 13);
-    else u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    union { uint32_t u; float f; } v = {u};
-    return v.f;
-}
-
-/* The bf16 bits of the float with bits u: round to nearest even; a NaN stays NaN (quietened).
- * Branch-free, so the row loops below vectorize. */
-static inline uint16_t bf16_bits(uint32_t u) {
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) >> 16, quiet_nan = (u >> 16) | 0x40;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
-uint16_t g4_f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return bf16_bits(u);
-}
-
 /* g4_f32_to_bf16 over a row, vectorized: --prefill-bf16 rounds every layer matmul's input (~3.4 M
  * values per layer of a 256-row chunk of the bench model), which one call per value left at ~9%
  * of the prefill on a 16-core Xeon. */
@@ -41,7 +13,7 @@ void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     for (int i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        out[i] = bf16_bits(u);
+        out[i] = g4_bf16_bits(u);
     }
 }
 
@@ -77,15 +49,15 @@ static void split3_piece(const float *x, int m, uint16_t piece[3][32]) {
         const float v = i < m ? x[i] : 0.0f;
         uint32_t u;
         memcpy(&u, &v, sizeof u);
-        const uint16_t hi = bf16_bits(u);
+        const uint16_t hi = g4_bf16_bits(u);
         const float r1 = v - g4_bf16_to_f32(hi);   /* exact: the bits of v below hi's */
         memcpy(&u, &r1, sizeof u);
-        const uint16_t mid = bf16_bits(u);
+        const uint16_t mid = g4_bf16_bits(u);
         const float r2 = r1 - g4_bf16_to_f32(mid);   /* exact, and at most 8 significant bits */
         memcpy(&u, &r2, sizeof u);
         piece[0][i] = hi;
         piece[1][i] = mid;
-        piece[2][i] = bf16_bits(u);
+        piece[2][i] = g4_bf16_bits(u);
     }
 }
 
@@ -116,7 +88,7 @@ void g4_round_bf16_row(const float *x, int n, float *out) {
     for (int i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        out[i] = g4_bf16_to_f32(bf16_bits(u));
+        out[i] = g4_bf16_to_f32(g4_bf16_bits(u));
     }
 }
 

@@ -1,7 +1,7 @@
 /* jinja_lex.c — the Jinja lexer: template text -> tokens, with jinja2's whitespace control
  * exactly (`-`/`+` modifiers, trim_blocks, lstrip_blocks, raw blocks, newline normalisation).
  * Mirrors jinja2/lexer.py (Lexer.tokeniter) rule by rule; knows nothing of the grammar. */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 #include <stdio.h>
 #include <stdlib.h>

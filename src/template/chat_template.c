@@ -3,9 +3,8 @@
  * conversation the way transformers' apply_chat_template does (message normalisation, default
  * variables). The Jinja language itself is in jinja_*.c. */
 #include "gemma4c.h"
-#include "io/gguf.h"
-#include "io/pack.h"
-#include "tokenizer/jinja.h"
+#include "io/source.h"
+#include "template/jinja.h"
 #include "tokenizer/tokenizer_gguf.h"
 
 #include <jansson.h>
@@ -155,98 +154,70 @@ g4_status g4_template_load_source(const char *src, size_t len, const char *templ
     return G4_OK;
 }
 
-/* A .g4c: chat_template.jinja, else the chat_template field of chat_template.json /
- * tokenizer_config.json, with the special-token strings of the embedded tokenizer_config.json. */
-static g4_status template_load_pack(const char *path, g4_template **out) {
-    g4_pack *p;
-    g4_status st = g4_pack_open_meta(path, &p);
-    if (st) return st;
+static json_t *parse_json_object(const char *data, size_t len, const char *where, g4_status *st) {
+    json_error_t jerr;
+    json_t *j = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr);
+    if (!j) *st = g4_fail(G4_ERR_INPUT, "%s:%d:%d: invalid JSON: %s", where, jerr.line, jerr.column, jerr.text);
+    else if (!json_is_object(j)) {
+        json_decref(j);
+        j = NULL;
+        *st = g4_fail(G4_ERR_INPUT, "%s: expected a JSON object", where);
+    } else *st = G4_OK;
+    return j;
+}
+
+/* A checkpoint (directory or .g4c): chat_template.jinja, else the chat_template field of
+ * chat_template.json / tokenizer_config.json, with the special-token strings of
+ * tokenizer_config.json. */
+static g4_status template_load_checkpoint(g4_source *src, g4_template **out) {
+    const char *jinja, *jinja_at, *cfg_text, *cfg_at, *ct_text, *ct_at;
+    size_t jinja_len, cfg_len, ct_len;
+    g4_status st;
+    if ((st = g4_source_file(src, "chat_template.jinja", &jinja, &jinja_len, &jinja_at)) ||
+        (st = g4_source_file(src, "tokenizer_config.json", &cfg_text, &cfg_len, &cfg_at)) ||
+        (st = g4_source_file(src, "chat_template.json", &ct_text, &ct_len, &ct_at)))
+        return st;
     json_t *cfg = NULL, *specials = NULL;
-    const char *data;
-    size_t len;
-    char name[4200];
-    if (g4_pack_has_file(p, "tokenizer_config.json")) {
-        g4_pack_file(p, "tokenizer_config.json", &data, &len);
-        json_error_t jerr;
-        cfg = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr);
-        if (!cfg || !json_is_object(cfg)) {
-            st = g4_fail(G4_ERR_INPUT, "%s:tokenizer_config.json:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column,
-                         cfg ? "expected an object" : jerr.text);
-            goto done;
-        }
+    if (cfg_text) {
+        if (!(cfg = parse_json_object(cfg_text, cfg_len, cfg_at, &st))) return st;
         specials = read_specials(cfg);
     }
-    if (g4_pack_has_file(p, "chat_template.jinja")) {
-        g4_pack_file(p, "chat_template.jinja", &data, &len);
-        snprintf(name, sizeof name, "%s:chat_template.jinja", path);
-        st = g4_template_load_source(data, len, name, NULL, out);
+    if (jinja) {
+        st = g4_template_load_source(jinja, jinja_len, jinja_at, NULL, out);
+    } else if (ct_text || cfg) {
+        json_t *tc = ct_text ? parse_json_object(ct_text, ct_len, ct_at, &st) : cfg;
+        const char *from = ct_text ? ct_at : cfg_at, *text = NULL;
+        if (tc && !(st = template_from_config(tc, from, &text))) {
+            char name[4200];
+            snprintf(name, sizeof name, "%s:chat_template", from);
+            st = g4_template_load_source(text, strlen(text), name, NULL, out);
+        }
+        if (tc != cfg) json_decref(tc);
     } else {
-        const char *from = g4_pack_has_file(p, "chat_template.json") ? "chat_template.json" : "tokenizer_config.json";
-        json_t *tc = cfg;
-        if (!strcmp(from, "chat_template.json")) {
-            g4_pack_file(p, from, &data, &len);
-            tc = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
-        }
-        const char *src = NULL;
-        snprintf(name, sizeof name, "%s:%s", path, from);
-        st = !tc ? g4_fail(G4_ERR_INPUT, "%s: no chat template (no chat_template.jinja or tokenizer_config.json embedded)", path)
-                 : template_from_config(tc, name, &src);
-        if (!st) {
-            snprintf(name, sizeof name, "%s:%s:chat_template", path, from);
-            st = g4_template_load_source(src, strlen(src), name, NULL, out);
-        }
-        if (tc && tc != cfg) json_decref(tc);
+        st = g4_fail(G4_ERR_INPUT, "%s: no chat_template.jinja or tokenizer_config.json", g4_source_path(src));
     }
     if (!st && specials) {   /* the source loader had no directory to read them from */
         json_decref((*out)->specials);
         (*out)->specials = specials;
         specials = NULL;
     }
-done:
     json_decref(specials);
     json_decref(cfg);
-    g4_pack_close(p);
     return st;
 }
 
 g4_status g4_template_load(const char *path, g4_template **out) {
     *out = NULL;
     if (!path) return g4_fail(G4_ERR_INPUT, "template: no path given");
-    g4_status st = G4_OK;
-    if (is_dir(path)) {
-        char *jp = join_path(path, "chat_template.jinja");
-        char *jsp = join_path(path, "chat_template.json");
-        char *cp = join_path(path, "tokenizer_config.json");
-        if (!jp || !jsp || !cp) st = g4_fail(G4_ERR_NOMEM, "out of memory");
-        else if (is_file(jp)) {
-            size_t len;
-            char *src = read_file(jp, &len);
-            st = src ? g4_template_load_source(src, len, jp, path, out)
-                     : g4_fail(G4_ERR_IO, "%s: cannot read", jp);
-            free(src);
-        } else if (is_file(jsp) || is_file(cp)) {
-            const char *from = is_file(jsp) ? jsp : cp;
-            json_t *cfg = load_json_file(from, &st);
-            if (cfg) {
-                const char *src = NULL;
-                st = template_from_config(cfg, from, &src);
-                if (st == G4_OK) {
-                    char name[4096];
-                    snprintf(name, sizeof name, "%s:chat_template", from);
-                    st = g4_template_load_source(src, strlen(src), name, path, out);
-                }
-                json_decref(cfg);
-            }
-        } else
-            st = g4_fail(G4_ERR_INPUT, "%s: no chat_template.jinja or tokenizer_config.json", path);
-        free(jp);
-        free(jsp);
-        free(cp);
-        return st;
-    }
-    if (!is_file(path)) return g4_fail(G4_ERR_IO, "%s: no such file or directory", path);
-    if (g4_is_gguf(path)) return tk_template_load_gguf(path, out);   /* tokenizer_gguf.c */
-    if (g4_is_pack(path)) return template_load_pack(path, out);
+    if (!is_dir(path) && !is_file(path)) return g4_fail(G4_ERR_IO, "%s: no such file or directory", path);
+    g4_source *source;
+    g4_status st = g4_source_open(path, &source);
+    if (st) return st;
+    const g4_source_kind kind = g4_source_kind_of(source);
+    if (kind == G4_SOURCE_GGUF) st = tk_template_load_gguf(g4_source_gguf(source), path, out);   /* tokenizer_gguf.c */
+    else if (kind != G4_SOURCE_FILE) st = template_load_checkpoint(source, out);
+    g4_source_close(source);
+    if (kind != G4_SOURCE_FILE) return st;
     /* a file: tokenizer_config.json-like JSON, or a template whose directory may hold one */
     char *dir = strdup(path);
     if (!dir) return g4_fail(G4_ERR_NOMEM, "out of memory");

@@ -1,7 +1,7 @@
 /* jinja_value.c — the value model of the Jinja interpreter: arena, error unwinding, string
  * buffers, UTF-8 helpers, Python-compatible str()/repr()/==/< and json.dumps of values.
  * Does not evaluate templates (jinja_eval.c) nor know filters (jinja_builtins.c). */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 #include <jansson.h>
 #include <math.h>

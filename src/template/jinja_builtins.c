@@ -2,7 +2,7 @@
  * str/dict/list methods templates use, and the globals transformers provides (range,
  * namespace, dict, raise_exception, strftime_now). Each mirrors the jinja2 3.1 / CPython
  * function of the same name; the evaluator itself is in jinja_eval.c. */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 #include <errno.h>
 #include <setjmp.h>

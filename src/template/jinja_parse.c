@@ -2,7 +2,7 @@
  * grammar and operator precedence function by function (parse_tuple, parse_condexpr, ...).
  * Statements: if/elif/else, for (+else, filter), set (+block, namespace attr), macro, filter,
  * with, block, print, raw (lexer), break/continue (loopcontrols), generation (transformers). */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 #include <stdarg.h>
 #include <stdio.h>

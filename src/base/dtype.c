@@ -1,5 +1,5 @@
 /* dtype.c — sizes and names of the weight element types (see dtype.h). */
-#include "io/dtype.h"
+#include "base/dtype.h"
 
 static const struct { const char *name; int block; int bytes; } info[G4_DT_COUNT] = {
     [G4_DT_F32] = {"F32", 1, 4},      [G4_DT_F16] = {"F16", 1, 2},

@@ -1,31 +1,14 @@
 /* quantize.c — float32 encoders for `gemma4c pack` (see quantize.h). Each quantizer follows
  * ggml's quantize_row_*_ref statement by statement, in the same float operations and order,
  * because the point is bit-identical blocks (so a pack equals what ggml / gguf-py would write). */
-#include "io/quantize.h"
+#include "convert/quantize.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half.h"
 #include "kernels/kernels.h"
-
-uint16_t g4_f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);      /* NaN -> quiet NaN, as ggml */
-    if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);     /* >= 65536 (and inf) -> inf */
-    if (ax >= 0x38800000u) {                                       /* normal half: rebias, RNE */
-        uint32_t h = (ax - 0x38000000u) >> 13, rem = ax & 0x1fffu;
-        if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;    /* may carry into inf: right */
-        return (uint16_t)(sign | h);
-    }
-    if (ax <= 0x33000000u) return (uint16_t)sign;                  /* <= 2^-25: ties to even 0 */
-    const uint32_t e = ax >> 23, mant = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
-    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;               /* subnormal half, RNE */
-    return (uint16_t)(sign | h);
-}
 
 static void put_f16(uint8_t *p, float f) {
     uint16_t h = g4_f32_to_f16(f);

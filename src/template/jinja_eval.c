@@ -2,7 +2,7 @@
  * iteration and per macro call, Undefined that prints as '' but fails on use, sandboxed
  * attribute/item lookup, Python operators) and writes the rendered text.
  * Filters, tests, methods and global functions live in jinja_builtins.c. */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 #include <math.h>
 #include <stdarg.h>

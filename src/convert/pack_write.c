@@ -1,4 +1,4 @@
-/* pack_write.c — `gemma4c pack`: writes a HuggingFace checkpoint as a `.g4c` (format in pack.h).
+/* pack_write.c — `gemma4c pack`: writes a HuggingFace checkpoint as a `.g4c` (format in io/pack.h).
  * For each rank and each tensor the text engine uses: the shard plan picks the slice (rows, or a
  * column range of every row), 2-D matrices are converted / quantized to the requested dtype row
  * by row, everything else is copied as stored. Tensors the text engine ignores (the multimodal
@@ -14,13 +14,17 @@
 
 #include "base/threadpool.h"
 #include "io/hfconfig.h"
-#include "io/quantize.h"
+#include "convert/quantize.h"
 #include "kernels/kernels.h"
 #include "parallel/tp_plan.h"
 
 /* The files a pack embeds verbatim when the checkpoint directory has them. */
 static const char *const embed_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
                                           "chat_template.jinja", "chat_template.json", "generation_config.json"};
+
+const char *g4_pack_dtype_name(int dtype) {
+    return dtype < 0 ? "as stored" : g4_dtype_name((g4_dtype)dtype);
+}
 
 int g4_pack_dtype_parse(const char *s) {
     static const struct { const char *name; g4_dtype dt; } names[] = {

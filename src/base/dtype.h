@@ -1,8 +1,8 @@
 /* dtype.h — the element types a weight tensor may have: plain floats (F32/F16/BF16, one element
  * each) and ggml's block-quantized types (a block of 32 or 256 elements in a fixed byte layout).
  * Owns the sizes and names; the kernels table is indexed by these values. */
-#ifndef G4_DTYPE_H
-#define G4_DTYPE_H
+#ifndef G4_BASE_DTYPE_H
+#define G4_BASE_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -106,3 +106,13 @@ def test_measuring_knobs_bad_values(g4_bin, cmd, bad, needle):
         run_g4(g4_bin, cmd, "-m", M, *bad, input=b"")
     assert r.returncode == 2, (cmd, bad, r.stderr)
     assert needle.encode() in r.stderr and r.stderr.startswith(b"gemma4c %s: " % cmd.encode())
+
+
+@pytest.mark.parametrize("cmd", ["run", "chat"])
+def test_bad_generation_config_is_bad_input(g4_bin, tmp_path, cmd):
+    d = model_copy(tmp_path, {})
+    (d / "generation_config.json").write_text('{"eos_token_id": [1,')
+    extra = ["--prompt-ids", "2"] if cmd == "run" else []
+    r = run_g4(g4_bin, cmd, "-m", d, *extra, input=b"Hi!\n")
+    assert r.returncode == 2, r.stderr
+    assert f"{d}/generation_config.json:1:".encode() in r.stderr and r.stderr.count(b"\n") == 1

@@ -38,6 +38,9 @@ all: $(BUILD)/gemma4c $(TESTS)
 $(BUILD)/src/kernels/%.o: CFLAGS += -O3
 $(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/parallel/group.o: CFLAGS += $(NUMA_CFLAGS)
+# `gemma4c --version` names the commit; main.o is rebuilt when HEAD moves
+$(BUILD)/src/cli/main.o: CFLAGS += $(if $(shell git rev-parse --short HEAD 2>/dev/null),-DG4_COMMIT='"$(shell git rev-parse --short HEAD 2>/dev/null)"')
+$(BUILD)/src/cli/main.o: $(wildcard .git/logs/HEAD)
 # emulated AVX-512 vectors passed by value without AVX-512 enabled (tests/c/emu_avx512_amx.h)
 $(BUILD)/tests/test_bf16_matmul $(BUILD)/tests/test_avx512_matmul: CFLAGS += -Wno-psabi
 

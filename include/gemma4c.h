@@ -265,6 +265,148 @@ int g4_pack_dtype_parse(const char *s);
 /* Its inverse: the name of a pack dtype, or "as stored" for -1. */
 const char *g4_pack_dtype_name(int dtype);
 
+/* ---------------------------------------------------------------- version */
+
+/* `gemma4c --version` prints it, with the git commit the binary was built from where known. */
+#define G4_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- generation */
+
+/* One generation path for every front end (`run`, `chat`, the server's scheduler): per sequence,
+ * the stop ids of generation_config.json, its suppressed tokens, sampling (g4_sampler), the
+ * streaming detokenizer, stop strings (holding back the bytes that may yet become one), max tokens
+ * and the end of the slot's context. The caller runs the model — one sequence or a batch of them —
+ * and hands each sequence's step result to its g4_gen:
+ *
+ *     g4_gen_new(m, slot, tok, &cfg, &params, &g);
+ *     prefill: g4_gen_argmax_only(g) ? g4_prefill_argmax(.., &am) : g4_prefill(.., logits)
+ *     loop:    tok = g4_gen_next(g, argmax_only ? NULL : logits, am);
+ *              fin = g4_gen_accept(g, tok, &text, &len);    (print text[0..len))
+ *              if (fin) break;  else decode `tok` and loop
+ */
+
+/* generation_config.json: stop ids, suppressed ids and default sampling parameters. */
+typedef struct {
+    int32_t *eos;                 /* every id that ends a generation [n_eos] */
+    int n_eos;
+    int32_t *suppress;            /* ids kept at -inf before sampling [n_suppress] */
+    int n_suppress;
+    g4_sampler_params defaults;   /* temperature / top_p / top_k / min_p; do_sample false = greedy */
+} g4_gen_config;
+
+/* Reads generation_config.json of a model directory, or the copy a packed .g4c carries; absent
+ * file or fields fall back to config.json's eos (info->eos_id) and the sampler's defaults. */
+g4_status g4_gen_config_load(const char *model_path, const g4_model_info *info, g4_gen_config *out);
+void g4_gen_config_free(g4_gen_config *g);
+
+/* Why a generation ended (G4_FIN_NONE: it goes on). CANCELLED is the server's (client gone). */
+typedef enum { G4_FIN_NONE, G4_FIN_STOP, G4_FIN_LENGTH, G4_FIN_CANCELLED, G4_FIN_ERROR } g4_finish;
+
+typedef struct {
+    g4_sampler_params sp;         /* temperature 0 = greedy */
+    int max_tokens;               /* tokens to generate, the stop token included; <= 0: no limit */
+    const char *const *stop;      /* stop strings (copied; with text only): the text ends before
+                                   * the first one, and the generation there (G4_FIN_STOP) */
+    int n_stop;
+    int ignore_eos;               /* 1: the eos ids do not end the generation */
+    int text;                     /* 1: detokenize (special tokens skipped); 0: ids only */
+} g4_gen_params;
+
+typedef struct g4_gen g4_gen;
+
+void g4_gen_params_default(g4_gen_params *p);
+/* A generation for the sequence in `slot` of `m` (prefilled by the caller; the slot's position is
+ * read for the context end). `tok` may be NULL when p->text is 0. `cfg` must outlive the g4_gen.
+ * G4_ERR_INPUT naming the sampler field at fault. */
+g4_status g4_gen_new(const g4_model *m, int slot, const g4_tokenizer *tok, const g4_gen_config *cfg,
+                     const g4_gen_params *p, g4_gen **out);
+void g4_gen_free(g4_gen *g);
+/* 1 when the next token is the plain argmax of the raw logits (greedy, no penalties, nothing
+ * suppressed): run the model's *_argmax step and pass logits NULL to g4_gen_next — with --tp N
+ * the vocabulary's logits are then never gathered. */
+int g4_gen_argmax_only(const g4_gen *g);
+/* The next token: from `logits` [vocab] (suppressed ids set to -inf IN PLACE, then sampled), or
+ * `argmax` when logits is NULL (recorded for the penalties). */
+int32_t g4_gen_next(g4_gen *g, float *logits, int32_t argmax);
+/* Takes `tok` as generated: checks the eos ids, max tokens and the context end, detokenizes it and
+ * looks for the stop strings. *text / *len (either may be NULL) get the text that became final
+ * with this token — a stop string and everything after it cut off, the bytes that may still
+ * start one held back until they cannot (or the generation ends); valid until the next call.
+ * Returns the finish reason, G4_FIN_NONE while the generation goes on (the caller then feeds
+ * `tok` to the model). An eos token counts as generated but adds no text. */
+g4_finish g4_gen_accept(g4_gen *g, int32_t tok, const char **text, size_t *len);
+/* Tokens accepted so far. */
+int g4_gen_n_tokens(const g4_gen *g);
+/* 1 when the last G4_FIN_LENGTH came from the slot's context filling up (not max_tokens). */
+int g4_gen_hit_context(const g4_gen *g);
+
+/* ---------------------------------------------------------------- measurement */
+
+/* What `gemma4c bench` measures and reports, implemented in src/bench (library code). */
+
+/* Seconds on CLOCK_MONOTONIC; g4_sort_doubles sorts v[0..n) ascending (for medians). */
+double g4_now(void);
+void g4_sort_doubles(double *v, int n);
+
+/* Name of the kernel path the model's matmuls take ("scalar", "avx2", "avx512", "avx512bf16",
+ * "amx"; G4_CPU_ISA forces one), and whether it has bf16 units for --prefill-bf16. */
+const char *g4_model_kernel_path(const g4_model *m);
+int g4_model_bf16_units(const g4_model *m);
+
+/* Bytes of this process's memory mapped in 2 MiB pages: file mappings plus anonymous memory
+ * (--no-mmap copies), or -1 if the kernel does not say (src/io/filemap.c). */
+long long g4_huge_mapped_bytes(void);
+
+typedef struct {
+    double gbps;        /* best rep, 1e9 bytes/s */
+    double median_gbps;
+    size_t bytes;       /* buffer size read per rep */
+    int threads, reps;
+} g4_bw_result;
+
+/* Multi-threaded streaming read over a freshly allocated and touched buffer of `bytes` (>> L3, in
+ * 2 MiB pages where the kernel gives them, as the weights are), `reps` times; freed before return. */
+g4_status g4_bench_read_bw(int threads, size_t bytes, int reps, g4_bw_result *out);
+
+/* The same read kept ready (buffer and threads) to be re-measured right before each decode rep:
+ * on a shared host the bandwidth drifts during a run. */
+typedef struct g4_bw_probe g4_bw_probe;
+g4_status g4_bw_probe_new(int threads, size_t bytes, g4_bw_probe **out);
+double g4_bw_probe_read(g4_bw_probe *p, int reps);            /* best of `reps`, GB/s */
+void g4_bw_probe_free(g4_bw_probe *p);
+
+/* fp32 FMA peak in GFLOP/s (register-only FMA chains on every thread, best of `reps`; *isa names
+ * the instructions), and the peak of the bf16 unit --prefill-bf16 runs on (0 without one; *note
+ * says which unit or why none). */
+double g4_bench_fma_peak(int threads, int reps, const char **isa);
+double g4_bench_bf16_peak(int threads, int reps, const char **note);
+
+/* The model's cost model, from its bound weight matrices (exact dtypes and shapes). */
+typedef struct {
+    double layer_matrix_bytes;   /* q,k,v,o,gate,up,down over all layers, as stored */
+    double lm_head_bytes;        /* the (tied) embedding read as the LM head */
+    double layer_params;         /* parameters of those layer matrices */
+    double lm_head_params;
+    int n_layers, hidden, vocab, n_heads;
+} g4_model_cost;
+
+void g4_bench_model_cost(const g4_model *m, g4_model_cost *c);
+/* FLOPs of attention for the tokens at positions [p0, p0 + n) of one sequence (sliding windows
+ * capped), and the bytes of KV cache those tokens read. */
+double g4_bench_attn_flops(const g4_model *m, int p0, int n);
+double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
+
+/* Kernel-only throughput of the model's matmul path on its own matrices (`which`: "qkv", "o",
+ * "gateup", "down", "lm_head" or "decode"; T activation rows; best of `reps` sweeps); see
+ * src/bench/model_cost.h for the fields. G4_ERR_INPUT for an unknown group. */
+typedef struct {
+    double seconds, bytes, flops;
+    double read_seconds, of_read;
+    int rows, cols, T, n_calls;
+} g4_kernel_timing;
+
+g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* model_cost.c — the model's side of `gemma4c bench`'s roofline (see model_cost.h): weight bytes
  * and FLOPs per token from the bound matrices, attention FLOPs and KV bytes per position, and the
- * matmul kernels timed alone on the model's own matrices. Reads the model (model.h), never
- * changes it. */
+ * matmul kernels timed alone on the model's own matrices, and the public accessors of the kernel
+ * path a model takes. Reads the model (model.h), never changes it. */
 #include "bench/model_cost.h"
 
 #include <stdatomic.h>
@@ -192,4 +192,17 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
     out->T = T;
     out->n_calls = n_calls;
     return G4_OK;
+}
+
+/* The kernel table is chosen once per process (CPU features, G4_CPU_ISA), so every model takes
+ * the same path; the model argument keeps the accessor right should a model ever pick its own. */
+const char *g4_model_kernel_path(const g4_model *m) {
+    (void)m;
+    return g4_bench_kernel_path();
+}
+
+int g4_model_bf16_units(const g4_model *m) {
+    (void)m;
+    const g4_kernels *k = g4_kernels_get();
+    return k && k->matmul_xbf16;
 }

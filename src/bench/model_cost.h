@@ -7,24 +7,9 @@
 
 #include "gemma4c.h"
 
-/* The model's cost model, from its bound weight matrices (exact dtypes and shapes). */
-typedef struct {
-    double layer_matrix_bytes;   /* q,k,v,o,gate,up,down over all layers, as stored */
-    double lm_head_bytes;        /* the (tied) embedding read as the LM head */
-    double layer_params;         /* parameters of those layer matrices */
-    double lm_head_params;
-    int n_layers, hidden, vocab, n_heads;
-} g4_model_cost;
-
-void g4_bench_model_cost(const g4_model *m, g4_model_cost *c);
-
-/* FLOPs of attention (q·k and p·v, 4·D per key per query head, every layer) for the tokens at
- * positions [p0, p0 + n) of one sequence: keys seen = p + 1, capped by the window on sliding layers. */
-double g4_bench_attn_flops(const g4_model *m, int p0, int n);
-
-/* Bytes of KV cache (K and V, as the cache stores them) read by the tokens at positions
- * [p0, p0 + n). */
-double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
+/* g4_model_cost, g4_bench_model_cost, g4_bench_attn_flops, g4_bench_kv_read_bytes,
+ * g4_kernel_timing and g4_bench_kernel are public (gemma4c.h, measurement); the full contract of
+ * g4_bench_kernel: */
 
 /* Kernel-only throughput of the model's matmul path on its own bound matrices, split over the
  * model's thread pool the way the forward pass splits them (row blocks of whole weight rows):
@@ -38,12 +23,5 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n);
  * (g4_bench_read_range): read_seconds is the best such read, of_read the median over reps of
  * that rep's read time / kernel time (1 = the kernel streams the weights as fast as a plain read
  * of them at that moment; 0 and -1 when T >= 4). G4_ERR_INPUT for an unknown group. */
-typedef struct {
-    double seconds, bytes, flops;
-    double read_seconds, of_read;
-    int rows, cols, T, n_calls;
-} g4_kernel_timing;
-
-g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out);
 
 #endif

@@ -3,6 +3,8 @@
 #ifndef G4_CLI_H
 #define G4_CLI_H
 
+#include <jansson.h>
+
 #include "gemma4c.h"
 
 /* Each subcommand gets argv starting at its own name; returns the process exit code
@@ -15,6 +17,7 @@ int cli_template(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_pack(int argc, char **argv);
+int cli_chat(int argc, char **argv);
 
 /* Prints "gemma4c: <g4_last_error()>" to stderr and returns the exit code for `st`. */
 int cli_report(g4_status st);
@@ -26,10 +29,43 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long
 int cli_parse_tp_backend(const char *cmd, const char *v, int *out);
 /* Parses --numerics' value: "exact" (G4_NUMERICS_EXACT) or "ggml" (G4_NUMERICS_GGML). */
 int cli_parse_numerics(const char *cmd, const char *v, int *out);
+/* The model options every model-loading subcommand takes (cli_model_opts.c): parses argv[*i]
+ * (and its value, advancing *i) into mo. Returns 1 when it was one, 0 when it is not a model
+ * option, -1 after reporting a bad value (exit 2). */
+int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model_opts *mo);
+/* Their help text, for each subcommand's --help. */
+extern const char *const cli_model_opts_help;
+/* 1 for -h and --help. */
+int cli_is_help(const char *a);
+
 /* g4_model_load for a subcommand. On an MPI rank other than 0 it serves rank 0 (g4_model_work)
  * until rank 0 is done, frees the model and returns -1: the subcommand then exits with 0 without
  * printing anything. Otherwise returns the exit code of the load (0 with *m set). */
 int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m);
+
+/* Parses a float option value in [lo, hi]; on failure reports and returns 0. */
+int cli_parse_float(const char *cmd, const char *opt, const char *v, float lo, float hi, float *out);
+/* --temp, --top-p, --top-k, --min-p, --seed (run, chat): as cli_parse_model_opt. */
+int cli_parse_sampling_opt(const char *cmd, int argc, char **argv, int *i, g4_sampler_params *sp);
+
+/* What cli_generate reports, and what it collects when asked (text / ids non-zero). */
+typedef struct {
+    int text, ids;           /* in: collect the reply's text into text_buf / its ids into id_buf */
+    char *text_buf;          /* out: malloc'ed, NUL-terminated [text_len]; the caller frees */
+    size_t text_len;
+    int32_t *id_buf;         /* out: malloc'ed [n_gen]; the caller frees */
+    int n_gen;               /* tokens generated (an eos included) */
+    g4_finish fin;
+    double prefill_s, decode_s;
+} cli_gen_out;
+
+/* Appends ids[0..n) to `slot` and generates with `g` until it finishes, printing the text as it
+ * becomes final (ids_out: the ids as one JSON array) and a newline at the end. The last token is
+ * not fed to the slot: it holds the prompt and every generated token but the last. */
+g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
+/* The chat template's prompt for `messages` (a JSON array of {"role", "content"} objects) with
+ * the generation prompt, encoded without the tokenizer's special tokens; *ids malloc'ed. */
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n);
 
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);

@@ -9,12 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/model_cost.h"
-#include "bench/roofline.h"
-#include "io/filemap.h"
 #include "cli/cli.h"
-#include "kernels/kernels.h"
-#include "base/clock.h"
 
 #define MAX_TESTS 16
 
@@ -22,8 +17,8 @@ typedef struct {
     const char *model;
     long p[MAX_TESTS], n[MAX_TESTS];
     int np, nn;
-    long threads, reps, ctx, chunk, tp, bw_mib, seed, batch, depth;
-    int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
+    long reps, bw_mib, seed, batch, depth;
+    g4_model_opts mo;   /* ctx 0: sized from the longest test */
     int no_peaks, kernels;
 } bench_opts;
 
@@ -87,10 +82,9 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     o->p[0] = 64; o->np = 1;
     o->n[0] = 128; o->nn = 1;
     o->reps = 3;
-    g4_model_opts lib;
-    g4_model_opts_default(&lib);
-    o->chunk = lib.prefill_chunk;
-    o->tp = 0;   /* unset: 1, or the mpirun size */
+    g4_model_opts_default(&o->mo);
+    o->mo.tp = 0;    /* unset: 1, or the mpirun size */
+    o->mo.ctx = 0;   /* unset: the longest test's positions + 1 */
     o->bw_mib = 1024;
     o->seed = 1234;
     o->batch = 1;
@@ -98,33 +92,25 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) { cli_usage_error("bench", "%s needs a value", a); return 0; } i++; } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); exit(0); }
+        int r;
+        if (cli_is_help(a)) { fputs(USAGE, stdout); fputs(cli_model_opts_help, stdout); exit(0); }
+        else if ((r = cli_parse_model_opt("bench", argc, argv, &i, &o->mo))) { if (r < 0) return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "-p")) { NEEDV(); if (!parse_list(a, v, o->p, &o->np)) return 0; }
         else if (!strcmp(a, "-n")) { NEEDV(); if (!parse_list(a, v, o->n, &o->nn)) return 0; }
-        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 4096, &o->threads)) return 0; }
         else if (!strcmp(a, "--reps") || !strcmp(a, "-r")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->reps)) return 0; }
-        else if (!strcmp(a, "--ctx")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 24, &o->ctx)) return 0; }
-        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 1 << 16, &o->chunk)) return 0; }
-        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->tp)) return 0; }
-        else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend("bench", v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
         else if (!strcmp(a, "--batch")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 256, &o->batch)) return 0; }
         else if (!strcmp(a, "--depth")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 1 << 20, &o->depth)) return 0; }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int("bench", a, v, 0, 0x7fffffff, &o->seed)) return 0; }
         else if (!strcmp(a, "--no-peaks")) o->no_peaks = 1;
-        else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
-        else if (!strcmp(a, "--mmap")) o->no_mmap = -1;
-        else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
-        else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
-        else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics("bench", v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--kernels")) o->kernels = 1;
         else { cli_usage_error("bench", "unknown option '%s' (see gemma4c bench --help)", a); return 0; }
 #undef NEEDV
     }
     if (!o->model) { cli_usage_error("bench", "-m MODEL is required"); return 0; }
     /* MPI ranks would measure the machine all at once, and idle ranks poll: measure with threads */
-    if (o->tp_backend == G4_TP_MPI) o->no_peaks = 1;
+    if (o->mo.tp_backend == G4_TP_MPI) o->no_peaks = 1;
     if (o->np + o->nn == 0 && !o->kernels) { cli_usage_error("bench", "nothing to measure: -p and -n are both 0"); return 0; }
     return 1;
 }
@@ -182,9 +168,9 @@ static double adjacent_fraction(const bench_test *t, double cost_per_token) {
 int cli_bench(int argc, char **argv) {
     bench_opts o;
     if (!parse_opts(argc, argv, &o)) return 2;
-    if (o.threads <= 0) {   /* the library's rule for threads <= 0: all online CPUs */
+    if (o.mo.threads <= 0) {   /* the library's rule for threads <= 0: all online CPUs */
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        o.threads = nc > 0 ? nc : 1;
+        o.mo.threads = nc > 0 ? (int)nc : 1;
     }
     long max_p = 0, max_n = 0;
     for (int i = 0; i < o.np; i++) if (o.p[i] > max_p) max_p = o.p[i];
@@ -195,25 +181,16 @@ int cli_bench(int argc, char **argv) {
     double fma = -1, bf16 = -1;
     const char *fma_isa = "not measured", *bf16_note = "not measured";
     if (!o.no_peaks) {
-        g4_status st = g4_bench_read_bw((int)o.threads, (size_t)o.bw_mib << 20, 10, &bw);
+        g4_status st = g4_bench_read_bw(o.mo.threads, (size_t)o.bw_mib << 20, 10, &bw);
         if (st) return cli_report(st);
-        fma = g4_bench_fma_peak((int)o.threads, 5, &fma_isa);
-        bf16 = g4_bench_bf16_peak((int)o.threads, 5, &bf16_note);
+        fma = g4_bench_fma_peak(o.mo.threads, 5, &fma_isa);
+        bf16 = g4_bench_bf16_peak(o.mo.threads, 5, &bf16_note);
     }
 
     /* ---- model */
-    g4_model_opts mo;
-    g4_model_opts_default(&mo);
-    mo.threads = (int)o.threads;
+    g4_model_opts mo = o.mo;
     const long max_len = max_p > o.depth + max_n ? max_p : o.depth + max_n;   /* longest test, in positions */
-    mo.ctx = o.ctx ? (int)o.ctx : (int)(max_len + 1);   /* +1: the warm-up step */
-    mo.prefill_chunk = (int)o.chunk;
-    mo.tp = (int)o.tp;
-    mo.tp_backend = o.tp_backend;
-    mo.no_mmap = o.no_mmap;
-    mo.act_q8 = o.act_q8;
-    mo.numerics = o.numerics;
-    mo.prefill_bf16 = o.prefill_bf16;
+    if (!mo.ctx) mo.ctx = (int)(max_len + 1);   /* +1: the warm-up step */
     mo.n_slots = (int)o.batch;
     if (mo.ctx < max_len)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld positions, --depth included)", mo.ctx, max_len);
@@ -227,12 +204,11 @@ int cli_bench(int argc, char **argv) {
     g4_model_cost cost;
     g4_bench_model_cost(m, &cost);
     const double decode_bytes = cost.layer_matrix_bytes + cost.lm_head_bytes;
-    const char *kpath = g4_bench_kernel_path();
+    const char *kpath = g4_model_kernel_path(m);
     /* --prefill-bf16 on the CPU's bf16 units is judged against their peak (none when it was not
      * measured: AMX), else against the fp32 one */
-    const g4_kernels *ktab = g4_kernels_get();
-    const int bf16_units = ktab && ktab->matmul_xbf16;
-    const double prefill_peak = o.prefill_bf16 && bf16_units ? (bf16 > 0 ? bf16 : -1) : fma;
+    const int bf16_units = g4_model_bf16_units(m);
+    const double prefill_peak = o.mo.prefill_bf16 && bf16_units ? (bf16 > 0 ? bf16 : -1) : fma;
 
     long n_ids = max_len;
     if (n_ids < 1) n_ids = 1;
@@ -261,7 +237,7 @@ int cli_bench(int argc, char **argv) {
 
     /* a smaller buffer than the start-up read (>> L3 all the same), kept for the decode reps */
     g4_bw_probe *probe = NULL;
-    if (!st && !o.no_peaks && o.nn > 0) st = g4_bw_probe_new((int)o.threads, (size_t)256 << 20, &probe);
+    if (!st && !o.no_peaks && o.nn > 0) st = g4_bw_probe_new(o.mo.threads, (size_t)256 << 20, &probe);
 
     for (int i = 0; !st && i < o.np + o.nn; i++) {
         bench_test *t = &tests[nt];
@@ -281,7 +257,7 @@ int cli_bench(int argc, char **argv) {
             if (st) break;
             t->reps_limit[r] = o.no_peaks ? 0
                              : t->is_decode ? (probe ? g4_bw_probe_read(probe, 3) : 0)
-                                            : adjacent_peak(prefill_peak, fma, bf16, (int)o.threads);
+                                            : adjacent_peak(prefill_peak, fma, bf16, o.mo.threads);
             double t0 = g4_now();
             /* greedy steps: with --tp N the ranks exchange only their argmax, as `run` does */
             if (!t->is_decode) {
@@ -333,10 +309,10 @@ int cli_bench(int argc, char **argv) {
 
     /* ---- human-readable report */
     printf("gemma4c bench: %s\n", o.model);
-    printf("machine: %d threads, kernels %s; --tp %d (%s)\n", (int)o.threads, kpath, g4_model_get_info(m)->tp,
-           o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
-    if (o.act_q8) printf("matmuls over quantized weights: --act-q8 (int8 activations, Q8_0 / Q8_K blocks)\n");
-    if (o.prefill_bf16)
+    printf("machine: %d threads, kernels %s; --tp %d (%s)\n", o.mo.threads, kpath, g4_model_get_info(m)->tp,
+           o.mo.tp_backend == G4_TP_MPI ? "mpi" : "threads");
+    if (o.mo.act_q8) printf("matmuls over quantized weights: --act-q8 (int8 activations, Q8_0 / Q8_K blocks)\n");
+    if (o.mo.prefill_bf16)
         printf("prefill: --prefill-bf16 (%s)\n", bf16_units ? "bf16 activations on the CPU's bf16 units"
                                                              : "no bf16 units here: bf16-rounded activations through the fp32 kernels");
     if (!o.no_peaks) {
@@ -395,7 +371,7 @@ int cli_bench(int argc, char **argv) {
     /* ---- kernel-only timings (matmul on the model's own matrices, thread pool split) */
     static const char *groups[] = {"qkv", "o", "gateup", "down", "lm_head", "decode"};
     g4_kernel_timing kt[2][6];
-    const int kT[2] = {1, (int)o.chunk};
+    const int kT[2] = {1, o.mo.prefill_chunk};
     if (o.kernels) {
         printf("kernels alone (matmul only, each group swept over all layers, best of %ld sweeps; T=1 against a\n"
                "plain read of the same bytes on the same threads right before each sweep, median of the ratios;\n"
@@ -421,13 +397,13 @@ int cli_bench(int argc, char **argv) {
     FILE *f = stdout;
     fputs("{\"bench\":\"gemma4c\",\"model\":", f);
     json_str(f, o.model);
-    fprintf(f, ",\"act_q8\":%s", o.act_q8 || o.numerics == G4_NUMERICS_GGML ? "true" : "false");
-    fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.prefill_bf16 ? "true" : "false",
+    fprintf(f, ",\"act_q8\":%s", o.mo.act_q8 || o.mo.numerics == G4_NUMERICS_GGML ? "true" : "false");
+    fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.mo.prefill_bf16 ? "true" : "false",
             prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
-    fprintf(f, ",\"numerics\":\"%s\"", o.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
+    fprintf(f, ",\"numerics\":\"%s\"", o.mo.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
     fprintf(f, ",\"batch\":%d,\"depth\":%ld", B, o.depth);
-    fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", (int)o.threads,
-            g4_model_get_info(m)->tp, o.tp_backend == G4_TP_MPI ? "mpi" : "threads");
+    fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", o.mo.threads,
+            g4_model_get_info(m)->tp, o.mo.tp_backend == G4_TP_MPI ? "mpi" : "threads");
     json_str(f, kpath);
     fputs(",\"machine\":{\"read_bw_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.gbps);
     fputs(",\"read_bw_median_gbs\":", f); json_num(f, o.no_peaks ? -1 : bw.median_gbps);
@@ -442,7 +418,7 @@ int cli_bench(int argc, char **argv) {
                "\"load_s\":%.3f,\"huge_page_bytes\":%lld,\"weights_copied\":%s,\"weights_reread_bytes\":%zu,"
                "\"huge_window_bytes\":%zu}",
             info->n_layers, info->hidden_size, V, info->weight_bytes, decode_bytes, cost.layer_matrix_bytes,
-            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, o.chunk, info->ctx, rss_bytes(), t_load, huge,
+            cost.lm_head_bytes, cost.layer_params, cost.lm_head_params, (long)o.mo.prefill_chunk, info->ctx, rss_bytes(), t_load, huge,
             info->weights_copied ? "true" : "false", info->weights_reread_bytes, info->huge_window_bytes);
     fputs(",\"tests\":[", f);
     for (int i = 0; i < nt; i++) {

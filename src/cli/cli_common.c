@@ -1,7 +1,6 @@
 /* cli_common.c — helpers shared by the subcommands: error reporting with the exit-code policy
  * (2 = bad input, 1 = runtime failure), integer option parsing, reading stdin. */
 #include "cli/cli.h"
-#include "kernels/kernels.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -57,10 +56,9 @@ int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m) {
     *m = NULL;
     g4_status st = g4_model_load(path, mo, m);
     if (st) return cli_report(st);
-    const g4_kernels *k = g4_kernels_get();
-    if (mo->prefill_bf16 && g4_model_rank(*m) == 0 && k && !k->matmul_xbf16)
+    if (mo->prefill_bf16 && g4_model_rank(*m) == 0 && !g4_model_bf16_units(*m))
         fprintf(stderr, "gemma4c: note: --prefill-bf16 on kernel path '%s' (no AVX512-BF16 / AMX-BF16): the same "
-                        "bf16-rounded products through the fp32 kernels, no faster than exact\n", k->name);
+                        "bf16-rounded products through the fp32 kernels, no faster than exact\n", g4_model_kernel_path(*m));
     if (g4_model_rank(*m) == 0) return 0;
     /* mpirun forwards SIGTERM/SIGINT to every rank: workers leave when rank 0, which handles the
      * signal (e.g. the server draining its requests), sends the stop message */

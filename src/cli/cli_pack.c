@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: gemma4c pack -m HF_DIR -o MODEL.g4c [--tp N] [--dtype bf16|f16|f32|q8_0|q4_0|q4_k] [--threads N]\n"

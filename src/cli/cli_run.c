@@ -1,13 +1,14 @@
 /* cli_run.c — `gemma4c run` (generate from a prompt) and `gemma4c logits` (write the last
- * position's softcapped logits as float32 for golden comparisons). Greedy decoding takes the
+ * position's softcapped logits as float32 for golden comparisons), and the generation loop `run`
+ * and `chat` share (cli_generate: the model steps around a g4_gen). Greedy decoding takes the
  * argmax of the raw logits, skipping the softcap (it is monotonic). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include <jansson.h>
 
 #include "cli/cli.h"
-#include "base/clock.h"
 
 typedef struct {
     const char *model;
@@ -15,13 +16,26 @@ typedef struct {
     const char *prompt;        /* -p TEXT */
     const char *system;        /* --system TEXT (with --chat) */
     const char *out;
-    long n_predict, threads, ctx, chunk, tp;
-    int tp_backend, no_mmap, act_q8, numerics, prefill_bf16;
+    long n_predict;
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
+    g4_model_opts mo;
 } run_opts;
 
-static int parse_float(const char *cmd, const char *opt, const char *v, float lo, float hi, float *out) {
+static void usage(const char *cmd) {
+    if (!strcmp(cmd, "logits"))
+        printf("usage: gemma4c logits -m MODEL --prompt-ids 1,2,3 -o FILE [model options]\n"
+               "  writes the last position's logits (softcapped, float32 little-endian) to FILE\n");
+    else
+        printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
+               "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
+               "                   [-v] [model options]\n"
+               "  generates greedily (unless --temp) until an eos id of generation_config.json, -n tokens\n"
+               "  or the end of the context; --ids prints the generated ids as one JSON array\n");
+    fputs(cli_model_opts_help, stdout);
+}
+
+int cli_parse_float(const char *cmd, const char *opt, const char *v, float lo, float hi, float *out) {
     char *end;
     double d = v ? strtod(v, &end) : 0;
     if (!v || !*v || *end || !(d >= lo && d <= hi))
@@ -57,43 +71,49 @@ static int parse_ids(const char *cmd, const char *s, int32_t **out, int *n) {
     return 1;
 }
 
+int cli_parse_sampling_opt(const char *cmd, int argc, char **argv, int *i, g4_sampler_params *sp) {
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (strcmp(a, "--temp") && strcmp(a, "--top-p") && strcmp(a, "--min-p") && strcmp(a, "--top-k") && strcmp(a, "--seed"))
+        return 0;
+    if (!v) return cli_usage_error(cmd, "%s needs a value", a), -1;
+    ++*i;
+    long n;
+    if (!strcmp(a, "--temp")) return cli_parse_float(cmd, a, v, 0, 100, &sp->temperature) ? 1 : -1;
+    if (!strcmp(a, "--top-p")) return cli_parse_float(cmd, a, v, 0, 1, &sp->top_p) ? 1 : -1;
+    if (!strcmp(a, "--min-p")) return cli_parse_float(cmd, a, v, 0, 1, &sp->min_p) ? 1 : -1;
+    if (!strcmp(a, "--top-k")) { if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &n)) return -1; sp->top_k = (int)n; return 1; }
+    if (!cli_parse_int(cmd, a, v, 0, 0x7fffffffL, &n)) return -1;
+    sp->seed = (uint64_t)n;
+    return 1;
+}
+
+/* 1 parsed, 0 after reporting a usage error, -1 after printing --help */
 static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
-    o->ctx = 4096;
-    g4_model_opts lib;
-    g4_model_opts_default(&lib);
-    o->chunk = lib.prefill_chunk;
-    o->tp = 0;   /* unset: 1, or the mpirun size */
+    g4_model_opts_default(&o->mo);
+    o->mo.tp = 0;   /* unset: 1, or the mpirun size */
     g4_sampler_params_default(&o->sp);
     o->sp.temperature = 0.0f;   /* the CLI is greedy unless --temp is given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r;
+        if (cli_is_help(a)) { usage(cmd); return -1; }
+        if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp))) {
+            if (r < 0) return 0;
+            continue;
+        }
 #define NEEDV() do { if (!v) { cli_usage_error(cmd, "%s needs a value", a); return 0; } i++; } while (0)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--prompt-ids")) { NEEDV(); o->prompt_ids = v; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { NEEDV(); o->prompt = v; }
         else if (!strcmp(a, "--system")) { NEEDV(); o->system = v; }
         else if (!strcmp(a, "--chat")) o->chat = 1;
-        else if (!strcmp(a, "--temp")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 100, &o->sp.temperature)) return 0; }
-        else if (!strcmp(a, "--top-p")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 1, &o->sp.top_p)) return 0; }
-        else if (!strcmp(a, "--min-p")) { NEEDV(); if (!parse_float(cmd, a, v, 0, 1, &o->sp.min_p)) return 0; }
-        else if (!strcmp(a, "--top-k")) { long k; NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &k)) return 0; o->sp.top_k = (int)k; }
-        else if (!strcmp(a, "--seed")) { long sd; NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 0x7fffffffL, &sd)) return 0; o->sp.seed = (uint64_t)sd; }
         else if (!strcmp(a, "-o")) { NEEDV(); o->out = v; }
         else if (!strcmp(a, "-n")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &o->n_predict)) return 0; }
-        else if (!strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 4096, &o->threads)) return 0; }
-        else if (!strcmp(a, "--ctx")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1 << 24, &o->ctx)) return 0; }
-        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1 << 16, &o->chunk)) return 0; }
-        else if (!strcmp(a, "--tp")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 64, &o->tp)) return 0; }
-        else if (!strcmp(a, "--tp-backend")) { NEEDV(); if (!cli_parse_tp_backend(cmd, v, &o->tp_backend)) return 0; }
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
-        else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
-        else if (!strcmp(a, "--mmap")) o->no_mmap = -1;
-        else if (!strcmp(a, "--act-q8")) o->act_q8 = 1;
-        else if (!strcmp(a, "--prefill-bf16")) o->prefill_bf16 = 1;
-        else if (!strcmp(a, "--numerics")) { NEEDV(); if (!cli_parse_numerics(cmd, v, &o->numerics)) return 0; }
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else { cli_usage_error(cmd, "unknown option '%s'", a); return 0; }
@@ -105,24 +125,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     return 1;
 }
 
-static int load(const run_opts *o, g4_model **m) {
-    g4_model_opts mo;
-    g4_model_opts_default(&mo);
-    mo.threads = (int)o->threads;
-    mo.ctx = (int)o->ctx;
-    mo.prefill_chunk = (int)o->chunk;
-    mo.tp = (int)o->tp;
-    mo.tp_backend = o->tp_backend;
-    mo.no_mmap = o->no_mmap;
-    mo.act_q8 = o->act_q8;
-    mo.numerics = o->numerics;
-    mo.prefill_bf16 = o->prefill_bf16;
-    return cli_load_model(o->model, &mo, m);
-}
+static int load(const run_opts *o, g4_model **m) { return cli_load_model(o->model, &o->mo, m); }
 
 int cli_logits(int argc, char **argv) {
     run_opts o;
-    if (!parse_opts("logits", argc, argv, &o)) return 2;
+    int pr = parse_opts("logits", argc, argv, &o);
+    if (pr <= 0) return pr < 0 ? 0 : 2;
     if (!o.out) return cli_usage_error("logits", "-o FILE is required");
     if (!o.prompt_ids) return cli_usage_error("logits", "--prompt-ids is required");
     int32_t *ids;
@@ -148,50 +156,99 @@ int cli_logits(int argc, char **argv) {
     return rc;
 }
 
-/* Turns -p TEXT (optionally through the chat template) into token ids. A plain prompt gets the
- * tokenizer's special tokens (e.g. <bos>); a chat prompt doesn't, because the Gemma templates
+/* Renders `messages` (a JSON array of {"role", "content"}) with the chat template and the
+ * generation prompt, and encodes it without the tokenizer's special tokens: the Gemma templates
  * write <bos> themselves and a second one would change the model's input. */
-static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t **ids, int *n) {
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n) {
+    json_t *vars = json_pack("{s:b,s:O}", "add_generation_prompt", 1, "messages", messages);
+    char *js = vars ? json_dumps(vars, JSON_COMPACT) : NULL;
+    json_decref(vars);
+    if (!js) return g4_fail(G4_ERR_NOMEM, "out of memory");
     char *text = NULL;
-    size_t len = 0;
-    g4_status st = G4_OK;
-    if (o->chat) {
-        g4_template *tpl;
-        if ((st = g4_template_load(o->model, &tpl))) return st;
-        /* build {"messages": [...], "add_generation_prompt": true} with JSON-escaped strings */
-        size_t cap = 256 + 6 * (strlen(o->prompt) + (o->system ? strlen(o->system) : 0));
-        char *js = malloc(cap), *w = js;
-        if (!js) { g4_template_free(tpl); return g4_fail(G4_ERR_NOMEM, "out of memory"); }
-        const char *roles[2] = {"system", "user"}, *texts[2] = {o->system, o->prompt};
-        w += sprintf(w, "{\"add_generation_prompt\": true, \"messages\": [");
-        for (int i = 0, k = 0; i < 2; i++) {
-            if (!texts[i]) continue;
-            w += sprintf(w, "%s{\"role\": \"%s\", \"content\": \"", k++ ? ", " : "", roles[i]);
-            for (const unsigned char *c = (const unsigned char *)texts[i]; *c; c++) {
-                if (*c == '"' || *c == '\\') { *w++ = '\\'; *w++ = (char)*c; }
-                else if (*c < 0x20) w += sprintf(w, "\\u%04x", *c);
-                else *w++ = (char)*c;
-            }
-            w += sprintf(w, "\"}");
-        }
-        w += sprintf(w, "]}");
-        st = g4_template_render(tpl, js, (size_t)(w - js), &text, &len);
-        free(js);
-        g4_template_free(tpl);
-        if (st) return st;
-    }
-    size_t nid = 0;
-    st = o->chat ? g4_tokenize(tok, text, len, 0, ids, &nid)
-                 : g4_tokenize(tok, o->prompt, strlen(o->prompt), 1, ids, &nid);
+    size_t len = 0, nid = 0;
+    g4_status st = g4_template_render(tpl, js, strlen(js), &text, &len);
+    free(js);
+    if (!st) st = g4_tokenize(tok, text, len, 0, ids, &nid);
     free(text);
     if (!st && nid == 0) { free(*ids); return g4_fail(G4_ERR_INPUT, "the prompt encodes to no tokens"); }
     *n = (int)nid;
     return st;
 }
 
+/* Turns -p TEXT (optionally through the chat template) into token ids. A plain prompt gets the
+ * tokenizer's special tokens (e.g. <bos>); a chat prompt doesn't (cli_chat_ids). */
+static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t **ids, int *n) {
+    g4_status st;
+    if (o->chat) {
+        g4_template *tpl;
+        if ((st = g4_template_load(o->model, &tpl))) return st;
+        json_t *msgs = json_array();
+        if (o->system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", o->system));
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", o->prompt));
+        st = json_array_size(msgs) == (o->system ? 2u : 1u) ? cli_chat_ids(tpl, tok, msgs, ids, n)
+                                                           : g4_fail(G4_ERR_INPUT, "-p / --system: not valid UTF-8");
+        json_decref(msgs);
+        g4_template_free(tpl);
+        return st;
+    }
+    size_t nid = 0;
+    st = g4_tokenize(tok, o->prompt, strlen(o->prompt), 1, ids, &nid);
+    if (!st && nid == 0) { free(*ids); return g4_fail(G4_ERR_INPUT, "the prompt encodes to no tokens"); }
+    *n = (int)nid;
+    return st;
+}
+
+g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out) {
+    const int V = g4_model_get_info(m)->vocab_size;
+    const int am = g4_gen_argmax_only(g);
+    float *logits = am ? NULL : malloc((size_t)V * sizeof(float));
+    if (!am && !logits) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    int32_t next = 0;
+    out->fin = G4_FIN_NONE;
+    out->n_gen = 0;
+    double t0 = g4_now();
+    /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
+    g4_status st = am ? g4_prefill_argmax(m, slot, ids, n, &next) : g4_prefill(m, slot, ids, n, logits);
+    out->prefill_s = g4_now() - t0;
+    t0 = g4_now();
+    if (ids_out) printf("[");
+    while (!st) {
+        const int32_t t = g4_gen_next(g, logits, next);
+        const char *piece;
+        size_t plen;
+        out->fin = g4_gen_accept(g, t, &piece, &plen);
+        out->n_gen++;
+        if (ids_out) printf("%s%d", out->n_gen > 1 ? "," : "", t);
+        else if (plen) fwrite(piece, 1, plen, stdout);
+        if (!ids_out && plen && out->text) {
+            char *nt = realloc(out->text_buf, out->text_len + plen + 1);
+            if (!nt) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
+            memcpy(nt + out->text_len, piece, plen);
+            out->text_buf = nt;
+            out->text_len += plen;
+            nt[out->text_len] = 0;
+        }
+        if (out->ids) {
+            int32_t *ni = realloc(out->id_buf, (size_t)(out->n_gen) * sizeof *ni);
+            if (!ni) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
+            out->id_buf = ni;
+            ni[out->n_gen - 1] = t;
+        }
+        fflush(stdout);
+        if (out->fin) break;
+        int32_t tt = t;
+        st = am ? g4_decode_argmax(m, 1, &slot, &tt, &next) : g4_decode(m, 1, &slot, &tt, logits);
+    }
+    printf(ids_out ? "]\n" : "\n");
+    out->decode_s = g4_now() - t0;
+    free(logits);
+    return st;
+}
+
 int cli_run(int argc, char **argv) {
     run_opts o;
-    if (!parse_opts("run", argc, argv, &o)) return 2;
+    int pr = parse_opts("run", argc, argv, &o);
+    if (pr <= 0) return pr < 0 ? 0 : 2;
     int32_t *ids = NULL;
     int n = 0;
     g4_tokenizer *tok = NULL;
@@ -209,45 +266,29 @@ int cli_run(int argc, char **argv) {
         if (st) { g4_tokenizer_free(tok); g4_model_free(m); free(ids); return cli_report(st); }
     }
     const g4_model_info *info = g4_model_get_info(m);
-    const int V = info->vocab_size;
-    g4_sampler *smp = NULL;
-    g4_detok_stream *ds = tok && !o.ids_out ? g4_detok_stream_new(tok, 1) : NULL;
-    char *piece = NULL;
-    size_t plen = 0;
+    g4_gen_config cfg = {0};
+    g4_gen *g = NULL;
+    g4_gen_params gp;
+    g4_gen_params_default(&gp);
+    gp.sp = o.sp;
+    gp.max_tokens = (int)o.n_predict;
+    gp.ignore_eos = o.ignore_eos;
+    gp.text = !o.ids_out;
+    cli_gen_out out = {0};
     double t1 = g4_now();
-    float *logits = malloc((size_t)V * sizeof(float));
-    if (!logits) st = g4_fail(G4_ERR_NOMEM, "out of memory");
-    if (!st) st = g4_sampler_new(&o.sp, V, info->final_logit_softcap, &smp);
-    /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
-    const int greedy = o.sp.temperature == 0 && o.sp.frequency_penalty == 0 && o.sp.presence_penalty == 0;
-    int32_t next = 0;
-    if (!st) st = greedy ? g4_prefill_argmax(m, 0, ids, n, &next) : g4_prefill(m, 0, ids, n, logits);
-    double t2 = g4_now();
-    int n_gen = 0;
-    if (o.ids_out) printf("[");
-    while (!st && n_gen < o.n_predict) {
-        int32_t t = greedy ? next : g4_sampler_sample(smp, logits);
-        n_gen++;
-        int stop = !o.ignore_eos && t == info->eos_id;
-        if (o.ids_out) printf("%s%d", n_gen > 1 ? "," : "", t);
-        else if (!stop && ds && !(st = g4_detok_stream_push(ds, t, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
-        fflush(stdout);
-        if (stop || n_gen == o.n_predict || st) break;
-        int slot = 0;
-        st = greedy ? g4_decode_argmax(m, 1, &slot, &t, &next) : g4_decode(m, 1, &slot, &t, logits);
-    }
-    if (ds && !st && !(st = g4_detok_stream_finish(ds, &piece, (plen = 0, &plen))) && plen) fwrite(piece, 1, plen, stdout);
-    printf(o.ids_out ? "]\n" : "\n");
-    double t3 = g4_now();
+    st = g4_gen_config_load(o.model, info, &cfg);
+    if (!st) st = g4_gen_new(m, 0, tok, &cfg, &gp, &g);
+    if (!st && o.n_predict > 0) st = cli_generate(m, 0, ids, n, g, o.ids_out, &out);
+    else if (!st) printf(o.ids_out ? "[]\n" : "\n");
+    if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
+        fprintf(stderr, "gemma4c run: stopped at the context limit (--ctx %d)\n", info->ctx);
     if (o.verbose)
         fprintf(stderr, "load %.3f s; prefill %d tokens %.3f s (%.1f tok/s); decode %d tokens %.3f s (%.2f tok/s)\n",
-                t1 - t0, n, t2 - t1, n / (t2 - t1), n_gen > 1 ? n_gen - 1 : 0, t3 - t2,
-                n_gen > 1 ? (n_gen - 1) / (t3 - t2) : 0.0);
+                t1 - t0, n, out.prefill_s, n / out.prefill_s, out.n_gen > 1 ? out.n_gen - 1 : 0, out.decode_s,
+                out.n_gen > 1 ? (out.n_gen - 1) / out.decode_s : 0.0);
     rc = cli_report(st);
-    free(piece);
-    g4_detok_stream_free(ds);
-    g4_sampler_free(smp);
-    free(logits);
+    g4_gen_free(g);
+    g4_gen_config_free(&cfg);
     free(ids);
     g4_tokenizer_free(tok);
     g4_model_free(m);

@@ -1,5 +1,6 @@
 /* main.c — the gemma4c command-line entry point: dispatches to one subcommand per file
- * (cli_run.c, cli_tokenize.c, ...). Owns nothing but the dispatch table and the top-level help. */
+ * (cli_run.c, cli_tokenize.c, ...). Owns nothing but the dispatch table, the top-level help and
+ * --version (G4_COMMIT: the git commit, which the Makefile passes to this file alone). */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -18,10 +19,12 @@ static const struct {
     {"serve", cli_serve, "OpenAI-compatible HTTP server"},
     {"bench", cli_bench, "measure the machine's roofline and the model's prefill/decode speed"},
     {"pack", cli_pack, "pack an HF checkpoint into one .g4c file split per --tp rank (optionally quantized)"},
+    {"chat", cli_chat, "interactive multi-turn chat with the model's chat template (stdin -> stdout)"},
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemma4c COMMAND [options]   (gemma4c COMMAND --help for its options)\n\n");
+    fprintf(f, "usage: gemma4c COMMAND [options]   (gemma4c COMMAND --help for its options)\n"
+               "       gemma4c --version\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
 }
@@ -30,6 +33,14 @@ int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+#ifdef G4_COMMIT
+        printf("gemma4c %s (%s)\n", G4_VERSION, G4_COMMIT);
+#else
+        printf("gemma4c %s\n", G4_VERSION);
+#endif
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

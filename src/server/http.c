@@ -2,6 +2,7 @@
  * OpenAI routes, /generate, /health, /metrics, SSE streaming and client-disconnect detection.
  * Parsing and response shapes live in openai.c; generation in scheduler.c. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -327,12 +328,26 @@ g4_status g4_http_start(g4_srv *s, int *port) {
         sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
         freeaddrinfo(ai);
     }
+    /* Our own listening socket: SO_REUSEADDR (a restart may bind over connections in TIME_WAIT)
+     * but never SO_REUSEPORT, under which a second server on a port in use starts and silently
+     * shares it; and bind's errno tells "in use" apart from the rest. */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0) return g4_fail(G4_ERR_IO, "cannot create a socket: %s", strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 128)) {
+        const int e = errno;
+        close(fd);
+        if (e == EADDRINUSE) return g4_fail(G4_ERR_IO, "port %d is in use", s->opts.port);
+        return g4_fail(G4_ERR_IO, "cannot listen on %s:%d: %s", s->opts.host, s->opts.port, strerror(e));
+    }
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-        0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
-    if (!d) return g4_fail(G4_ERR_IO, "cannot listen on %s:%d (in use, or not an address of this machine?)", s->opts.host, s->opts.port);
+        0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!d) {
+        close(fd);
+        return g4_fail(G4_ERR_IO, "cannot serve on %s:%d", s->opts.host, s->opts.port);
+    }
     s->daemon = d;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     *port = di ? di->port : s->opts.port;

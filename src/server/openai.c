@@ -160,11 +160,39 @@ static int check_model(const g4_api_ctx *c, json_t *o, g4_api_error *err) {
     return 0;
 }
 
+/* A library message as a client may see it: the server's own paths taken out. The template and
+ * tokenizer name their files by the model path the server was given ("/srv/m/chat_template.jinja:
+ * 12:3: ..."); clients get the file's name within the model ("chat_template.jinja:12:3: ..."). */
+static void client_message(const g4_api_ctx *c, const char *msg, char *out, size_t cap) {
+    const char *p = c->model_path;
+    size_t pl = p ? strlen(p) : 0;
+    while (pl > 1 && p[pl - 1] == '/') pl--;
+    size_t w = 0;
+    while (*msg && w + 1 < cap) {
+        if (pl && !strncmp(msg, p, pl) && (msg[pl] == '/' || msg[pl] == ':')) {
+            msg += pl + 1;   /* the path and its separator: what follows names the file inside */
+            continue;
+        }
+        if (pl && !strncmp(msg, p, pl)) {   /* the bare path: the model's served name instead */
+            const char *name = c->model_name ? c->model_name : "the model";
+            for (const char *q = name; *q && w + 1 < cap; q++) out[w++] = *q;
+            msg += pl;
+            continue;
+        }
+        out[w++] = *msg++;
+    }
+    out[w] = 0;
+}
+
 static int tokenize(const g4_api_ctx *c, const char *text, size_t len, int add_special, g4_req *r,
                     const char *param, g4_api_error *err) {
     size_t n = 0;
     g4_status st = g4_tokenize(c->tok, text, len, add_special, &r->prompt, &n);
-    if (st) return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", "%s", g4_last_error()), -1;
+    if (st) {
+        char msg[512];
+        client_message(c, g4_last_error(), msg, sizeof msg);
+        return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", "%s", msg), -1;
+    }
     r->n_prompt = (int)n;
     return 0;
 }
@@ -205,8 +233,12 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     size_t tlen = 0;
     g4_status st = g4_template_render(c->tmpl, js, strlen(js), &text, &tlen);
     free(js);
-    if (st) return g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s",
-                              g4_last_error()), -1;
+    if (st) {   /* the full message (with the template's path) stays in the server's log */
+        char msg[512];
+        fprintf(stderr, "gemma4c serve: chat template: %s\n", g4_last_error());
+        client_message(c, g4_last_error(), msg, sizeof msg);
+        return g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s", msg), -1;
+    }
     /* The template writes <bos> itself; transformers tokenizes its output without specials. */
     int rc = tokenize(c, text, tlen, 0, r, "messages", err);
     free(text);

@@ -1,10 +1,10 @@
 /* scheduler.c — the one thread that drives the model: a FIFO of requests → --parallel session
  * slots (continuous batching). Each iteration admits waiting requests into free slots, runs one
  * prefill slice (prefill_chunk tokens) of the oldest prefilling request, then ONE batched
- * g4_decode over every decoding slot; requests join and leave between steps. It also samples,
- * detokenizes and applies stop ids / stop strings / max_tokens. Knows nothing of HTTP. */
+ * g4_decode over every decoding slot; requests join and leave between steps. Each request's
+ * sampling, stop ids / strings, max_tokens and detokenizing are its g4_gen's (src/generate, as
+ * `run` and `chat` use it); this file publishes the results. Knows nothing of HTTP. */
 #include <math.h>
-#include <stdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +67,7 @@ void g4_req_release(g4_req *r) {
     free(r->stop);
     free(r->text);
     free(r->toks);
-    g4_sampler_free(r->sampler);
-    g4_detok_stream_free(r->detok);
+    g4_gen_free(r->gen);
     free(r);
 }
 
@@ -122,45 +121,19 @@ static void finish(g4_sched *s, g4_req *r, g4_finish fin, const char *err) {
     g4_req_release(r);
 }
 
-/* Bytes at the end of text[0..n) that are a proper prefix of some stop string: they may yet
- * become a stop, so a stream must hold them back. */
-static size_t stop_holdback(const g4_req *r, const char *text, size_t n) {
-    size_t best = 0;
-    for (int i = 0; i < r->n_stop; i++) {
-        size_t L = strlen(r->stop[i]);
-        for (size_t k = L - 1 < n ? L - 1 : n; k > best; k--)
-            if (!memcmp(text + n - k, r->stop[i], k)) { best = k; break; }
-    }
-    return best;
+/* 1 when the request's next token is the plain argmax of the raw logits (its g4_gen says so, and
+ * no logprobs are asked for): the model then returns only the argmax, which with --tp N saves
+ * gathering the vocabulary's logits from every rank. */
+static int argmax_only(const g4_req *r) {
+    return r->n_top_logprobs < 0 && g4_gen_argmax_only(r->gen);
 }
 
-static int is_eos(const g4_sched *s, int32_t tok) {
-    for (int i = 0; i < s->gen->n_eos; i++)
-        if (s->gen->eos[i] == tok) return 1;
-    return 0;
-}
-
-/* Samples r's next token from `logits` [V] and publishes it. Returns 1 when r finished. */
-/* 1 when the request's next token is the plain argmax of the raw logits (greedy, no penalties,
- * no logprobs, nothing suppressed): the model then returns only the argmax, which with --tp N
- * saves gathering the vocabulary's logits from every rank. */
-static int argmax_only(const g4_sched *s, const g4_req *r) {
-    return s->gen->n_suppress == 0 && r->n_top_logprobs < 0 && r->sp.temperature == 0 &&
-           r->sp.frequency_penalty == 0 && r->sp.presence_penalty == 0;
-}
-
-/* Takes the next token of `r`: sampled from `logits`, or `argmax` when logits is NULL. */
+/* Takes the next token of `r`: sampled from `logits`, or `argmax` when logits is NULL, then
+ * publishes it and the text that became final. Returns 1 when r finished. */
 static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
-    int32_t tok = argmax;
-    if (logits) {
-        for (int i = 0; i < s->gen->n_suppress; i++)
-            if (s->gen->suppress[i] < s->V) logits[s->gen->suppress[i]] = -INFINITY;
-        tok = g4_sampler_sample(r->sampler, logits);
-    } else {
-        g4_sampler_accept(r->sampler, tok);
-    }
+    const int32_t tok = g4_gen_next(r->gen, logits, argmax);
     g4_tok_info ti = {.id = tok};
-    if (logits && r->n_top_logprobs >= 0)
+    if (logits && r->n_top_logprobs >= 0)   /* after g4_gen_next: suppressed ids at -inf */
         ti.n_top = g4_logprobs(logits, s->V, s->info->final_logit_softcap, tok, r->n_top_logprobs, &ti.lp,
                                ti.top_ids, ti.top_lps);
     const double now = g4_now();
@@ -168,13 +141,9 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     else g4_metrics_itl(s->mx, now - r->t_last);
     r->t_last = now;
 
-    g4_finish fin = G4_FIN_NONE;
-    char *piece = NULL;
-    size_t plen = 0;
-    if (!r->ignore_eos && is_eos(s, tok)) fin = G4_FIN_STOP;
-    else if (g4_detok_stream_push(r->detok, tok, &piece, &plen)) plen = 0;
-    if (!fin && (r->n_toks + 1 >= r->max_tokens || g4_slot_pos(s->m, r->slot) >= s->info->ctx)) fin = G4_FIN_LENGTH;
-    if (fin && g4_detok_stream_finish(r->detok, &piece, &plen)) plen = 0;
+    const char *piece;
+    size_t plen;
+    const g4_finish fin = g4_gen_accept(r->gen, tok, &piece, &plen);
 
     pthread_mutex_lock(&r->mu);
     if (r->n_toks == r->cap_toks) {
@@ -184,36 +153,18 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     }
     if (r->n_toks < r->cap_toks) r->toks[r->n_toks++] = ti;
     if (plen) {
-        const size_t old = r->text_len;
-        char *nt = realloc(r->text, old + plen + 1);
+        char *nt = realloc(r->text, r->text_len + plen + 1);
         if (nt) {
-            memcpy(nt + old, piece, plen);
-            nt[old + plen] = 0;
+            memcpy(nt + r->text_len, piece, plen);
             r->text = nt;
-            r->text_len = old + plen;
-            /* earliest stop occurrence that the new bytes complete */
-            size_t cut = (size_t)-1;
-            for (int i = 0; i < r->n_stop; i++) {
-                size_t L = strlen(r->stop[i]);
-                size_t from = old + 1 > L ? old + 1 - L : 0;
-                char *hit = memmem(r->text + from, r->text_len - from, r->stop[i], L);
-                if (hit && (size_t)(hit - r->text) < cut) cut = (size_t)(hit - r->text);
-            }
-            if (cut != (size_t)-1) {
-                r->text_len = cut;
-                r->text[cut] = 0;
-                fin = G4_FIN_STOP;
-            }
+            r->text_len += plen;
+            nt[r->text_len] = 0;
+            r->text_ready = r->text_len;
         }
-    }
-    if (!fin) {
-        size_t ready = r->text_len - stop_holdback(r, r->text, r->text_len);
-        if (ready > r->text_ready) r->text_ready = ready;
     }
     if (!r->t_first) r->t_first = now;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    free(piece);
     if (fin) {
         finish(s, r, fin, NULL);
         return 1;
@@ -223,15 +174,21 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     return 0;
 }
 
-/* Sampler, detokenizer and a fresh slot for an admitted request. */
+/* A fresh slot and the request's generation state (sampler, stop ids and strings, detokenizer). */
 static void setup(g4_sched *s, g4_req *r) {
-    g4_status st = g4_sampler_new(&r->sp, s->V, s->info->final_logit_softcap, &r->sampler);
-    if (!st && !(r->detok = g4_detok_stream_new(s->tok, 1))) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    g4_slot_reset(s->m, r->slot);
+    g4_gen_params gp;
+    g4_gen_params_default(&gp);
+    gp.sp = r->sp;
+    gp.max_tokens = r->max_tokens;
+    gp.stop = (const char *const *)r->stop;
+    gp.n_stop = r->n_stop;
+    gp.ignore_eos = r->ignore_eos;
+    g4_status st = g4_gen_new(s->m, r->slot, s->tok, s->gen, &gp, &r->gen);
     if (st) {
         finish(s, r, G4_FIN_ERROR, g4_last_error());
         return;
     }
-    g4_slot_reset(s->m, r->slot);
     r->n_prefilled = 0;
     r->state = ST_PREFILL;
 }
@@ -299,7 +256,7 @@ static void *sched_main(void *arg) {
             const int left = pr->n_prompt - pr->n_prefilled;
             const int n = left < s->chunk ? left : s->chunk;
             const int last = n == left;
-            const int am = last && argmax_only(s, pr);
+            const int am = last && argmax_only(pr);
             int32_t next = 0;
             g4_status st = am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
                               : g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
@@ -322,7 +279,7 @@ static void *sched_main(void *arg) {
         }
         if (n) {
             int am = 1;
-            for (int i = 0; i < n; i++) am &= argmax_only(s, s->dreqs[i]);
+            for (int i = 0; i < n; i++) am &= argmax_only(s->dreqs[i]);
             g4_status st = am ? g4_decode_argmax(s->m, n, s->dslots, s->dids, s->dnext)
                               : g4_decode(s->m, n, s->dslots, s->dids, s->logits);
             g4_metrics_decode_step(s->mx, n);

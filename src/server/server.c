@@ -15,12 +15,13 @@ void g4_server_opts_default(g4_server_opts *o) {
     memset(o, 0, sizeof *o);
     o->host = "127.0.0.1";
     o->port = 8080;
-    o->ctx = 4096;
     o->parallel = 1;
-    o->prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
-    o->tp = 0;   /* unset: 1, or the mpirun size */
+    g4_model_opts_default(&o->mo);
+    o->mo.ctx = 4096;
+    o->mo.prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
+    o->mo.tp = 0;               /* unset: 1, or the mpirun size */
 }
 
 /* Fallback when the template loader refuses the directory (e.g. a tokenizer_config.json it cannot
@@ -47,27 +48,18 @@ static void load_template_alone(g4_srv *s, const char *dir) {
 
 static void *loader(void *arg) {
     g4_srv *s = arg;
-    g4_model_opts mo;
-    g4_model_opts_default(&mo);
-    mo.threads = s->opts.threads;
-    mo.ctx = s->opts.ctx;
+    g4_model_opts mo = s->opts.mo;
     mo.n_slots = s->opts.parallel;
-    mo.prefill_chunk = s->opts.prefill_chunk;
-    mo.tp = s->opts.tp;
-    mo.tp_backend = s->opts.tp_backend;
-    mo.no_mmap = s->opts.no_mmap;
-    mo.act_q8 = s->opts.act_q8;
-    mo.numerics = s->opts.numerics;
-    mo.prefill_bf16 = s->opts.prefill_bf16;
     const char *dir = s->opts.model_path;
     double t0 = g4_now();
-    /* Test hook: hold the loading state so tests can see /health answer 503. */
-    const char *delay = getenv("G4_TEST_LOAD_DELAY_MS");
-    if (delay && atoi(delay) > 0) nanosleep(&(struct timespec){atoi(delay) / 1000, (atoi(delay) % 1000) * 1000000L}, NULL);
+    /* --load-delay-ms (a testing aid): hold the loading state so tests can see /health answer 503 */
+    const int delay = s->opts.load_delay_ms;
+    if (delay > 0) nanosleep(&(struct timespec){delay / 1000, (delay % 1000) * 1000000L}, NULL);
     g4_status st = G4_OK;
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
-    if (!st) st = g4_tokenizer_load(dir, &s->tok);
+    /* a model directory without a tokenizer is bad input, as `run` reports it */
+    if (!st && (st = g4_tokenizer_load(dir, &s->tok)) == G4_ERR_IO) st = G4_ERR_INPUT;
     if (!st && g4_template_load(dir, &s->tmpl)) {
         s->tmpl = NULL;
         load_template_alone(s, dir);
@@ -85,6 +77,7 @@ static void *loader(void *arg) {
     }
     if (st) {
         snprintf(s->load_error, sizeof s->load_error, "%s", g4_last_error());
+        s->load_status = st;
         s->state = G4_SRV_FAILED;
         return NULL;
     }
@@ -150,7 +143,8 @@ int g4_server_main(const g4_server_opts *o) {
         }
         if (s->state == G4_SRV_FAILED) {
             fprintf(stderr, "gemma4c serve: %s\n", s->load_error);
-            rc = 1;
+            /* bad input (a missing or malformed model) exits 2, as every subcommand does */
+            rc = s->load_status == G4_ERR_INPUT || s->load_status == G4_ERR_CONTEXT ? 2 : 1;
             break;
         }
     }

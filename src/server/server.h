@@ -18,35 +18,17 @@ typedef struct {
     const char *host;        /* default 127.0.0.1 (loopback) */
     const char *alias;       /* model name served; default the model directory's basename */
     int port;                /* 0 = any free port (printed on stderr) */
-    int ctx, parallel, threads, prefill_chunk;
+    int parallel;            /* session slots (g4_model_opts.n_slots) */
     size_t max_body;         /* request body limit in bytes */
     double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
-    int tp, tp_backend;      /* tensor parallelism (g4_model_opts) */
-    int no_mmap;             /* 1 copy the weights at load, -1 never, 0 auto (g4_model_opts) */
-    int act_q8;              /* int8 activations for quantized-weight matmuls (g4_model_opts) */
-    int numerics;            /* G4_NUMERICS_EXACT | G4_NUMERICS_GGML (g4_model_opts) */
-    int prefill_bf16;        /* bf16 activations in the prompt's layer matmuls (g4_model_opts) */
+    int load_delay_ms;       /* testing aid: hold the loading state this long before loading */
+    g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 
 void g4_server_opts_default(g4_server_opts *o);
 /* Runs the server until SIGTERM/SIGINT; returns the process exit code (0 clean, 1 failure). */
 int g4_server_main(const g4_server_opts *o);
-
-/* ---------------------------------------------------------------- generation config */
-
-/* generation_config.json: stop ids, suppressed ids and default sampling parameters. */
-typedef struct {
-    int32_t *eos;
-    int n_eos;
-    int32_t *suppress;
-    int n_suppress;
-    g4_sampler_params defaults;
-} g4_gen_config;
-
-/* Reads dir/generation_config.json when present (absent = defaults + config.json eos). */
-g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_config *out);
-void g4_gen_config_free(g4_gen_config *g);
 
 /* ---------------------------------------------------------------- metrics */
 
@@ -68,8 +50,6 @@ char *g4_metrics_render(g4_metrics *mx);
 /* ---------------------------------------------------------------- requests and scheduler */
 
 #define G4_MAX_TOP_LOGPROBS 20
-
-typedef enum { G4_FIN_NONE, G4_FIN_STOP, G4_FIN_LENGTH, G4_FIN_CANCELLED, G4_FIN_ERROR } g4_finish;
 
 typedef struct {
     int32_t id;
@@ -101,8 +81,9 @@ typedef struct g4_req {
     int done;
     g4_finish finish;
     char err[256];
-    char *text;               /* generated text, stop string cut off */
-    size_t text_len, text_ready;   /* text_ready: bytes final (no pending stop-string prefix) */
+    char *text;               /* generated text, stop string cut off; only final bytes (a pending
+                                 stop-string prefix is held back in the g4_gen) */
+    size_t text_len, text_ready;   /* text_ready == text_len: bytes final */
     g4_tok_info *toks;
     int n_toks, cap_toks;
     double t_submit, t_first, t_done;
@@ -112,8 +93,7 @@ typedef struct g4_req {
     long seq;
     int32_t next_tok;
     double t_last;
-    g4_sampler *sampler;
-    g4_detok_stream *detok;
+    g4_gen *gen;              /* sampling, stop ids / strings, max tokens, detokenizer */
     struct g4_req *next;      /* wait queue */
 } g4_req;
 
@@ -134,7 +114,6 @@ int g4_sched_submit(g4_sched *s, g4_req *r);
 /* Stops accepting, lets in-flight requests run for grace_s, cancels the rest, joins the thread. */
 void g4_sched_shutdown(g4_sched *s, double grace_s);
 void g4_sched_free(g4_sched *s);
-#include "base/clock.h"   /* g4_now */
 
 /* ---------------------------------------------------------------- OpenAI codec */
 
@@ -186,6 +165,7 @@ void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
                          size_t t1, int k0, int k1, int first, int fin, char **buf, size_t *len);
 /* The usage chunk (stream_options.include_usage). */
 void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, char **buf, size_t *len);
+/* The finish reason as the OpenAI API names it (NULL while running). */
 const char *g4_finish_name(g4_finish f);
 /* /v1/models body. */
 char *g4_api_models_json(const g4_api_ctx *c, long created);
@@ -208,6 +188,7 @@ typedef struct {
     g4_api_ctx api;
     char model_name[256];
     char load_error[512];
+    g4_status load_status;      /* why loading failed (FAILED) */
     long started;               /* unix time */
     void *daemon;               /* struct MHD_Daemon * */
     _Atomic unsigned long id_seq;

@@ -1,5 +1,7 @@
 /* test_sampler.c — the sampler chain (greedy, seeds, temperature, top-k/p, min-p, softcap,
- * penalties, suppressed tokens) and g4_logprobs against hand-computed distributions. */
+ * penalties, suppressed tokens) and g4_logprobs against hand-computed distributions; and the
+ * generation helper around it (g4_gen: stop strings and their hold-back, eos ids, max tokens,
+ * the context end, suppressed ids) fed chosen tokens over the tiny fixture's model and tokenizer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -209,6 +211,163 @@ static void test_invalid_params(void **st) {
     assert_int_equal(g4_sampler_new(&p, 10, 0, &s), G4_ERR_INPUT);
 }
 
+/* ---------------------------------------------------------------- g4_gen */
+
+#define FIXTURE "tests/fixtures/g4-cond-tiny"
+
+typedef struct {
+    g4_model *m;
+    g4_tokenizer *tok;
+    int32_t eos[2], suppress[1];
+    g4_gen_config cfg;
+} gen_fx;
+
+static int gen_setup(void **state) {
+    gen_fx *f = calloc(1, sizeof *f);
+    g4_model_opts o;
+    g4_model_opts_default(&o);
+    o.threads = 1;
+    o.ctx = 16;
+    if (g4_model_load(FIXTURE, &o, &f->m) || g4_tokenizer_load(FIXTURE, &f->tok)) {
+        print_error("%s: %s\n", FIXTURE, g4_last_error());
+        return -1;
+    }
+    f->eos[0] = 1;
+    f->eos[1] = 6;
+    f->cfg = (g4_gen_config){.eos = f->eos, .n_eos = 2};
+    g4_sampler_params_default(&f->cfg.defaults);
+    *state = f;
+    return 0;
+}
+
+static int gen_teardown(void **state) {
+    gen_fx *f = *state;
+    g4_tokenizer_free(f->tok);
+    g4_model_free(f->m);
+    free(f);
+    return 0;
+}
+
+/* Feeds the ids of `text` to a fresh g4_gen with one stop string; returns what it handed out. */
+static char *feed_text(gen_fx *f, const char *text, const char *stop, int max_tokens, g4_finish *fin, int *n_fed) {
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(g4_tokenize(f->tok, text, strlen(text), 0, &ids, &n), G4_OK);
+    g4_gen_params p;
+    g4_gen_params_default(&p);
+    p.sp.temperature = 0;
+    p.stop = &stop;
+    p.n_stop = stop ? 1 : 0;
+    p.max_tokens = max_tokens;
+    g4_gen *g;
+    g4_slot_reset(f->m, 0);
+    assert_int_equal(g4_gen_new(f->m, 0, f->tok, &f->cfg, &p, &g), G4_OK);
+    char *out = calloc(1, strlen(text) + 1);
+    *fin = G4_FIN_NONE;
+    *n_fed = 0;
+    for (size_t i = 0; i < n && !*fin; i++) {
+        const char *t;
+        size_t len;
+        *fin = g4_gen_accept(g, ids[i], &t, &len);
+        strncat(out, t, len);
+        ++*n_fed;
+    }
+    assert_int_equal(g4_gen_n_tokens(g), *n_fed);
+    g4_gen_free(g);
+    free(ids);
+    return out;
+}
+
+static void test_gen_stop_string_cut_and_held_back(void **state) {
+    gen_fx *f = *state;
+    const char *text = "Hello world, stop here";
+    g4_finish fin;
+    int fed;
+    /* ", stop" arrives over several tokens: the ", " before it was never handed out */
+    char *out = feed_text(f, text, ", stop", 0, &fin, &fed);
+    assert_int_equal(fin, G4_FIN_STOP);
+    assert_string_equal(out, "Hello world");
+    free(out);
+    /* a pending prefix ("here!" against "here") is released when the generation ends */
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(g4_tokenize(f->tok, text, strlen(text), 0, &ids, &n), G4_OK);
+    out = feed_text(f, text, "here!", (int)n, &fin, &fed);
+    assert_int_equal(fin, G4_FIN_LENGTH);
+    assert_int_equal(fed, (int)n);
+    assert_string_equal(out, text);
+    free(out);
+    free(ids);
+    out = feed_text(f, text, NULL, 0, &fin, &fed);   /* no stop string: everything, unfinished */
+    assert_int_equal(fin, G4_FIN_NONE);
+    assert_string_equal(out, text);
+    free(out);
+}
+
+static void test_gen_eos_max_tokens_and_context(void **state) {
+    gen_fx *f = *state;
+    g4_gen_params p;
+    g4_gen_params_default(&p);
+    p.sp.temperature = 0;
+    g4_gen *g;
+    const char *t;
+    size_t len;
+    g4_slot_reset(f->m, 0);
+    assert_int_equal(g4_gen_new(f->m, 0, f->tok, &f->cfg, &p, &g), G4_OK);
+    assert_true(g4_gen_argmax_only(g));
+    assert_int_equal(g4_gen_accept(g, 301, &t, &len), G4_FIN_NONE);
+    assert_int_equal(g4_gen_accept(g, 6, &t, &len), G4_FIN_STOP);   /* the second eos id, too */
+    assert_int_equal(len, 0);
+    g4_gen_free(g);
+
+    p.ignore_eos = 1;
+    p.max_tokens = 3;
+    assert_int_equal(g4_gen_new(f->m, 0, f->tok, &f->cfg, &p, &g), G4_OK);
+    assert_int_equal(g4_gen_accept(g, 1, &t, &len), G4_FIN_NONE);
+    assert_int_equal(g4_gen_accept(g, 6, &t, &len), G4_FIN_NONE);
+    assert_int_equal(g4_gen_accept(g, 301, &t, &len), G4_FIN_LENGTH);
+    assert_false(g4_gen_hit_context(g));
+    g4_gen_free(g);
+
+    /* a slot holding its whole context cannot take the next token: a LENGTH stop, so marked */
+    p.max_tokens = 0;
+    int32_t ids[16], next;
+    for (int i = 0; i < 16; i++) ids[i] = i ? 301 : 2;
+    assert_int_equal(g4_prefill_argmax(f->m, 0, ids, 15, &next), G4_OK);
+    assert_int_equal(g4_gen_new(f->m, 0, f->tok, &f->cfg, &p, &g), G4_OK);
+    assert_int_equal(g4_gen_accept(g, next, &t, &len), G4_FIN_NONE);
+    assert_int_equal(g4_decode_argmax(f->m, 1, (int[]){0}, &next, &next), G4_OK);
+    assert_int_equal(g4_gen_accept(g, next, &t, &len), G4_FIN_LENGTH);
+    assert_true(g4_gen_hit_context(g));
+    g4_gen_free(g);
+    g4_slot_reset(f->m, 0);
+}
+
+static void test_gen_suppressed_ids(void **state) {
+    gen_fx *f = *state;
+    const int V = g4_model_get_info(f->m)->vocab_size;
+    f->suppress[0] = 5;
+    g4_gen_config cfg = f->cfg;
+    cfg.suppress = f->suppress;
+    cfg.n_suppress = 1;
+    g4_gen_params p;
+    g4_gen_params_default(&p);
+    p.sp.temperature = 0;
+    p.text = 0;
+    g4_gen *g;
+    assert_int_equal(g4_gen_new(f->m, 0, NULL, &cfg, &p, &g), G4_OK);
+    assert_false(g4_gen_argmax_only(g));   /* suppression needs the logits */
+    float *logits = calloc((size_t)V, sizeof *logits);
+    logits[5] = 9;
+    logits[7] = 3;
+    assert_int_equal(g4_gen_next(g, logits, 5), 7);
+    assert_true(isinf(logits[5]) && logits[5] < 0);
+    assert_int_equal(g4_gen_next(g, NULL, 5), 5);   /* an argmax handed in is taken as it is */
+    free(logits);
+    g4_gen_free(g);
+    assert_int_equal(g4_gen_new(f->m, 0, NULL, &cfg, &(g4_gen_params){.text = 1}, &g), G4_ERR_INPUT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_is_raw_argmax),
@@ -222,5 +381,11 @@ int main(void) {
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_invalid_params),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest gen_tests[] = {
+        cmocka_unit_test(test_gen_stop_string_cut_and_held_back),
+        cmocka_unit_test(test_gen_eos_max_tokens_and_context),
+        cmocka_unit_test(test_gen_suppressed_ids),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    return rc | cmocka_run_group_tests(gen_tests, gen_setup, gen_teardown);
 }

@@ -154,3 +154,12 @@ def test_token_id_out_of_vocab(g4_bin):
 def test_bad_cli_options(g4_bin, args, needle):
     r = run_g4(g4_bin, "run", "-m", SRC, *args)
     assert r.returncode == 2 and needle.encode() in r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["run", "serve", "chat", "bench"])
+def test_missing_model_is_bad_input_everywhere(g4_bin, tmp_path, cmd):
+    """A model path that is not there is bad input (exit 2) for every command that loads one."""
+    extra = {"run": ["--prompt-ids", "2"], "serve": ["--port", "0"], "chat": [], "bench": ["--no-peaks"]}[cmd]
+    r = run_g4(g4_bin, cmd, "-m", tmp_path / "nonexistent", *extra, input=b"", timeout=60)
+    assert r.returncode == 2, (cmd, r.stderr)
+    assert b"nonexistent/config.json: cannot open" in r.stderr

@@ -44,6 +44,18 @@ def test_bench_no_peaks_has_no_fractions(g4_bin):
         assert t["roofline_fraction"] is None and t["roofline_fraction_adjacent"] is None
 
 
+def test_bench_takes_the_shared_model_options(g4_bin):
+    """bench parses the model options as run / serve do (one parser), measuring knobs included."""
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "4", "-n", "2", "--reps", "1", "--no-peaks",
+               "--threads", 1, "--prefill-chunk", 2, "--amx-gemv-rows", "2-7", "--amx-pairs-rows", 16,
+               "--amx-gemv1-k-below", 0, "--profile")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    assert j["threads"] == 1 and j["model_info"]["prefill_chunk"] == 2
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "--amx-gemv-rows", "9-3")
+    assert r.returncode == 2 and b"gemma4c bench: --amx-gemv-rows expects" in r.stderr
+
+
 def test_bench_kernels_json(g4_bin):
     """--kernels: every group at T = 1 and T = chunk; the decode sweeps (T = 1) carry a plain read
     of the same bytes made on the same threads and the kernel's ratio to it, the prefill ones not.

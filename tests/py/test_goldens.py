@@ -88,17 +88,19 @@ def test_forced_kernel_path(g4_bin, tmp_path, fixture, case, isa):
 def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     """Decode's matmul on AMX tiles (the default for 1-15 rows over rows under 8 KB): one-row
     prefill chunks and greedy decoding reproduce the goldens; the logits are not the FMA kernels'
-    bits (the path ran), and the knobs route as documented — G4_AMX_GEMV_ROWS=5 (rows 1-5) gives
-    the default's bits, G4_AMX_GEMV1_K_BELOW=0 (one row never on tiles) those of
-    G4_AMX_GEMV_ROWS=0 (never)."""
+    bits (the path ran), and the knobs route as documented — --amx-gemv-rows 5 (rows 1-5) gives
+    the default's bits, --amx-gemv1-k-below 0 (one row never on tiles) those of
+    --amx-gemv-rows 0 (never)."""
     ids = ",".join(map(str, case["prompt_ids"]))
     logits = {}
-    knobs = {"default": ("", ""), "never": ("0", ""), "rows5": ("5", ""), "one_row_off": ("", "0")}
-    for name, (rows, k_below) in knobs.items():   # "": unset, whatever the outer environment says
-        env = {"G4_AMX_GEMV_ROWS": rows, "G4_AMX_GEMV1_K_BELOW": k_below}
+    knobs = {"default": [], "never": ["--amx-gemv-rows", "0"], "rows5": ["--amx-gemv-rows", "5"],
+             "one_row_off": ["--amx-gemv1-k-below", "0"]}
+    # the knobs are flags now: the old variables set empty so an outer environment changes nothing
+    no_env = {"G4_AMX_GEMV_ROWS": "", "G4_AMX_GEMV1_K_BELOW": ""}
+    for name, flags in knobs.items():
         out = tmp_path / f"logits-{name}.f32"
         r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512,
-                   "--prefill-chunk", 1, env={"G4_CPU_ISA": "amx", **env})
+                   "--prefill-chunk", 1, *flags, env={"G4_CPU_ISA": "amx", **no_env})
         assert r.returncode == 0, r.stderr.decode()
         logits[name] = np.fromfile(out, dtype="<f4")
     want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
@@ -107,8 +109,7 @@ def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     assert np.array_equal(logits["default"], logits["rows5"])
     assert np.array_equal(logits["one_row_off"], logits["never"])
     r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
-               "--ignore-eos", "--ctx", 512,
-               env={"G4_CPU_ISA": "amx", "G4_AMX_GEMV_ROWS": "", "G4_AMX_GEMV1_K_BELOW": ""})
+               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx", **no_env})
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
 

@@ -1,4 +1,4 @@
-"""G4_PROFILE's forward-phase report, and bench/synth_weights.py (the device runs' weights): a
+"""--profile's forward-phase report, and bench/synth_weights.py (the device runs' weights): a
 checkpoint rebuilt from its safetensors head loads and runs, with the same tensor table."""
 import json
 import re
@@ -15,7 +15,7 @@ PHASES = ["row passes", "bf16 rounding", "q/k/v", "attention", "o", "gate/up", "
 
 
 def profile_lines(stderr):
-    """{kind: (total seconds, {phase: seconds})} from G4_PROFILE's report on stderr."""
+    """{kind: (total seconds, {phase: seconds})} from --profile's report on stderr."""
     out = {}
     for line in stderr.splitlines():
         m = re.match(r"G4_PROFILE (one-row|multi-row) steps, (%s) s:(.*)$" % NUM, line)
@@ -27,7 +27,7 @@ def profile_lines(stderr):
 
 def test_profile_reports_every_phase(g4_bin, tmp_path):
     r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "--prompt-ids", ",".join(["2"] + ["7"] * 40),
-               "-n", 6, "--ids", "--ignore-eos", "--prefill-bf16", env={"G4_PROFILE": "1"})
+               "-n", 6, "--ids", "--ignore-eos", "--prefill-bf16", "--profile")
     assert r.returncode == 0, r.stderr.decode()
     prof = profile_lines(r.stderr.decode())
     assert set(prof) == {"one-row", "multi-row"}, r.stderr.decode()
@@ -42,8 +42,9 @@ def test_profile_reports_every_phase(g4_bin, tmp_path):
     assert prof["multi-row"][1]["q/k/v"] > 0 and prof["one-row"][1]["LM head"] > 0
 
 
-def test_no_profile_without_the_variable(g4_bin):
-    r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "--prompt-ids", "2,5,7", "-n", 2, "--ids")
+def test_no_profile_without_the_flag(g4_bin):
+    r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "--prompt-ids", "2,5,7", "-n", 2, "--ids",
+               env={"G4_PROFILE": ""})
     assert r.returncode == 0 and b"G4_PROFILE" not in r.stderr
 
 

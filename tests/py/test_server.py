@@ -366,7 +366,7 @@ def test_batched_equals_alone(srv):
 
 
 def test_health_503_while_loading_and_sigterm(g4_bin):
-    s = Server(g4_bin, "--parallel", 2, "--ctx", 256, env={"G4_TEST_LOAD_DELAY_MS": "1500"}, wait_ready=False)
+    s = Server(g4_bin, "--parallel", 2, "--ctx", 256, "--load-delay-ms", 1500, wait_ready=False)
     for _ in range(50):   # a slow (sanitizer) build may still be setting up its listener
         try:
             r = requests.get(s.url + "/health", timeout=5)
@@ -464,3 +464,22 @@ def test_long_prefill_does_not_stall_streams(g4_bin):
         assert gap < 0.5 * (t1 - t0), f"stream stalled {gap * 1e3:.0f} ms of B's {(t1 - t0) * 1e3:.0f} ms"
     finally:
         assert s.stop() == 0
+
+
+def test_port_in_use_is_an_error(srv, g4_bin):
+    """A second server on a port in use must not start (no SO_REUSEPORT sharing): exit 1."""
+    r = run_g4(g4_bin, "serve", "-m", MODEL, "--port", srv.port, "--threads", 1, timeout=30)
+    assert r.returncode == 1, r.stderr.decode()
+    assert f"gemma4c serve: port {srv.port} is in use".encode() in r.stderr
+    assert requests.get(srv.url + "/health").json() == {"status": "ok"}   # the first one serves on
+
+
+def test_template_errors_name_no_server_path(srv):
+    """A conversation the chat template fails on is a 400 whose message names the template file
+    inside the model, never the server's path to it."""
+    bad = {"model": NAME, "messages": [{"role": "assistant", "tool_calls": [{"function": 3}]}]}
+    e = assert_error(post(srv, "/v1/chat/completions", bad), 400, param="messages")
+    assert e["message"].startswith("chat template: chat_template.jinja:"), e
+    assert str(MODEL) not in e["message"] and str(MODEL.parent) not in e["message"], e
+    assert "/" not in e["message"], e
+    assert any(str(MODEL / "chat_template.jinja") in ln for ln in srv.log)   # the server's own log keeps it

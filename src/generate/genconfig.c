@@ -1,12 +1,13 @@
-/* genconfig.c — reads a checkpoint's generation_config.json: the eos ids that end a generation,
- * suppress_tokens (kept at -inf, e.g. <image|> / <audio|> in the 12B) and the default sampling
- * parameters. Absent file or fields fall back to config.json's eos and OpenAI's defaults. */
+/* genconfig.c — reads a checkpoint's generation_config.json into a g4_gen_config (gemma4c.h):
+ * the eos ids that end a generation, suppress_tokens (kept at -inf, e.g. <image|> / <audio|> in
+ * the 12B) and the default sampling parameters. Absent file or fields fall back to config.json's
+ * eos and the sampler's defaults. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "io/pack.h"
-#include "server/server.h"
+#include "gemma4c.h"
+#include "io/source.h"
 
 /* An int or a list of ints into a malloc'ed array. */
 static g4_status id_list(const char *file, const char *key, json_t *v, int32_t **out, int *n) {
@@ -30,33 +31,26 @@ static g4_status id_list(const char *file, const char *key, json_t *v, int32_t *
 }
 
 g4_status g4_gen_config_load(const char *dir, const g4_model_info *info, g4_gen_config *g) {
+    if (!dir || !info) return g4_fail(G4_ERR_INPUT, "g4_gen_config_load: no model");
     *g = (g4_gen_config){0};
     g4_sampler_params_default(&g->defaults);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    /* the model source hands out the file whatever the format: a directory's, a .g4c's embedded
+     * copy, none for a GGUF (its eos comes from its metadata through info) */
+    g4_source *src;
+    g4_status st = g4_source_open(dir, &src);
+    if (st) return st;
+    const char *data = NULL, *where = NULL;
+    size_t len = 0;
+    char path[4096] = "generation_config.json";
     json_error_t je;
     json_t *root = NULL;
-    if (g4_is_pack(dir)) {   /* a .g4c carries the checkpoint's generation_config.json inside */
-        g4_pack *p;
-        const char *data;
-        size_t len;
-        snprintf(path, sizeof path, "%s:generation_config.json", dir);
-        g4_status st = g4_pack_open_meta(dir, &p);
-        if (st) return st;
-        if (g4_pack_has_file(p, "generation_config.json") && !g4_pack_file(p, "generation_config.json", &data, &len))
-            root = json_loadb(data, len, 0, &je);
-        int bad = g4_pack_has_file(p, "generation_config.json") && !root;
-        g4_pack_close(p);
-        if (bad) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
-    } else {
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            root = json_loadf(f, 0, &je);
-            fclose(f);
-            if (!root) return g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
-        }
+    st = g4_source_file(src, "generation_config.json", &data, &len, &where);
+    if (!st && data) {
+        snprintf(path, sizeof path, "%s", where ? where : "generation_config.json");
+        if (!(root = json_loadb(data, len, 0, &je))) st = g4_fail(G4_ERR_INPUT, "%s:%d: %s", path, je.line, je.text);
     }
-    g4_status st = G4_OK;
+    g4_source_close(src);
+    if (st) return st;
     if (root) {
         if ((st = id_list(path, "eos_token_id", json_object_get(root, "eos_token_id"), &g->eos, &g->n_eos))) goto out;
         if ((st = id_list(path, "suppress_tokens", json_object_get(root, "suppress_tokens"), &g->suppress, &g->n_suppress)))

@@ -162,4 +162,4 @@ def test_missing_model_is_bad_input_everywhere(g4_bin, tmp_path, cmd):
     extra = {"run": ["--prompt-ids", "2"], "serve": ["--port", "0"], "chat": [], "bench": ["--no-peaks"]}[cmd]
     r = run_g4(g4_bin, cmd, "-m", tmp_path / "nonexistent", *extra, input=b"", timeout=60)
     assert r.returncode == 2, (cmd, r.stderr)
-    assert b"nonexistent/config.json: cannot open" in r.stderr
+    assert b"nonexistent: cannot open: No such file or directory" in r.stderr

@@ -340,6 +340,64 @@ int g4_gen_n_tokens(const g4_gen *g);
 /* 1 when the last G4_FIN_LENGTH came from the slot's context filling up (not max_tokens). */
 int g4_gen_hit_context(const g4_gen *g);
 
+/* ---------------------------------------------------------------- chat output protocol */
+
+/* The model family's output protocol, parsed from generated token ids (src/chat): Gemma 4 thinks
+ * in <|channel>thought\n...<channel|> and calls tools with <|tool_call>call:NAME{ARGS}<tool_call|>
+ * (arguments in Gemma's dialect: bare keys, <|"|>-quoted strings), and a <|tool_response> after a
+ * call ends the turn. The parser turns the ids into OpenAI message deltas. A tokenizer without
+ * those tokens (Gemma 3) gives a parser that passes every token's text through as content.
+ *
+ * Deltas are appended to the parser's list as they become final and never change afterwards: the
+ * concatenation of every delta of a kind is the whole message. What the parser decides:
+ *  - a <|tool_response> ends the message (the model waits for a tool's answer);
+ *  - reasoning: the thought channel's text without its "thought\n" label and without the newline
+ *    before <channel|> (the template writes a thought as "thought\n" TEXT "\n<channel|>"); a
+ *    thought that never closes stays reasoning (what was streamed is kept);
+ *  - a tool call is one delta, emitted when <tool_call|> closes it, its arguments converted to a
+ *    JSON object text. A call that does not parse, or that the generation ends inside, becomes
+ *    content: its raw text, delimiters written as their token strings, so nothing is lost;
+ *  - stop strings end the message when they appear in the content (never inside reasoning or a
+ *    call's arguments); content that may still begin one is held back until decided;
+ *  - special tokens outside the protocol (<bos>, <eos>, ...) add nothing. */
+typedef enum { G4_DELTA_CONTENT, G4_DELTA_REASONING, G4_DELTA_TOOL_CALL } g4_delta_kind;
+
+typedef struct {
+    g4_delta_kind kind;
+    const char *text;      /* content / reasoning text, or a tool call's arguments (a JSON object) */
+    size_t len;
+    const char *name;      /* tool call: the function's name (NULL otherwise) */
+    int index;             /* tool call: its index among the message's calls */
+} g4_chat_delta;
+
+typedef struct g4_chat_parser g4_chat_parser;
+
+/* stop: stop strings (copied; empty ones ignored). */
+g4_status g4_chat_parser_new(const g4_tokenizer *t, const char *const *stop, int n_stop, g4_chat_parser **out);
+void g4_chat_parser_free(g4_chat_parser *p);
+/* 1 when the tokenizer has the tool-call tokens (the parser can return tool calls). */
+int g4_chat_parser_has_tools(const g4_chat_parser *p);
+/* Feeds one generated token. *ended (may be NULL) gets 1 when the message has ended with it (a
+ * <|tool_response>, or a stop string in the content): the caller stops generating and calls
+ * g4_chat_parser_finish. G4_ERR_INPUT for an id outside the vocabulary. */
+g4_status g4_chat_parser_push(g4_chat_parser *p, int32_t id, int *ended);
+/* The generation ended (any reason): flushes what was held back (see above). Idempotent. */
+g4_status g4_chat_parser_finish(g4_chat_parser *p);
+/* Deltas so far, and one of them (valid until the parser is freed). */
+int g4_chat_parser_n_deltas(const g4_chat_parser *p);
+const g4_chat_delta *g4_chat_parser_delta(const g4_chat_parser *p, int i);
+/* Tool calls emitted so far (finish_reason "tool_calls" when > 0 and the model stopped). */
+int g4_chat_parser_n_calls(const g4_chat_parser *p);
+/* The OpenAI shapes (malloc'ed JSON text; NULL when out of memory). The whole assistant message:
+ * {"role": "assistant", "content": text, or null when there are tool calls and no text,
+ * "reasoning_content" (only when there is any), "tool_calls": [{"id": call_id_prefix + index,
+ * "type": "function", "function": {"name", "arguments"}}] (only when there are any)}. And the
+ * streaming delta of deltas [i0, i1): {"content"}, {"reasoning_content"} and {"tool_calls": [{"index",
+ * "id", "type", "function": {"name", "arguments"}}]} merged, each text the concatenation of its
+ * kind's deltas in the range. Streamed deltas assemble to exactly the whole message. */
+char *g4_chat_message_json(const g4_chat_parser *p, const char *call_id_prefix);
+char *g4_chat_delta_json(const g4_chat_parser *p, int i0, int i1, const char *call_id_prefix);
+
 /* ---------------------------------------------------------------- measurement */
 
 /* What `gemma4c bench` measures and reports, implemented in src/bench (library code). */

@@ -19,6 +19,7 @@ static const struct {
     {"serve", cli_serve, "OpenAI-compatible HTTP server"},
     {"bench", cli_bench, "measure the machine's roofline and the model's prefill/decode speed"},
     {"pack", cli_pack, "pack an HF checkpoint into one .g4c file split per --tp rank (optionally quantized)"},
+    {"parse", cli_parse, "raw model output on stdin -> the chat message (reasoning, content, tool calls)"},
     {"chat", cli_chat, "interactive multi-turn chat with the model's chat template (stdin -> stdout)"},
 };
 

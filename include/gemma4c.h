@@ -310,6 +310,9 @@ typedef struct {
     int n_stop;
     int ignore_eos;               /* 1: the eos ids do not end the generation */
     int text;                     /* 1: detokenize (special tokens skipped); 0: ids only */
+    const int32_t *bias_ids;      /* logit_bias (copied): bias[i] is added to the raw logit of */
+    const float *bias;            /* bias_ids[i] before sampling, greedy included; -100 bans the */
+    int n_bias;                   /* token (-inf). Ids must be in the vocabulary */
 } g4_gen_params;
 
 typedef struct g4_gen g4_gen;

@@ -17,6 +17,9 @@ struct g4_gen {
     char **stop;                  /* [n_stop] copies */
     int n_stop;
     int max_tokens, ignore_eos;
+    int32_t *bias_ids;            /* logit_bias [n_bias] */
+    float *bias;
+    int n_bias;
     int argmax_only;
     int n_tok;
     int hit_ctx;
@@ -48,9 +51,21 @@ g4_status g4_gen_new(const g4_model *m, int slot, const g4_tokenizer *tok, const
     /* temperature 0 samples the argmax of the raw logits (the softcap is monotonic); penalties
      * and suppressed ids change the logits first, so they need them all */
     g->argmax_only = (!cfg || cfg->n_suppress == 0) && p->sp.temperature == 0 && p->sp.frequency_penalty == 0 &&
-                     p->sp.presence_penalty == 0;
+                     p->sp.presence_penalty == 0 && p->n_bias <= 0;
     g4_status st = g4_sampler_new(&p->sp, g->vocab, info->final_logit_softcap, &g->sampler);
     if (!st && p->text && !(g->detok = g4_detok_stream_new(tok, 1))) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!st && p->n_bias > 0) {
+        g->bias_ids = malloc((size_t)p->n_bias * sizeof *g->bias_ids);
+        g->bias = malloc((size_t)p->n_bias * sizeof *g->bias);
+        if (!g->bias_ids || !g->bias) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < p->n_bias; i++) {
+            if (p->bias_ids[i] < 0 || p->bias_ids[i] >= g->vocab)
+                st = g4_fail(G4_ERR_INPUT, "logit_bias: token id %d is outside the vocabulary [0, %d)", (int)p->bias_ids[i], g->vocab);
+            g->bias_ids[i] = p->bias_ids[i];
+            g->bias[i] = p->bias[i];
+        }
+        g->n_bias = p->n_bias;
+    }
     if (!st && p->text && p->n_stop > 0) {
         if (!(g->stop = calloc((size_t)p->n_stop, sizeof *g->stop))) st = g4_fail(G4_ERR_NOMEM, "out of memory");
         for (int i = 0; !st && i < p->n_stop; i++) {
@@ -72,6 +87,8 @@ void g4_gen_free(g4_gen *g) {
     g4_detok_stream_free(g->detok);
     for (int i = 0; i < g->n_stop; i++) free(g->stop[i]);
     free(g->stop);
+    free(g->bias_ids);
+    free(g->bias);
     free(g->text);
     free(g);
 }
@@ -85,6 +102,8 @@ int32_t g4_gen_next(g4_gen *g, float *logits, int32_t argmax) {
     }
     for (int i = 0; g->cfg && i < g->cfg->n_suppress; i++)
         if (g->cfg->suppress[i] >= 0 && g->cfg->suppress[i] < g->vocab) logits[g->cfg->suppress[i]] = -INFINITY;
+    for (int i = 0; i < g->n_bias; i++)   /* OpenAI: -100 is a ban; the bias goes on the raw logit */
+        logits[g->bias_ids[i]] = g->bias[i] <= -100 ? -INFINITY : logits[g->bias_ids[i]] + g->bias[i];
     return g4_sampler_sample(g->sampler, logits);
 }
 

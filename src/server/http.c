@@ -25,14 +25,14 @@ typedef struct {
 /* An SSE response in flight (the MHD response's cls). */
 typedef struct {
     g4_srv *s;
-    g4_req *r;
+    g4_req *r[G4_MAX_N];   /* one per choice */
     g4_api_opts o;
     int fd;
     char *out;
     size_t out_len, out_off;
-    size_t t_sent;     /* text bytes sent */
-    int k_sent;        /* tokens whose logprobs were sent */
-    int k_seen;        /* tokens observed (to wait for change) */
+    size_t t_sent[G4_MAX_N];   /* text bytes (chat: parser deltas) sent */
+    int k_sent[G4_MAX_N];      /* tokens whose logprobs were sent */
+    int fin_sent[G4_MAX_N];
     int sent_first, finished;
 } stream_ctx;
 
@@ -89,83 +89,108 @@ static enum MHD_Result not_ready(g4_srv *s, struct MHD_Connection *c, const char
 
 /* ---------------------------------------------------------------- SSE streaming */
 
+static void out_append(stream_ctx *st, const char *s, size_t n) {
+    char *nb = realloc(st->out, st->out_len + n + 1);
+    if (!nb) return;
+    st->out = nb;
+    memcpy(nb + st->out_len, s, n);
+    st->out_len += n;
+    nb[st->out_len] = 0;
+}
+
+static void cancel_all(stream_ctx *st) {
+    for (int i = 0; i < st->o.n; i++) g4_req_cancel(st->r[i]);
+}
+
+/* Appends the events of choice i that became ready; returns 1 when it reached its end. An error
+ * ends the whole stream with an error event. */
+static int choice_events(stream_ctx *st, int i, int *error) {
+    g4_req *r = st->r[i];
+    const g4_api_ctx *c = &st->s->api;
+    pthread_mutex_lock(&r->mu);
+    const size_t t1 = g4_api_ready(r);
+    const int k1 = r->n_toks, done = r->done;
+    if (done && r->finish == G4_FIN_ERROR) {
+        g4_api_error e;
+        g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
+        char *ej = g4_api_error_json(&e);
+        if (ej) {
+            out_append(st, "data: ", 6);
+            out_append(st, ej, strlen(ej));
+            out_append(st, "\n\n", 2);
+            free(ej);
+        }
+        *error = 1;
+    } else {
+        if (t1 > st->t_sent[i]) {
+            g4_api_stream_chunk(c, &st->o, r, i, st->t_sent[i], t1, st->k_sent[i], k1, 0, 0, &st->out, &st->out_len);
+            st->t_sent[i] = t1;
+            st->k_sent[i] = k1;
+        }
+        if (done) {
+            g4_api_stream_chunk(c, &st->o, r, i, t1, t1, st->k_sent[i], k1, 0, 1, &st->out, &st->out_len);
+            st->k_sent[i] = k1;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return done;
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_ctx *st = cls;
-    g4_req *r = st->r;
+    const int n = st->o.n;
     for (;;) {
         if (st->out_off < st->out_len) {
-            size_t n = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
-            memcpy(buf, st->out + st->out_off, n);
-            st->out_off += n;
-            return (ssize_t)n;
+            size_t k = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
+            memcpy(buf, st->out + st->out_off, k);
+            st->out_off += k;
+            return (ssize_t)k;
         }
         st->out_len = st->out_off = 0;
         if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
-        pthread_mutex_lock(&r->mu);
-        if (st->sent_first)
-            while (!r->done && r->text_ready == st->t_sent && r->n_toks == st->k_seen) {
-                wait_ms(&r->cv, &r->mu, 100);
-                if (!r->done && client_gone(st->fd)) {
-                    r->cancel = 1;
-                    pthread_mutex_unlock(&r->mu);
-                    return MHD_CONTENT_READER_END_WITH_ERROR;
-                }
-            }
-        const size_t t1 = r->text_ready;
-        const int k1 = r->n_toks, done = r->done;
-        st->k_seen = k1;
-        const g4_api_ctx *c = &st->s->api;
         if (!st->sent_first) {   /* the role chunk, as OpenAI opens a chat stream */
-            if (st->o.kind == G4_API_CHAT) g4_api_stream_chunk(c, &st->o, r, 0, 0, 0, 0, 1, 0, &st->out, &st->out_len);
+            for (int i = 0; i < n && st->o.kind == G4_API_CHAT; i++) {
+                pthread_mutex_lock(&st->r[i]->mu);
+                g4_api_stream_chunk(&st->s->api, &st->o, st->r[i], i, 0, 0, 0, 0, 1, 0, &st->out, &st->out_len);
+                pthread_mutex_unlock(&st->r[i]->mu);
+            }
             st->sent_first = 1;
+            continue;
         }
-        if (done && r->finish == G4_FIN_ERROR) {
-            g4_api_error e;
-            g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
-            char *ej = g4_api_error_json(&e);
-            if (ej) {
-                size_t n = strlen(ej);
-                char *nb = realloc(st->out, st->out_len + n + 16);
-                if (nb) {
-                    st->out = nb;
-                    st->out_len += (size_t)sprintf(nb + st->out_len, "data: %s\n\n", ej);
-                }
-                free(ej);
-            }
-        } else {
-            if (t1 > st->t_sent) {
-                g4_api_stream_chunk(c, &st->o, r, st->t_sent, t1, st->k_sent, k1, 0, 0, &st->out, &st->out_len);
-                st->t_sent = t1;
-                st->k_sent = k1;
-            }
-            if (done) {
-                g4_api_stream_chunk(c, &st->o, r, t1, t1, st->k_sent, k1, 0, 1, &st->out, &st->out_len);
-                st->k_sent = k1;
-                if (st->o.include_usage) g4_api_stream_usage(c, &st->o, r, &st->out, &st->out_len);
-            }
+        int error = 0, all_done = 1, waiting = -1;
+        for (int i = 0; i < n && !error; i++) {
+            if (st->fin_sent[i]) continue;
+            st->fin_sent[i] = choice_events(st, i, &error);
+            if (!st->fin_sent[i]) { all_done = 0; if (waiting < 0) waiting = i; }
         }
-        if (done) {
-            const char *d = "data: [DONE]\n\n";
-            char *nb = realloc(st->out, st->out_len + strlen(d) + 1);
-            if (nb) {
-                st->out = nb;
-                memcpy(nb + st->out_len, d, strlen(d) + 1);
-                st->out_len += strlen(d);
-            }
+        if (error) cancel_all(st);
+        if (error || all_done) {
+            if (!error && st->o.include_usage) g4_api_stream_usage(&st->s->api, &st->o, st->r, &st->out, &st->out_len);
+            out_append(st, "data: [DONE]\n\n", 14);
             st->finished = 1;
+            continue;
         }
+        if (st->out_len) continue;
+        /* nothing new: wait for the first unfinished choice (briefly when others may move) */
+        g4_req *r = st->r[waiting];
+        pthread_mutex_lock(&r->mu);
+        if (!r->done && g4_api_ready(r) == st->t_sent[waiting] && r->n_toks == st->k_sent[waiting])
+            wait_ms(&r->cv, &r->mu, n > 1 ? 10 : 100);
         pthread_mutex_unlock(&r->mu);
-        if (!st->out_len && st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (client_gone(st->fd)) {
+            cancel_all(st);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
     }
 }
 
 /* MHD is done with the response (sent, or the client went away): a stream that did not reach
- * its end cancels its generation so the slot frees at the next step. */
+ * its end cancels its generations so the slots free at the next step. */
 static void stream_free(void *cls) {
     stream_ctx *st = cls;
-    if (!st->finished) g4_req_cancel(st->r);
-    g4_req_release(st->r);
+    if (!st->finished) cancel_all(st);
+    for (int i = 0; i < st->o.n; i++) g4_req_release(st->r[i]);
     free(st->out);
     free(st);
 }
@@ -176,6 +201,7 @@ static void make_id(g4_srv *s, g4_api_opts *o) {
     unsigned long n = ++s->id_seq;
     uint64_t x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
     snprintf(o->id, sizeof o->id, "%s-%016llx", o->kind == G4_API_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)x);
+    snprintf(o->call_prefix, sizeof o->call_prefix, "call_%016llx_", (unsigned long long)x);
     o->created = (long)time(NULL);
 }
 
@@ -184,28 +210,35 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char 
     if (s->state != G4_SRV_READY) return not_ready(s, c, route);
     g4_api_error err;
     g4_api_opts o;
+    g4_req *reqs[G4_MAX_N];
     if (kind == G4_API_CHAT && !s->tmpl)
         return reply_err(s, c, route, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
                                                  "this model has no chat template; use /v1/completions"));
-    g4_req *r = g4_api_parse(&s->api, kind, cc->body ? cc->body : "", cc->len, &o, &err);
-    if (!r) return reply_err(s, c, route, &err);
+    if (!g4_api_parse(&s->api, kind, cc->body ? cc->body : "", cc->len, &o, reqs, &err)) return reply_err(s, c, route, &err);
     make_id(s, &o);
-    if (g4_sched_submit(s->sched, r)) {
-        g4_req_release(r);
-        return not_ready(s, c, route);
+    for (int i = 0; i < o.n; i++) {
+        if (g4_sched_submit(s->sched, reqs[i])) {
+            for (int j = 0; j < o.n; j++) {
+                if (j < i) g4_req_cancel(reqs[j]);
+                g4_req_release(reqs[j]);
+            }
+            return not_ready(s, c, route);
+        }
     }
     const int fd = conn_fd(c);
     if (o.stream) {
         stream_ctx *st = calloc(1, sizeof *st);
         struct MHD_Response *resp = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free) : NULL;
         if (!resp) {
-            g4_req_cancel(r);
-            g4_req_release(r);
+            for (int i = 0; i < o.n; i++) {
+                g4_req_cancel(reqs[i]);
+                g4_req_release(reqs[i]);
+            }
             free(st);
             return MHD_NO;
         }
         st->s = s;
-        st->r = r;
+        memcpy(st->r, reqs, (size_t)o.n * sizeof *reqs);
         st->o = o;
         st->fd = fd;
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -215,24 +248,34 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char 
         g4_metrics_request(s->mx, route, 200);
         return ret;
     }
-    pthread_mutex_lock(&r->mu);
-    while (!r->done) {
-        wait_ms(&r->cv, &r->mu, 100);
-        if (!r->done && client_gone(fd)) {
-            r->cancel = 1;
-            pthread_mutex_unlock(&r->mu);
-            g4_req_release(r);
-            g4_metrics_request(s->mx, route, 499);   /* nginx's "client closed request" */
-            return MHD_NO;
+    g4_finish fin = G4_FIN_STOP;
+    int bad = -1;
+    for (int i = 0; i < o.n; i++) {
+        g4_req *r = reqs[i];
+        pthread_mutex_lock(&r->mu);
+        while (!r->done) {
+            wait_ms(&r->cv, &r->mu, 100);
+            if (!r->done && client_gone(fd)) {
+                pthread_mutex_unlock(&r->mu);
+                for (int j = 0; j < o.n; j++) {
+                    g4_req_cancel(reqs[j]);
+                    g4_req_release(reqs[j]);
+                }
+                g4_metrics_request(s->mx, route, 499);   /* nginx's "client closed request" */
+                return MHD_NO;
+            }
         }
+        if ((r->finish == G4_FIN_ERROR || r->finish == G4_FIN_CANCELLED) && bad < 0) {
+            fin = r->finish;
+            bad = i;
+        }
+        pthread_mutex_unlock(&r->mu);
     }
-    const g4_finish fin = r->finish;
-    pthread_mutex_unlock(&r->mu);
     enum MHD_Result ret;
-    if (fin == G4_FIN_ERROR) ret = reply_err(s, c, route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", r->err));
+    if (fin == G4_FIN_ERROR) ret = reply_err(s, c, route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", reqs[bad]->err));
     else if (fin == G4_FIN_CANCELLED) ret = not_ready(s, c, route);
-    else ret = reply(s, c, route, 200, "application/json", g4_api_response_json(&s->api, &o, r));
-    g4_req_release(r);
+    else ret = reply(s, c, route, 200, "application/json", g4_api_response_json(&s->api, &o, reqs));
+    for (int i = 0; i < o.n; i++) g4_req_release(reqs[i]);
     return ret;
 }
 

@@ -132,6 +132,29 @@ static int parse_sampling(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_erro
     if (get_bool(o, "ignore_eos", &b, err) < 0) return -1;
     r->ignore_eos = b;
 
+    /* logit_bias: {"token id": bias in [-100, 100]}, added to the raw logits (greedy included) */
+    json_t *lb = json_object_get(o, "logit_bias");
+    if (lb && !json_is_null(lb)) {
+        if (!json_is_object(lb)) return BADTYPE("logit_bias", "an object mapping token ids to numbers");
+        size_t n = json_object_size(lb);
+        r->bias_ids = malloc((n ? n : 1) * sizeof *r->bias_ids);
+        r->bias = malloc((n ? n : 1) * sizeof *r->bias);
+        if (!r->bias_ids || !r->bias) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        const char *k;
+        json_t *v;
+        json_object_foreach(lb, k, v) {
+            char *end;
+            long long id = strtoll(k, &end, 10);
+            if (!*k || *end || id < 0 || id >= c->info->vocab_size)
+                return BAD("logit_bias", "logit_bias key '%s' is not a token id in [0, %d)", k, c->info->vocab_size);
+            if (!json_is_number(v)) return BADTYPE("logit_bias", "an object mapping token ids to numbers");
+            double d = json_number_value(v);
+            if (!(d >= -100 && d <= 100)) return BAD("logit_bias", "logit_bias of token %lld is %g; it must be in [-100, 100]", id, d);
+            r->bias_ids[r->n_bias] = (int32_t)id;
+            r->bias[r->n_bias++] = (float)d;
+        }
+    }
+
     json_t *stop = json_object_get(o, "stop");
     if (stop && !json_is_null(stop)) {
         size_t n = json_is_string(stop) ? 1 : json_is_array(stop) ? json_array_size(stop) : (size_t)-1;
@@ -210,12 +233,35 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
         json_t *content = json_object_get(m, "content");
         if (content && !json_is_null(content) && !json_is_string(content) && !json_is_array(content))
             return BAD("messages", "messages[%zu].content must be a string or an array of content parts", i);
+        size_t k;
+        json_t *part;
+        if (json_is_array(content)) json_array_foreach(content, k, part) {
+            const char *type = json_string_value(json_object_get(part, "type"));
+            if (!json_is_object(part) || !type)
+                return BAD("messages", "messages[%zu].content[%zu] must be an object with a string 'type'", i, k);
+            if (!strcmp(type, "text")) {
+                if (!json_is_string(json_object_get(part, "text")))
+                    return BAD("messages", "messages[%zu].content[%zu].text must be a string", i, k);
+            } else if (!strcmp(type, "image_url") || !strcmp(type, "image") || !strcmp(type, "input_image")) {
+                return BAD("messages", "messages[%zu].content[%zu]: image input is not supported yet", i, k);
+            } else if (!strcmp(type, "input_audio") || !strcmp(type, "audio")) {
+                return BAD("messages", "messages[%zu].content[%zu]: audio input is not supported yet", i, k);
+            } else {
+                return BAD("messages", "messages[%zu].content[%zu]: content parts of type '%s' are not supported", i, k, type);
+            }
+        }
     }
     json_t *vars = json_object();
     json_object_set(vars, "messages", msgs);
     json_object_set_new(vars, "add_generation_prompt", json_true());
+    /* tool_choice "none": the tools are not offered to the model at all */
     json_t *tools = json_object_get(o, "tools");
-    if (tools && json_is_array(tools)) json_object_set(vars, "tools", tools);
+    json_t *tc = json_object_get(o, "tool_choice");
+    const int offer = !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"));
+    if (tools && json_is_array(tools) && json_array_size(tools) && offer) json_object_set(vars, "tools", tools);
+    /* reasoning_effort: any effort but "none" turns the model's thinking on */
+    json_t *re = json_object_get(o, "reasoning_effort");
+    if (json_is_string(re)) json_object_set_new(vars, "enable_thinking", json_boolean(strcmp(json_string_value(re), "none")));
     if (c->template_specials) {
         const int ids[3] = {c->info->bos_id, c->info->eos_id, c->info->pad_id};
         const char *names[3] = {"bos_token", "eos_token", "pad_token"};
@@ -269,11 +315,132 @@ static int parse_text_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     return 0;
 }
 
+/* Every field a route takes; anything else is refused by name rather than silently ignored. */
+static const char *const CHAT_FIELDS[] = {
+    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "stop",
+    "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "stream", "stream_options", "n",
+    "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort",
+    "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+static const char *const COMPLETION_FIELDS[] = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
+    "presence_penalty", "logprobs", "stream", "stream_options", "n", "logit_bias", "echo", "suffix", "best_of",
+    "user", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+static const char *const GENERATE_FIELDS[] = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
+    "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+
+static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
+    const char *const *ok = kind == G4_API_CHAT ? CHAT_FIELDS : kind == G4_API_COMPLETION ? COMPLETION_FIELDS : GENERATE_FIELDS;
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+        int known = 0;
+        for (int i = 0; ok[i] && !known; i++) known = !strcmp(ok[i], k);
+        if (!known) {
+            static _Thread_local char key[64];   /* err->param outlives the body; one per HTTP thread */
+            snprintf(key, sizeof key, "%s", k);
+            g4_api_err(err, 400, "invalid_request_error", key, "unsupported_parameter",
+                       "Unrecognized request argument supplied: %s", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The chat fields that shape tool use and output; the constrained ones are a later feature. */
+static int parse_chat_controls(json_t *root, g4_req *r, g4_api_error *err) {
+    json_t *tools = json_object_get(root, "tools");
+    if (tools && !json_is_null(tools)) {
+        if (!json_is_array(tools)) return BADTYPE("tools", "an array of tools");
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            json_t *f = json_object_get(t, "function");
+            if (!json_is_object(t) || !json_is_string(json_object_get(t, "type")) ||
+                strcmp(json_string_value(json_object_get(t, "type")), "function") || !json_is_object(f) ||
+                !json_is_string(json_object_get(f, "name")))
+                return BAD("tools", "tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., ...}}", i);
+        }
+    }
+    json_t *tc = json_object_get(root, "tool_choice");
+    if (tc && !json_is_null(tc)) {
+        if (json_is_string(tc) && (!strcmp(json_string_value(tc), "none") || !strcmp(json_string_value(tc), "auto"))) {
+            /* none: the tools are left out of the prompt; auto: the model decides */
+        } else if (json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
+            return BAD("tool_choice", "tool_choice 'required' needs constrained decoding, which is not supported yet; use 'auto' or 'none'");
+        } else if (json_is_object(tc)) {
+            return BAD("tool_choice", "a named tool_choice needs constrained decoding, which is not supported yet; use 'auto' or 'none'");
+        } else {
+            return BAD("tool_choice", "'tool_choice' must be 'none', 'auto', 'required' or a named function");
+        }
+    }
+    int b = 1;
+    if (get_bool(root, "parallel_tool_calls", &b, err) < 0) return -1;
+    r->one_call = !b;
+    json_t *rf = json_object_get(root, "response_format");
+    if (rf && !json_is_null(rf)) {
+        json_t *ty = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
+        if (!json_is_string(ty)) return BADTYPE("response_format", "an object with a string 'type'");
+        if (strcmp(json_string_value(ty), "text"))
+            return BAD("response_format", "response_format '%s' needs constrained decoding, which is not supported yet", json_string_value(ty));
+    }
+    json_t *re = json_object_get(root, "reasoning_effort");
+    if (re && !json_is_null(re)) {
+        static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", NULL};
+        int ok = 0;
+        for (int i = 0; json_is_string(re) && efforts[i] && !ok; i++) ok = !strcmp(efforts[i], json_string_value(re));
+        if (!ok) return BAD("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
+    }
+    json_t *kw = json_object_get(root, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw)) return BADTYPE("chat_template_kwargs", "an object");
+    /* accepted and ignored, as OpenAI documents them: they label the request for the caller */
+    json_t *u = json_object_get(root, "user");
+    if (u && !json_is_null(u) && !json_is_string(u)) return BADTYPE("user", "a string");
+    json_t *md = json_object_get(root, "metadata");
+    if (md && !json_is_null(md) && !json_is_object(md)) return BADTYPE("metadata", "an object");
+    if (get_bool(root, "store", &b, err) < 0) return -1;
+    return 0;
+}
+
+/* Another choice of the same request: its own copy of everything, its seed the next one. */
+static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
+    g4_req *q = g4_req_new();
+    if (!q) return NULL;
+    q->sp = r->sp;
+    q->sp.seed = r->sp.seed + (uint64_t)i;
+    q->max_tokens = r->max_tokens;
+    q->n_top_logprobs = r->n_top_logprobs;
+    q->ignore_eos = r->ignore_eos;
+    q->chat = r->chat;
+    q->one_call = r->one_call;
+    q->prompt = malloc((size_t)r->n_prompt * sizeof *q->prompt);
+    q->stop = calloc((size_t)r->n_stop + 1, sizeof *q->stop);
+    q->bias_ids = malloc(((size_t)r->n_bias + 1) * sizeof *q->bias_ids);
+    q->bias = malloc(((size_t)r->n_bias + 1) * sizeof *q->bias);
+    if (!q->prompt || !q->stop || !q->bias_ids || !q->bias) { g4_req_release(q); return NULL; }
+    memcpy(q->prompt, r->prompt, (size_t)r->n_prompt * sizeof *q->prompt);
+    q->n_prompt = r->n_prompt;
+    for (int k = 0; k < r->n_stop; k++)
+        if ((q->stop[k] = strdup(r->stop[k]))) q->n_stop = k + 1;
+    if (r->n_bias) {
+        memcpy(q->bias_ids, r->bias_ids, (size_t)r->n_bias * sizeof *q->bias_ids);
+        memcpy(q->bias, r->bias, (size_t)r->n_bias * sizeof *q->bias);
+    }
+    q->n_bias = r->n_bias;
+    if (q->chat && g4_chat_parser_new(c->tok, (const char *const *)q->stop, q->n_stop, &q->parser)) {
+        g4_req_release(q);
+        return NULL;
+    }
+    return q;
+}
+
 g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, size_t len, g4_api_opts *o,
-                     g4_api_error *err) {
+                     g4_req **reqs, g4_api_error *err) {
     memset(o, 0, sizeof *o);
     o->kind = kind;
     o->logprobs = -1;
+    o->n = 1;
+    reqs[0] = NULL;
     json_error_t je;
     json_t *root = json_loadb(body, len, 0, &je);
     if (!root) {
@@ -287,14 +454,32 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     int rc, b = 0;
     if (!r) { g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"); goto fail; }
     if (!json_is_object(root)) { (void)BADTYPE("body", "a JSON object"); err->param = NULL; goto fail; }
+    if (check_fields(root, kind, err)) goto fail;
     if (kind != G4_API_GENERATE && check_model(c, root, err)) goto fail;
     if (get_bool(root, "stream", &o->stream, err) < 0) goto fail;
     if (kind == G4_API_GENERATE) o->stream = 0;
     json_t *so = json_object_get(root, "stream_options");
     if (so && json_is_object(so) && get_bool(so, "include_usage", &o->include_usage, err) < 0) goto fail;
     if (get_bool(root, "return_token_ids", &o->return_token_ids, err) < 0) goto fail;
-    if ((rc = get_int(root, "n", 1, 1, &i, err)) < 0) { snprintf(err->message, sizeof err->message, "only n = 1 is supported"); goto fail; }
+    if ((rc = get_int(root, "n", 1, kind == G4_API_GENERATE ? 1 : G4_MAX_N, &i, err)) < 0) goto fail;
+    if (rc) o->n = (int)i;
     if (parse_sampling(c, root, r, err)) goto fail;
+    if (kind == G4_API_COMPLETION) {
+        json_t *sfx = json_object_get(root, "suffix");
+        if (sfx && !json_is_null(sfx) && !(json_is_string(sfx) && !json_string_length(sfx))) {
+            (void)BAD("suffix", "'suffix' (fill in the middle) is not supported");
+            goto fail;
+        }
+        if ((rc = get_int(root, "best_of", 1, G4_MAX_N, &i, err)) < 0) goto fail;
+        if (rc && i != o->n) {
+            (void)BAD("best_of", "'best_of' other than n is not supported (choices are not ranked)");
+            goto fail;
+        }
+    }
+    if (kind == G4_API_CHAT) {
+        r->chat = 1;
+        if (parse_chat_controls(root, r, err)) goto fail;
+    }
 
     /* max_tokens: OpenAI's default is 16 for completions and "until the context is full" for chat */
     long long mt = kind == G4_API_CHAT ? (1ll << 30) : 16;
@@ -328,6 +513,19 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
                    "This model's maximum context length is %d tokens. However, your prompt has %d tokens.",
                    c->info->ctx, r->n_prompt);
         goto fail;
+    }
+    if (r->chat && g4_chat_parser_new(c->tok, (const char *const *)r->stop, r->n_stop, &r->parser)) {
+        g4_api_err(err, 500, "server_error", NULL, NULL, "%s", g4_last_error());
+        goto fail;
+    }
+    reqs[0] = r;
+    for (int k = 1; k < o->n; k++) {
+        if (!(reqs[k] = clone_req(c, r, k))) {
+            for (int j = 1; j < k; j++) g4_req_release(reqs[j]);
+            reqs[0] = NULL;
+            g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory");
+            goto fail;
+        }
     }
     json_decref(root);
     return r;
@@ -410,11 +608,6 @@ static json_t *completion_logprobs(const g4_api_ctx *c, const g4_req *r, int k0,
     return json_pack("{s:o,s:o,s:o,s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offs);
 }
 
-static json_t *usage(const g4_req *r) {
-    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", r->n_prompt, "completion_tokens", r->n_toks, "total_tokens",
-                     r->n_prompt + r->n_toks);
-}
-
 static json_t *token_ids(const g4_req *r, int k0, int k1) {
     json_t *a = json_array();
     for (int k = k0; k < k1; k++) json_array_append_new(a, json_integer(r->toks[k].id));
@@ -427,31 +620,67 @@ static char *dump(json_t *o) {
     return s;
 }
 
-char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req *r) {
-    pthread_mutex_lock(&r->mu);
-    json_t *text = jstr_lossy(r->text ? r->text : "", r->text_len);
-    const char *fin = g4_finish_name(r->finish);
+/* The finish reason a client sees: a chat message that stopped after tool calls ends in
+ * "tool_calls", as OpenAI's do. */
+static const char *finish_name(const g4_req *r) {
+    if (r->finish == G4_FIN_STOP && r->parser && g4_chat_parser_n_calls(r->parser)) return "tool_calls";
+    return g4_finish_name(r->finish);
+}
+
+static void call_prefix(const g4_api_opts *o, int index, char *out, size_t cap) {
+    snprintf(out, cap, "%s%d_", o->call_prefix, index);
+}
+
+size_t g4_api_ready(const g4_req *r) {
+    return r->parser ? (size_t)g4_chat_parser_n_deltas(r->parser) : r->text_ready;
+}
+
+static json_t *chat_message(const g4_api_opts *o, const g4_req *r, int index) {
+    char pre[64];
+    call_prefix(o, index, pre, sizeof pre);
+    char *mj = g4_chat_message_json(r->parser, pre);
+    json_t *m = mj ? json_loads(mj, JSON_ALLOW_NUL, NULL) : NULL;
+    free(mj);
+    return m ? m : json_pack("{s:s,s:s}", "role", "assistant", "content", "");
+}
+
+char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs) {
     json_t *out;
     if (o->kind == G4_API_GENERATE) {
-        out = json_pack("{s:o,s:i,s:i,s:s?,s:o}", "text", text, "prompt_tokens", r->n_prompt, "completion_tokens",
-                        r->n_toks, "finish_reason", fin, "token_ids", token_ids(r, 0, r->n_toks));
-    } else {
+        g4_req *r = reqs[0];
+        pthread_mutex_lock(&r->mu);
+        out = json_pack("{s:o,s:i,s:i,s:s?,s:o}", "text", jstr_lossy(r->text ? r->text : "", r->text_len), "prompt_tokens",
+                        r->n_prompt, "completion_tokens", r->n_toks, "finish_reason", g4_finish_name(r->finish), "token_ids",
+                        token_ids(r, 0, r->n_toks));
+        pthread_mutex_unlock(&r->mu);
+        return dump(out);
+    }
+    json_t *choices = json_array();
+    int n_gen = 0;
+    for (int i = 0; i < o->n; i++) {
+        g4_req *r = reqs[i];
+        pthread_mutex_lock(&r->mu);
+        const char *fin = finish_name(r);
         json_t *choice = json_object();
-        json_object_set_new(choice, "index", json_integer(0));
+        json_object_set_new(choice, "index", json_integer(i));
         if (o->kind == G4_API_CHAT) {
-            json_object_set_new(choice, "message", json_pack("{s:s,s:o}", "role", "assistant", "content", text));
+            json_object_set_new(choice, "message", chat_message(o, r, i));
             json_object_set_new(choice, "logprobs", o->logprobs > 0 ? chat_logprobs(c, r, 0, r->n_toks) : json_null());
         } else {
-            json_object_set_new(choice, "text", text);
+            json_object_set_new(choice, "text", jstr_lossy(r->text ? r->text : "", r->text_len));
             json_object_set_new(choice, "logprobs", o->logprobs >= 0 ? completion_logprobs(c, r, 0, r->n_toks, 0) : json_null());
         }
         json_object_set_new(choice, "finish_reason", fin ? json_string(fin) : json_null());
         if (o->return_token_ids) json_object_set_new(choice, "token_ids", token_ids(r, 0, r->n_toks));
-        out = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o,s:n}", "id", o->id, "object",
-                        o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
-                        "model", c->model_name, "choices", choice, "usage", usage(r), "system_fingerprint");
+        json_array_append_new(choices, choice);
+        n_gen += r->n_toks;
+        pthread_mutex_unlock(&r->mu);
     }
-    pthread_mutex_unlock(&r->mu);
+    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    out = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:n}", "id", o->id, "object",
+                    o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
+                    "model", c->model_name, "choices", choices, "usage", use, "system_fingerprint");
     return dump(out);
 }
 
@@ -473,21 +702,29 @@ static void append_event(char **buf, size_t *len, json_t *o) {
     free(s);
 }
 
-void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, size_t t0, size_t t1, int k0,
-                         int k1, int first, int fin, char **buf, size_t *len) {
-    json_t *text = jstr_lossy(r->text ? r->text + t0 : "", t1 - t0);
-    const char *fr = fin ? g4_finish_name(r->finish) : NULL;
+void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, int index, size_t t0, size_t t1,
+                         int k0, int k1, int first, int fin, char **buf, size_t *len) {
+    const char *fr = fin ? finish_name(r) : NULL;
     json_t *choice = json_object();
-    json_object_set_new(choice, "index", json_integer(0));
+    json_object_set_new(choice, "index", json_integer(index));
     if (o->kind == G4_API_CHAT) {
-        json_t *delta = json_object();
-        if (first) json_object_set_new(delta, "role", json_string("assistant"));
-        if (t1 > t0 || first) json_object_set_new(delta, "content", text);
-        else json_decref(text);
+        json_t *delta = NULL;
+        if (t1 > t0) {
+            char pre[64];
+            call_prefix(o, index, pre, sizeof pre);
+            char *dj = g4_chat_delta_json(r->parser, (int)t0, (int)t1, pre);
+            delta = dj ? json_loads(dj, JSON_ALLOW_NUL, NULL) : NULL;
+            free(dj);
+        }
+        if (!delta) delta = json_object();
+        if (first) {
+            json_object_set_new(delta, "role", json_string("assistant"));
+            if (!json_object_get(delta, "content")) json_object_set_new(delta, "content", json_string(""));
+        }
         json_object_set_new(choice, "delta", delta);
         json_object_set_new(choice, "logprobs", o->logprobs > 0 && k1 > k0 ? chat_logprobs(c, r, k0, k1) : json_null());
     } else {
-        json_object_set_new(choice, "text", text);
+        json_object_set_new(choice, "text", jstr_lossy(r->text ? r->text + t0 : "", t1 - t0));
         json_object_set_new(choice, "logprobs", o->logprobs >= 0 && k1 > k0 ? completion_logprobs(c, r, k0, k1, t0) : json_null());
     }
     json_object_set_new(choice, "finish_reason", fr ? json_string(fr) : json_null());
@@ -499,10 +736,14 @@ void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
     append_event(buf, len, ev);
 }
 
-void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, char **buf, size_t *len) {
+void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs, char **buf, size_t *len) {
+    int n_gen = 0;
+    for (int i = 0; i < o->n; i++) n_gen += reqs[i]->n_toks;
+    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen);
     json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", o->id, "object",
                            o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
-                           (json_int_t)o->created, "model", c->model_name, "choices", "usage", usage(r));
+                           (json_int_t)o->created, "model", c->model_name, "choices", "usage", use);
     append_event(buf, len, ev);
 }
 

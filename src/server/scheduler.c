@@ -65,6 +65,9 @@ void g4_req_release(g4_req *r) {
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
+    free(r->bias_ids);
+    free(r->bias);
+    g4_chat_parser_free(r->parser);
     free(r->text);
     free(r->toks);
     g4_gen_free(r->gen);
@@ -110,6 +113,7 @@ static void finish(g4_sched *s, g4_req *r, g4_finish fin, const char *err) {
     r->done = 1;
     r->finish = fin;
     if (err) snprintf(r->err, sizeof r->err, "%s", err);
+    if (r->parser) g4_chat_parser_finish(r->parser);   /* what it held back is final now */
     r->text_ready = r->text_len;
     r->t_done = g4_now();
     pthread_cond_broadcast(&r->cv);
@@ -143,9 +147,16 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
 
     const char *piece;
     size_t plen;
-    const g4_finish fin = g4_gen_accept(r->gen, tok, &piece, &plen);
+    g4_finish fin = g4_gen_accept(r->gen, tok, &piece, &plen);
 
     pthread_mutex_lock(&r->mu);
+    if (r->parser) {   /* chat: the message's deltas; the parser may end it (a tool's turn, a stop string) */
+        int ended = 0;
+        g4_status st = fin == G4_FIN_STOP ? G4_OK : g4_chat_parser_push(r->parser, tok, &ended);
+        if (!st && r->one_call && g4_chat_parser_n_calls(r->parser)) ended = 1;
+        if (!fin && (ended || st)) fin = st ? G4_FIN_ERROR : G4_FIN_STOP;
+        if (st) snprintf(r->err, sizeof r->err, "%s", g4_last_error());
+    }
     if (r->n_toks == r->cap_toks) {
         int nc = r->cap_toks ? r->cap_toks * 2 : 16;
         g4_tok_info *nt = realloc(r->toks, (size_t)nc * sizeof *nt);
@@ -166,7 +177,7 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     if (fin) {
-        finish(s, r, fin, NULL);
+        finish(s, r, fin, NULL);   /* a parser error is in r->err already */
         return 1;
     }
     r->next_tok = tok;
@@ -181,9 +192,14 @@ static void setup(g4_sched *s, g4_req *r) {
     g4_gen_params_default(&gp);
     gp.sp = r->sp;
     gp.max_tokens = r->max_tokens;
-    gp.stop = (const char *const *)r->stop;
-    gp.n_stop = r->n_stop;
+    /* chat: the parser reads the ids and applies the stop strings to the content */
+    gp.text = !r->parser;
+    gp.stop = r->parser ? NULL : (const char *const *)r->stop;
+    gp.n_stop = r->parser ? 0 : r->n_stop;
     gp.ignore_eos = r->ignore_eos;
+    gp.bias_ids = r->bias_ids;
+    gp.bias = r->bias;
+    gp.n_bias = r->n_bias;
     g4_status st = g4_gen_new(s->m, r->slot, s->tok, s->gen, &gp, &r->gen);
     if (st) {
         finish(s, r, G4_FIN_ERROR, g4_last_error());

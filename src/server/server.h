@@ -72,6 +72,11 @@ typedef struct g4_req {
     int n_stop;
     int n_top_logprobs;       /* -1: no logprobs; else top entries per token (0..20) */
     int ignore_eos;
+    int32_t *bias_ids;        /* logit_bias [n_bias] */
+    float *bias;
+    int n_bias;
+    int chat;                 /* chat completions: the output goes through the chat parser */
+    int one_call;             /* parallel_tool_calls false: the message ends after its first call */
 
     /* shared, guarded by mu */
     pthread_mutex_t mu;
@@ -86,6 +91,7 @@ typedef struct g4_req {
     size_t text_len, text_ready;   /* text_ready == text_len: bytes final */
     g4_tok_info *toks;
     int n_toks, cap_toks;
+    g4_chat_parser *parser;   /* chat: the message as deltas (created at parse time) */
     double t_submit, t_first, t_done;
 
     /* scheduler-private */
@@ -143,28 +149,33 @@ typedef struct {
     g4_api_kind kind;
     int stream, include_usage, return_token_ids;
     int logprobs;             /* chat: bool; completion: top count, -1 = off */
+    int n;                    /* choices: n independent generations, seeds seed + i */
     char id[48];
+    char call_prefix[48];     /* tool call ids: call_prefix + choice + "_" + index */
     long created;
 } g4_api_opts;
 
-/* Parses and validates a request body into a new g4_req (refs = 1). On failure fills err and
- * returns NULL. */
+/* Parses and validates a request body into o->n new g4_req (refs = 1 each), written to reqs
+ * [G4_MAX_N]; the first is returned. On failure fills err and returns NULL. */
+#define G4_MAX_N 16
 g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, size_t len,
-                     g4_api_opts *o, g4_api_error *err);
+                     g4_api_opts *o, g4_req **reqs, g4_api_error *err);
 /* Fills err; returns err for chaining. */
 g4_api_error *g4_api_err(g4_api_error *err, int status, const char *type, const char *param,
                          const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* {"error": {...}} as a malloc'ed JSON string. */
 char *g4_api_error_json(const g4_api_error *err);
-/* The whole non-streaming response body for a finished request. */
-char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req *r);
-/* One SSE event ("data: {...}\n\n") for the text bytes [t0, t1) and tokens [k0, k1) of r
- * (r->mu held by the caller); `first` adds the assistant role, `fin` the finish reason.
- * Appends to *buf. */
-void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, size_t t0,
+/* The whole non-streaming response body for finished requests (o->n choices). */
+char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs);
+/* One SSE event ("data: {...}\n\n") of choice `index` for the text bytes [t0, t1) (chat: the
+ * parser's deltas [t0, t1)) and tokens [k0, k1) of r (r->mu held by the caller); `first` adds
+ * the assistant role, `fin` the finish reason. Appends to *buf. */
+void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, int index, size_t t0,
                          size_t t1, int k0, int k1, int first, int fin, char **buf, size_t *len);
-/* The usage chunk (stream_options.include_usage). */
-void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, char **buf, size_t *len);
+/* The usage chunk (stream_options.include_usage), summed over the choices. */
+void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs, char **buf, size_t *len);
+/* Bytes (completions) or parser deltas (chat) of r that are final (r->mu held). */
+size_t g4_api_ready(const g4_req *r);
 /* The finish reason as the OpenAI API names it (NULL while running). */
 const char *g4_finish_name(g4_finish f);
 /* /v1/models body. */

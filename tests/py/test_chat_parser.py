@@ -38,7 +38,7 @@ def assemble(chunks):
             content = (content or "") + d["content"]
         if d.get("reasoning_content") is not None:
             reasoning = (reasoning or "") + d["reasoning_content"]
-        for tc in d.get("tool_calls", []):
+        for tc in d.get("tool_calls") or []:
             e = calls.setdefault(tc["index"], {"id": None, "type": None, "function": {"name": "", "arguments": ""}})
             e["id"] = tc.get("id") or e["id"]
             e["type"] = tc.get("type") or e["type"]
@@ -321,6 +321,15 @@ def test_fuzz_streamed_equals_whole(g4_bin):
         assert reasoning == msg.get("reasoning_content"), raw
         assert calls == msg.get("tool_calls", []), raw
         assert fin == out["finish_reason"], raw
+
+
+def test_parse_ids(g4_bin):
+    raw = f"<|channel>thought\nR<channel|>A<|tool_call>call:f{{s:{Q}x{Q}}}<tool_call|>"
+    ids = run_g4(g4_bin, "tokenize", "-m", M, input=raw.encode()).stdout
+    r = run_g4(g4_bin, "parse", "-m", M, "--ids", input=ids)
+    assert r.returncode == 0 and json.loads(r.stdout) == parse(g4_bin, raw)
+    assert run_g4(g4_bin, "parse", "-m", M, "--ids", input=b"[1, -3]").returncode == 2
+    assert run_g4(g4_bin, "parse", "-m", M, "--ids", input=b"hello").returncode == 2
 
 
 def test_parse_usage_errors(g4_bin):

@@ -1,6 +1,7 @@
 /* openai.c — the OpenAI wire format: parses and validates /v1/chat/completions, /v1/completions
- * and /generate bodies into a g4_req (rendering the chat template and tokenizing), and writes
- * responses, SSE chunks and {"error": {...}} bodies. Knows nothing of sockets or scheduling. */
+ * and /generate bodies into g4_reqs (one per choice; rendering the chat template, tokenizing, and
+ * refusing by name every field it does not honour), and writes responses, SSE chunks (chat: the
+ * chat parser's deltas) and {"error": {...}} bodies. Knows nothing of sockets or scheduling. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>

@@ -3,7 +3,8 @@
  * prefill slice (prefill_chunk tokens) of the oldest prefilling request, then ONE batched
  * g4_decode over every decoding slot; requests join and leave between steps. Each request's
  * sampling, stop ids / strings, max_tokens and detokenizing are its g4_gen's (src/generate, as
- * `run` and `chat` use it); this file publishes the results. Knows nothing of HTTP. */
+ * `run` and `chat` use it); a chat request's ids also go through its chat parser (src/chat),
+ * which may end the message. This file publishes the results. Knows nothing of HTTP. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

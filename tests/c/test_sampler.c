@@ -368,6 +368,37 @@ static void test_gen_suppressed_ids(void **state) {
     assert_int_equal(g4_gen_new(f->m, 0, NULL, &cfg, &(g4_gen_params){.text = 1}, &g), G4_ERR_INPUT);
 }
 
+/* logit_bias goes on the raw logits before sampling, greedy included; -100 is a ban; an id outside
+ * the vocabulary is refused. */
+static void test_gen_logit_bias(void **state) {
+    gen_fx *f = *state;
+    const int V = g4_model_get_info(f->m)->vocab_size;
+    const int32_t ids[3] = {7, 9, 11};
+    const float bias[3] = {100, -100, 2.5f};
+    g4_gen_params p;
+    g4_gen_params_default(&p);
+    p.sp.temperature = 0;
+    p.text = 0;
+    p.bias_ids = ids;
+    p.bias = bias;
+    p.n_bias = 3;
+    g4_gen *g;
+    assert_int_equal(g4_gen_new(f->m, 0, NULL, &f->cfg, &p, &g), G4_OK);
+    assert_false(g4_gen_argmax_only(g));   /* the bias needs the logits */
+    float *logits = calloc((size_t)V, sizeof *logits);
+    logits[9] = 50;
+    assert_int_equal(g4_gen_next(g, logits, 0), 7);   /* +100 beats 50; 9 is banned */
+    assert_true(isinf(logits[9]) && logits[9] < 0);
+    assert_float_equal(logits[11], 2.5f, 0);
+    g4_gen_free(g);
+    const int32_t bad = V;
+    p.bias_ids = &bad;
+    p.n_bias = 1;
+    assert_int_equal(g4_gen_new(f->m, 0, NULL, &f->cfg, &p, &g), G4_ERR_INPUT);
+    assert_non_null(strstr(g4_last_error(), "logit_bias"));
+    free(logits);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_is_raw_argmax),
@@ -385,6 +416,7 @@ int main(void) {
         cmocka_unit_test(test_gen_stop_string_cut_and_held_back),
         cmocka_unit_test(test_gen_eos_max_tokens_and_context),
         cmocka_unit_test(test_gen_suppressed_ids),
+        cmocka_unit_test(test_gen_logit_bias),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     return rc | cmocka_run_group_tests(gen_tests, gen_setup, gen_teardown);

@@ -78,8 +78,8 @@ static g4_shard plan_or_whole(const g4_model *m, g4_role role, int layer) {
 /* Every slice goes into one 2 MiB-aligned region advised huge: the decode GEMV streams them, and
  * 4 KiB pages cut each stream into page-sized pieces for the hardware prefetcher and the TLB.
  * One region, not one allocation per tensor, because most layer matrices of a small model are
- * under 2 MiB and would otherwise sit in 4 KiB pages (where THP is "madvise", seen here: 72% of
- * the 270M GGUF's weights, only its LM head, in 2 MiB pages). Pages are touched by the copy, on
+ * under 2 MiB and would otherwise sit in 4 KiB pages (where THP is "madvise", a small model's
+ * LM head may be its only tensor large enough for 2 MiB pages). Pages are touched by the copy, on
  * this rank's thread (NUMA first touch), tensor by tensor. */
 g4_status g4_model_shard(g4_model *m) {
     const g4_config *c = &m->cfg;

@@ -89,4 +89,4 @@ if [ -n "${QUICK:-}" ]; then   # the bf16 mode against llama.cpp only (a short l
 else
   { g4; g4 --prefill-bf16 --no-peaks; lb; lb; g4 --prefill-bf16 --no-peaks; g4 --no-peaks; } >> "$O/bench.txt"
 fi
-log "bench:"; grep -E '^## |^  (pp|tg)[0-9]|\| +(pp|tg)[0-9]|G4_PROFILE multi' "$O/bench.txt" | tee -a "$O/summary.txt"
+log "bench:"; grep -E '^## |^  (pp|tg)[0-9]|\| +(pp|tg)[0-9]|profile: multi' "$O/bench.txt" | tee -a "$O/summary.txt"

@@ -11,8 +11,9 @@
 # Usage: copy the working tree with .devcarry/ to the machine, run "bash bench/device_full_check.sh". Output in
 # $OUT (else /tmp/g4-device): summary.txt, machine.txt, tests.txt, gemm.txt, bench.txt, build.txt.
 # ISAS="avx512:0 amx:1" picks the GEMM paths; QUICK=1 runs only the bf16 mode against llama.cpp.
-# AB="VAR=value ..." (e.g. AB=G4_AMX_PF=0) times the AMX GEMM and, with QUICK, the bf16 bench again
-# under each setting, interleaved with the default; CHUNK2=N adds a bf16 bench at that chunk.
+# AB="VAR=value ..." (environment settings the binaries read) times the AMX GEMM and, with QUICK,
+# the bf16 bench again under each setting, interleaved with the default; CHUNK2=N adds a bf16
+# bench at that chunk. gemma4c bench runs with --profile (its forward time by phase on stderr).
 set -u
 cd "$(dirname "$0")/.."
 C=$PWD/.devcarry O=${OUT:-/tmp/g4-device} W=/tmp/g4-wrap
@@ -76,16 +77,16 @@ done >> "$O/gemm.txt"
 done
 log "GEMM: $(grep -E -- '--prefill-bf16:|^gemm_bench|^amx ' "$O/gemm.txt" | tr '\n' ';')"
 
-# 3. end to end, all cores, ABBA; G4_PROFILE splits gemma4c's forward time by phase
-G4=("$W/gemma4c" bench -m /tmp/g4m -p 64,512 -n 32 --threads "$NT" --reps "$REPS")
+# 3. end to end, all cores, ABBA; --profile splits gemma4c's forward time by phase
+G4=("$W/gemma4c" bench -m /tmp/g4m -p 64,512 -n 32 --threads "$NT" --reps "$REPS" --profile)
 LB=(/tmp/ll/llama.cpp/build/bin/llama-bench -m /tmp/g4m.gguf -p 64,512 -n 32 -t "$NT" -r "$REPS")
-g4() { echo "## gemma4c $*"; G4_PROFILE=1 timeout 150 "${G4[@]}" "$@" 2>&1; }
+g4() { echo "## gemma4c $*"; timeout 150 "${G4[@]}" "$@" 2>&1; }
 lb() { echo "## llama-bench"; timeout 150 "${LB[@]}" 2>&1; }
 if [ -n "${QUICK:-}" ]; then   # the bf16 mode against llama.cpp only (a short lease)
-  ab() { for v in ${AB:-}; do echo "## AB $v"; env "$v" G4_PROFILE=1 timeout 150 "${G4[@]}" --prefill-bf16 --no-peaks 2>&1; done; }
+  ab() { for v in ${AB:-}; do echo "## AB $v"; env "$v" timeout 150 "${G4[@]}" --prefill-bf16 --no-peaks 2>&1; done; }
   c2() { [ -n "${CHUNK2:-}" ] && g4 --prefill-bf16 --no-peaks --prefill-chunk "$CHUNK2"; }
   { g4 --prefill-bf16; ab; lb; c2; lb; g4 --prefill-bf16 --no-peaks; ab; c2; g4 --no-peaks; } >> "$O/bench.txt"
 else
   { g4; g4 --prefill-bf16 --no-peaks; lb; lb; g4 --prefill-bf16 --no-peaks; g4 --no-peaks; } >> "$O/bench.txt"
 fi
-log "bench:"; grep -E '^## |^  (pp|tg)[0-9]|\| +(pp|tg)[0-9]|G4_PROFILE multi' "$O/bench.txt" | tee -a "$O/summary.txt"
+log "bench:"; grep -E '^## |^  (pp|tg)[0-9]|\| +(pp|tg)[0-9]|profile: multi' "$O/bench.txt" | tee -a "$O/summary.txt"

@@ -110,9 +110,9 @@ static void read_group(g4_model *m, const g4_mm_op *ops, int n_ops) {
 }
 
 /* The calls one sweep of `which` makes: (group, layer) pairs. "decode" is every matmul of a decode
- * step in the step's order (each layer's qkv, o, gateup, down, then the LM head): 1.9 GB of one
- * stream, larger than any L3, where a single group swept alone (~0.2-0.5 GB) may partly sit in
- * this host's 300 MB L3 after the plain read that precedes it. */
+ * step in the step's order (each layer's qkv, o, gateup, down, then the LM head): all the weights
+ * in one stream, larger than any L3, where a single group swept alone may partly sit in a large
+ * L3 after the plain read that precedes it. */
 typedef struct { const char *group; int layer; } kt_call;
 enum { KT_MAX_CALLS = 4 * G4_MAX_LAYERS + 1 };   /* n_layers <= G4_MAX_LAYERS (hfconfig.h) */
 
@@ -158,7 +158,7 @@ g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_ke
      * does, so the weights stream from DRAM (a single layer's matrices would sit in L3). Decode
      * sweeps (T < 4) are each preceded by a plain read of the same bytes in the same order; the
      * kernel's speed over that read's, rep by rep, is what the kernel makes of the memory of its
-     * own moment (this host's bandwidth drifts by tens of percent within seconds). */
+     * own moment (a shared host's bandwidth can drift widely within seconds). */
     double best = 1e30, best_read = 1e30, ratio[64];
     int n_ratio = 0;
     if (reps > 64) reps = 64;

@@ -36,9 +36,9 @@ typedef struct {
 
 /* Both reads prefetch READ_PF bytes ahead into L2 at the rate they consume: a bare streaming loop
  * leaves the DRAM pipe underfilled, and the decode kernels, which prefetch, read faster than it —
- * so without it the "machine limit" was below what the model's own weight stream reached. On a
- * 2-core Emerald Rapids, best of 10 reads of 1 GiB: 29.3-31.2 GB/s bare, 34.1-34.7 with 16 KB
- * ahead, 33.8-34.1 with 48 KB, 32.5-33.5 with 128 KB (3 alternations; bench/RESULTS.md). */
+ * so without it the "machine limit" would sit below what the model's own weight stream reaches.
+ * 16 KB ahead covers the DRAM latency at full bandwidth; farther ahead only evicts lines before
+ * they are read (the distance is chosen by measurement, see docs/benchmarking.md). */
 #define READ_PF 16384
 
 __attribute__((target("avx2"))) static uint64_t read_avx2(const unsigned char *p, size_t n) {

@@ -148,7 +148,7 @@ static uint32_t lcg(uint64_t *s) {
 }
 
 /* The peak prefill is judged against (fp32 FMA, or the bf16 unit's: vdpbf16ps or AMX tiles), measured
- * again right before a rep: the clock of this host's cores moves by ~15% within a run. */
+ * again right before a rep: a core's clock can move noticeably within a run. */
 static double adjacent_peak(double prefill_peak, double fma, double bf16, int threads) {
     const char *unused;
     if (prefill_peak <= 0) return 0;

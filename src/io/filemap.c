@@ -3,8 +3,7 @@
  * page (a TLB miss, and a stop for the hardware prefetcher, which never crosses a page) every
  * 4 KiB. On Linux >= 6.x with a filesystem that caches large folios (ext4, xfs), a read-only
  * mapping advised MADV_HUGEPAGE before its first fault is read ahead in 2 MiB folios and mapped
- * by PMD entries — zero-copy, like a plain mmap. Measured on this project's dev VM (ext4,
- * kernel 6.18): the bf16 GEMV over an 805 MB matrix streamed ~17% faster per core-second.
+ * by PMD entries — zero-copy, like a plain mmap, and the weight GEMVs stream faster from it.
  * Pages already cached small (a file just written, or read without the advice) stay small, so
  * they are dropped once here and re-read on first use. Does not decide anything else. */
 #include "io/filemap.h"
@@ -150,8 +149,8 @@ static long long for_small_ranges(uintptr_t a, uintptr_t b, void (*fn)(uintptr_t
 /* Reclaims the range's clean page-cache pages that only this process maps (MADV_PAGEOUT reaches
  * only pages mapped here, so every page is mapped first: one left cached keeps its window small),
  * then drops our page tables over it so that the next touch faults through the HUGEPAGE advice
- * and reads the file back in 2 MiB folios (seen here, Linux 6.18: without the MADV_DONTNEED the
- * range came back in small pages within the same process). */
+ * and reads the file back in 2 MiB folios (without the MADV_DONTNEED the range comes back in
+ * small pages within the same process). */
 static void reread_range(uintptr_t a, uintptr_t b) {
     const long pg = sysconf(_SC_PAGESIZE);
     volatile unsigned char sink = 0;

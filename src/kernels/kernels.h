@@ -59,7 +59,7 @@ typedef void (*g4_matmul_xbf16_fn)(const uint16_t *xb, int ldx, int T, int K, co
                                    int n1, float *y, int ldy);
 
 /* The exact GEMM on activations packed once per matmul input and shared by every task of the
- * matmul (each task packing them itself cost ~7% of the prefill at 32-row tasks):
+ * matmul (each task packing them itself would repeat the packing once per task):
  * pack_x(x, T, K, b0, b1, xp) writes micro-panels b0..b1-1 of X [T][K], panel b holding rows
  * [b * x_mr, b * x_mr + x_mr) k-major: xp[(b * K + k) * x_mr + i] = X[b * x_mr + i][k] (rows
  * past T left as they are). matmul_xp[dt](x, xp, ...) then computes what matmul[dt](x, ...) does, from

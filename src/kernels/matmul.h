@@ -36,15 +36,16 @@ typedef struct {
 
 /* Inputs of at least this many rows take the exact matmul on AMX tiles (bf16 weights as three
  * bf16 planes of the input); below it, 1-15 rows (one or several slots' decode tokens) take the
- * gemv3 kernel (kernels.h matmul_gemv3), the rest the FMA kernels. Where the tiles took over from
- * the FMA GEMM, a batch of decoding slots ran about twice as fast as with the former bound of 32. */
+ * gemv3 kernel (kernels.h matmul_gemv3), the rest the FMA kernels. From 16 rows the tiles beat the
+ * FMA GEMM, which streams the weights at half the bandwidth, so a batch of decoding slots stays on
+ * tiles. */
 #define G4_X3_MIN_ROWS 16
 /* inputs of up to this many rows (a 64-token prefill chunk, serve's default) take the AMX kernels
  * that read the weights as A tiles straight from memory, with no per-call weight pack */
 #define G4_AMX_PAIRS_ROWS_DEFAULT 64
 /* one row on tiles (gemv3) only below this K, bf16 rows under 8 KB (avx512.c's GEMV_ROW_BYTES):
- * over the shorter rows (q/k/v, gate/up) the tiles streamed the weights faster than the FMA GEMV,
- * over the longer ones (o, down) the FMA GEMV's 4-row blocks did */
+ * over the shorter rows (q/k/v, gate/up) the tiles stream the weights faster than the FMA GEMV,
+ * over the longer ones (o, down) the FMA GEMV's 4-row blocks do */
 #define G4_GEMV_ONE_ROW_K_BELOW 4096
 
 /* Which input form and kernel a matmul takes, by its rows and K: the thresholds, filled once
@@ -55,7 +56,7 @@ typedef struct {
     int gemv_min_rows, gemv_max_rows;   /* AMX decode kernel (gemv3) over this row range
                                          * (<= G4_GEMV_X3_MAX_ROWS; max 0: never) */
     int gemv_one_row_k_below;   /* one row takes gemv3 only while K is below this: over longer
-                                 * rows (o, down) the FMA GEMV's 4-row blocks streamed faster than
+                                 * rows (o, down) the FMA GEMV's 4-row blocks stream faster than
                                  * 16-row tiles (G4_GEMV_ONE_ROW_K_BELOW) */
 } g4_matmul_policy;
 

@@ -231,7 +231,7 @@ static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int
     PROF(m, G4_PROF_ROWS, rows_pass_run(m, L, kind, R, slots, pos));
 }
 
-/* tuning.profile's report ("G4_PROFILE ..." lines): per kind of step, each phase's seconds and share */
+/* tuning.profile's report ("profile ..." lines): per kind of step, each phase's seconds and share */
 void g4_forward_print_profile(const g4_model *m) {
     static const char *names[G4_PROF_PHASES] = {"forward", "row passes", "bf16 rounding", "q/k/v", "attention",
                                                 "o", "gate/up", "down", "LM head"};
@@ -239,7 +239,7 @@ void g4_forward_print_profile(const g4_model *m) {
         const double *s = m->prof_s[kind], total = s[G4_PROF_FORWARD];
         if (total <= 0) continue;
         double rest = total;
-        fprintf(stderr, "G4_PROFILE %s steps, %.4g s:", kind ? "multi-row" : "one-row", total);
+        fprintf(stderr, "profile: %s steps, %.4g s:", kind ? "multi-row" : "one-row", total);
         for (int i = 1; i < G4_PROF_PHASES; i++) {
             fprintf(stderr, " %s %.4g (%.1f%%);", names[i], s[i], 100 * s[i] / total);
             rest -= s[i];

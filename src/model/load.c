@@ -19,7 +19,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->ctx = 4096;
     o->n_slots = 1;
     /* A prefill step packs (widens) every weight panel once and reads every weight once, so
-     * longer steps amortize both over more rows: 256 measured faster than 64 on long prompts, for
+     * longer steps amortize both over more rows: 256 rather than 64 on long prompts, at the cost of
      * window + 192 more positions in each sliding layer's KV ring and 4x the activation scratch.
      * The server keeps 64 (server.c). */
     o->prefill_chunk = 256;
@@ -152,7 +152,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
     /* Read through the file mapping, the weights are only as contiguous as the page cache holds
      * them: where the kernel cached part of a file in 4 KiB pages (it falls back to small folios
      * when a 2 MiB one is not free at read time, and a file cached earlier keeps its pages), every
-     * weight stream is cut at each 4 KiB page, and decode measured slower than from a copy in
+     * weight stream is cut at each 4 KiB page, and decode runs slower than from a copy in
      * huge pages. Unless --mmap forbids it, the small
      * windows are re-read in 2 MiB pages (g4_map_rehuge), and weights still mostly small after
      * that are copied into huge-page memory as --no-mmap does. */

@@ -105,7 +105,7 @@ g4_status g4_gguf_model_bind(g4_model *m, const char *path);
 /* Whether the weights read through the file mapping sit mostly (> 10%) in 4 KiB page-cache pages:
  * touches every 2 MiB window of every weight matrix and compares the bytes the kernel then maps in
  * 2 MiB pages with the windows touched. 0 without transparent huge pages or below 64 MB of
- * weights (shard.c). */
+ * weights (weight_pages.c). */
 int g4_weights_mapped_small(g4_model *m);
 
 /* Replaces every weight view with a copy of this rank's slice under m->plan (whole tensors for a

@@ -83,9 +83,8 @@ void g4_softcap(const g4_model *m, float *logits, int n) {
 /* The first index of the largest value: what `best = 0; if (x[i] > x[best]) best = i` returns (a
  * NaN never wins, but one at index 0 is kept). In 8 lanes, lane j over indices 1 + j, 9 + j, ...,
  * each starting from (x[0], 0), then the largest lane, the lowest index on ties. The plain loop
- * reloads x[best] and compares serially: 0.5 ms of a decode step (262144 logits) on the calling
- * thread while the pool's other threads waited (perf: 0.8% of a step); the lanes are GCC vectors
- * (compare + blend). */
+ * reloads x[best] and compares serially, over 262144 logits per decode step on the calling
+ * thread while the pool's other threads wait; the lanes are GCC vectors (compare + blend). */
 typedef float argmax_f32x4 __attribute__((vector_size(16)));
 typedef int32_t argmax_i32x4 __attribute__((vector_size(16)));
 

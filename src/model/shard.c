@@ -78,8 +78,8 @@ static g4_shard plan_or_whole(const g4_model *m, g4_role role, int layer) {
 /* Every slice goes into one 2 MiB-aligned region advised huge: the decode GEMV streams them, and
  * 4 KiB pages cut each stream into page-sized pieces for the hardware prefetcher and the TLB.
  * One region, not one allocation per tensor, because most layer matrices of a small model are
- * under 2 MiB and would otherwise sit in 4 KiB pages (where THP is "madvise", seen here: 72% of
- * the 270M GGUF's weights, only its LM head, in 2 MiB pages). Pages are touched by the copy, on
+ * under 2 MiB and would otherwise sit in 4 KiB pages (where THP is "madvise", a small model's
+ * LM head may be its only tensor large enough for 2 MiB pages). Pages are touched by the copy, on
  * this rank's thread (NUMA first touch), tensor by tensor. */
 g4_status g4_model_shard(g4_model *m) {
     const g4_config *c = &m->cfg;
@@ -119,40 +119,4 @@ g4_status g4_model_shard(g4_model *m) {
     if (!st && tied) m->lm_head = m->embed;
     free(plans);
     return st;
-}
-
-/* ---------------------------------------------------------------- huge pages of a file mapping */
-
-int g4_weights_mapped_small(g4_model *m) {
-    if (!g4_thp_enabled()) return 0;
-    const long long before = g4_huge_mapped_bytes();
-    if (before < 0) return 0;
-    const g4_config *c = &m->cfg;
-    const g4_mat *mats[2 + G4_LAYER_MATS * G4_MAX_LAYERS];
-    int n = 0;
-    mats[n++] = &m->embed;
-    if (m->lm_head.data != m->embed.data) mats[n++] = &m->lm_head;
-    for (int l = 0; l < c->n_layers; l++) {
-        for (int i = 0; i < G4_LAYER_MATS; i++)
-            if (g4_layer_mat(&m->layers[l], i)->data) mats[n++] = g4_layer_mat(&m->layers[l], i);   /* k_eq_v: no v */
-    }
-    size_t windows = 0;
-    for (int i = 0; i < n; i++) windows += g4_map_touch_windows(mats[i]->data, g4_mat_bytes(mats[i]));
-    m->info.huge_window_bytes = windows;
-    if (windows < ((size_t)64 << 20)) return 0;   /* small models: the TLB hardly matters */
-    long long after = g4_huge_mapped_bytes();
-    /* Some windows came in 2 MiB pages, so this file can be mapped so: re-read the rest. (None
-     * did: a filesystem without large folios, or a mapping the kernel did not align — re-reading
-     * would only read the file again at every load.) */
-    if (after > before && (double)(after - before) < (double)windows) {
-        size_t reread = 0;
-        for (int i = 0; i < n; i++) {
-            size_t r = 0;
-            g4_map_rehuge(mats[i]->data, g4_mat_bytes(mats[i]), &r);
-            reread += r;
-        }
-        m->info.weights_reread_bytes = reread;
-        after = g4_huge_mapped_bytes();
-    }
-    return (double)(after - before) < 0.9 * (double)windows;
 }

@@ -95,12 +95,10 @@ def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     logits = {}
     knobs = {"default": [], "never": ["--amx-gemv-rows", "0"], "rows5": ["--amx-gemv-rows", "5"],
              "one_row_off": ["--amx-gemv1-k-below", "0"]}
-    # the knobs are flags now: the old variables set empty so an outer environment changes nothing
-    no_env = {"G4_AMX_GEMV_ROWS": "", "G4_AMX_GEMV1_K_BELOW": ""}
     for name, flags in knobs.items():
         out = tmp_path / f"logits-{name}.f32"
         r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ids, "-o", out, "--ctx", 512,
-                   "--prefill-chunk", 1, *flags, env={"G4_CPU_ISA": "amx", **no_env})
+                   "--prefill-chunk", 1, *flags, env={"G4_CPU_ISA": "amx"})
         assert r.returncode == 0, r.stderr.decode()
         logits[name] = np.fromfile(out, dtype="<f4")
     want = np.fromfile(fixture / case["logits_file"], dtype="<f4")
@@ -109,7 +107,7 @@ def test_amx_decode_matmul(g4_bin, tmp_path, fixture, case):
     assert np.array_equal(logits["default"], logits["rows5"])
     assert np.array_equal(logits["one_row_off"], logits["never"])
     r = run_g4(g4_bin, "run", "-m", fixture, "--prompt-ids", ids, "-n", len(case["greedy"]), "--ids",
-               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx", **no_env})
+               "--ignore-eos", "--ctx", 512, env={"G4_CPU_ISA": "amx"})
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
 

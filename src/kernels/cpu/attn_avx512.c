@@ -1,15 +1,16 @@
 /* attn_avx512.c — the blocked attention (attn_block_impl.h) on AVX-512F: 16-lane vectors, so
  * twice the FMA width of attn_avx2.c, and a 4-row x 4-key scores microkernel (16 accumulators of
- * the 32 registers); P·V 4 rows x 4 vectors. The prompt rows' attention was ~17% of a --prefill-bf16 prefill on AMX
- * hardware while it ran on AVX2. */
+ * the 32 registers); P·V 4 rows x 4 vectors. Where AMX runs the prefill's matmuls, the prompt
+ * rows' attention is a large share of what is left, so it takes the wider vectors too. */
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #include "kernels/cpu/attn.h"
 
 #define ATT_VEC __m512
 #define ATT_VW 16
 #define ATT_NK 4
-/* P·V in strips of 4 vectors (16 accumulators) over 32 KB V tiles: attention 0.254 -> 0.245 s of
- * a 512-token prefill (bench model, Xeon with AMX, 3 runs each) against 2 vectors over 16 KB */
+/* P·V in strips of 4 vectors (16 accumulators, 256 B of each V row) over 32 KB V tiles, which
+ * still fit the L1 of cores with AVX-512: more FMAs in flight per pass than 2 vectors over 16 KB
+ * (chosen by measurement, see docs/benchmarking.md) */
 #define ATT_VTILE_BYTES 32768
 #define ATT_PV_NV 4
 #define ATT_LOAD(p) _mm512_loadu_ps(p)

@@ -21,8 +21,8 @@
 
 /* Keys per tile: 64 KB of K rows, reused by every row quad of the block from L2 (each quad reads
  * whole key rows, which the prefetchers follow); 16 KB of V rows, which stay in L1 while every
- * quad walks them in strips of two vectors (64 B of each row on AVX2: on 64 KB tiles the P·V
- * loop stalled on L2; Zen3, 256-dim heads, ~8% faster). */
+ * quad walks them in strips of two vectors (64 B of each row on AVX2; on 64 KB V tiles the P·V
+ * loop stalls on L2). */
 #ifndef ATT_VTILE_BYTES
 #define ATT_VTILE_BYTES 16384
 #endif
@@ -32,11 +32,10 @@
 enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV };
 /* Software prefetch spread over the loops, a line per line read: the key rows ATT_K_PF_KEYS ahead
  * into L1 (scores), the V rows one tile ahead into L2 (P·V, whose strips walk a tile column by
- * column, which the hardware prefetchers do not run ahead of). A decode step (one query row per
- * KV head) otherwise waited on memory: one core, 2 heads of 256 dims over 1024 keys, 10.3-10.5 ->
- * 15.6-15.7 GB/s of K and V (58-60% -> 87-88% of a plain read; AVX2 51% -> 75%), 16 x 512 dims
- * over 4000 keys 88%; decode at depth 1000 on the bench model: attention 0.64 -> 0.45 s of 64 steps.
- * A burst of prefetches per tile instead stalled on the fill buffers (+5-10% only). */
+ * column, which the hardware prefetchers do not run ahead of). Without it a decode step (one query
+ * row per KV head, so little arithmetic per byte of K and V) waits on memory; with it K and V
+ * stream close to a plain read. Spreading the prefetches matters: a burst of them per tile
+ * fills the line fill buffers and stalls the loads that follow. */
 #ifndef ATT_K_PF_KEYS
 #define ATT_K_PF_KEYS 8
 #endif
@@ -128,7 +127,8 @@ static inline int tile_end(int t0, int kt, int H, int cap) {
 /* s[i] = e^(s[i] - mx) / sum_j e^(s[j] - mx) over [n]: g4_exp_ps (about 1 ulp from expf; an
  * argument below -87.3 gives e^-87.3 where expf gives 0 or a denormal — under the row's own
  * maximum, which contributes 1 to the sum, that is below float resolution), sums in 8 lanes, a
- * true division as the reference does. Scalar expf was ~3% of a 512-token prefill. */
+ * true division as the reference does. Vectorized because a scalar expf per score is a
+ * noticeable share of a long prefill. */
 static void softmax_tail(float *s, int n, float mx) {
     const __m256 m = _mm256_set1_ps(mx);
     __m256 acc = _mm256_setzero_ps();

@@ -31,17 +31,16 @@ static inline float hsum(__m256 v) {
  * window cannot cover with enough misses in flight, so the kernel prefetches the weight bytes
  * G4_PF_BYTES ahead in the block's linear address range (rows n..n+3 are contiguous, so the
  * prefetch runs on into the next blocks at the rate the FMAs consume them). Prefetching past the
- * last row is harmless (a hint never faults). Measured on Zen3 (shared, noisy), K = 1536, 2
- * threads, 400 MB of weights: 67-76% -> 88-93% of a pure streaming read in the same process;
- * 16-32 KB ahead were best, 4 KB or none far worse; prefetching a single-row stream did not help.
- * Rows of 8 KB and more (o_proj, down_proj) already streamed at ~97% without it, and measured
- * lower with it, so it is off for them.
+ * last row is harmless (a hint never faults). 16-32 KB ahead covers the DRAM latency at the
+ * read bandwidth; a few KB ahead is too close to hide it; a single-row stream gains nothing
+ * (the hardware prefetcher already follows one stream). Rows of 8 KB and more (o_proj, down_proj)
+ * stream at the read bandwidth without it, and the extra prefetches only compete with the
+ * hardware's, so it is off for them.
  * The bf16 decode kernel (gemv_bf16_eo) goes further for short rows: it takes them in 16-row super
  * blocks, rows j, j+4, j+8, j+12 at a time for j = 0..3, so each of its 4 streams runs through 4
- * consecutive rows (12 KB at K = 1536) as a long row's stream does, and needs no software
- * prefetch: the K = 1536 groups went from 80-88% to 92-107% of a plain read of their bytes, and
- * decode from 72-81% to 90-94% of the bandwidth read before each rep (Zen3, 2 threads, bench
- * model, alternating with the 4-row blocks; bench/RESULTS.md). */
+ * consecutive rows (12 KB at K = 1536) as a long row's stream does, which the hardware
+ * prefetcher follows without software prefetch, so short rows stream at the read bandwidth as
+ * long ones do. */
 #define G4_PF_MAX_ROW 8192   /* G4_PF_BYTES: quant.h */
 
 /* One (NR weight rows) x (TR activation rows) block over the full K. With a single activation
@@ -121,10 +120,9 @@ MATMUL_IMPL(dot_bf16, uint16_t, load_bf16, g4_bf16_to_f32)
  * high half masked (w[k+2j+1]) are both exact floats, so one load + a shift + an AND feed two FMAs
  * per activation row against x split once per call into even and odd columns — where dot_bf16
  * spends two widening loads (zero-extend + shift) per 16 weights. The same products, summed in
- * another order. Measured on one core with the weights in L3 (4096 x 1536, one call, best of 30;
- * 3 alternating runs): T=1 26-32 GB/s of weights vs dot_bf16's 14-16, T=2 23-25 vs 7.7-7.9, T=3
- * 15-17 vs 6.9-7.3 — dot_bf16 could not keep up with one core's share of DRAM (~15 GB/s here), and
- * batched decode (2-3 slots) ran at half the speed of one. Same 4-row blocks and prefetch as
+ * another order. With half the instructions per weight byte one core keeps up with its share of
+ * DRAM bandwidth where dot_bf16 is compute-bound, and more so for 2-3 activation rows (batched
+ * decode), where dot_bf16 widens every weight once per row. Same 4-row blocks and prefetch as
  * dot_bf16; K % 16 == 0 (else, and for rows past the last whole block, dot_bf16). */
 enum { EO_MAX_K = 16384 };   /* x's even/odd copy lives on the stack */
 
@@ -143,9 +141,8 @@ static void split_even_odd(const float *x, int T, int K, float *xs) {
  * sums apart (8 FMA chains, so the FMA latency is covered); 2-3 rows share one accumulator per
  * (row, activation row) and take x from memory operands, which keeps the block in 16 registers.
  * next (super blocks, pf_on 0): bytes of the next super block to prefetch into L2 at the rate this
- * one is read, so its streams start warm (on a 2-core Emerald Rapids, G4_CPU_ISA=avx2: q/k/v,
- * gate/up and LM head 86-94% -> 100-110% of a plain read of their bytes, tg64 12.4-12.7 ->
- * 14.1-14.6 tok/s; the Zen3 of sessions 7-11 never ran it), or NULL.
+ * one is read, so its streams start warm and short rows (q/k/v, gate/up, LM head) stream at the
+ * read bandwidth instead of below it, or NULL.
  * pf_on: 1 the block's bytes G4_PF_BYTES ahead, linearly (short rows); 2 each row's own stream
  * EO_ROW_PF bytes ahead into L1 and the next 4-row block into L2, at the rate this one is read
  * (long rows on the avx512 path, g4_gemv_bf16_rowpf_avx2; rs = K there). */
@@ -220,11 +217,11 @@ static void gemv_bf16_eo(const float *x, int T, int K, const uint16_t *W, int n0
 }
 
 /* Decode (T <= 3) over bf16 rows for the avx512 path (avx512.c), rows of 8 KB and more with each
- * row's stream prefetched 2 KB ahead: on a 2-core Xeon with AMX (Emerald Rapids), o_proj and
- * down_proj of the bench model went from 88-99% to 101-115% of a plain read of their bytes
- * (2048 and 1024 ahead alike, 3072 and none lower; bench/RESULTS.md, session 13), and with the
- * next block also prefetched into L2 to 106-123% (against 99-111% in the same alternation). The Zen3 that
- * measured the linear block prefetch lower on such rows never ran this; the avx2 table keeps none. */
+ * row's stream prefetched 2 KB ahead into L1 and the next 4-row block into L2, so that long rows
+ * (o_proj, down_proj) stream at the read bandwidth rather than a little below it (the distance is
+ * chosen by measurement, see docs/benchmarking.md). The avx2 table keeps no prefetch on such
+ * rows: the linear block prefetch slows them, and this per-row one is tuned for the cores that
+ * take the avx512 path. */
 void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy) {
     if (K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo_pf(x, T, K, W, n0, n1, y, ldy, 1);
     else g4_kernels_avx2()->matmul[G4_DT_BF16](x, T, K, W, n0, n1, y, ldy);
@@ -239,18 +236,17 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
 /* ---- prefill GEMM: pack 16 weight rows x KC into a float32 panel [KC][16] (widened once, then
  * reused by every block of 6 activation rows), and run a 6 x 16 broadcast microkernel: per k,
  * 2 panel loads + 6 broadcasts feed 12 FMAs into 12 accumulators, so it is FMA-bound. */
-/* KC 512 (a 32 KB panel, read from L2 by the row blocks) measured 1-5% faster than 256 on the
- * bf16 GEMM at T = 64 (fewer C reloads and calls per FMA); the quantized path keeps 256 (its
- * dequantized rows and panel both live on the stack and in L1; not re-measured). */
+/* KC 512 (a 32 KB panel, read from L2 by the row blocks): fewer C reloads and calls per FMA
+ * than 256 on the bf16 GEMM; the quantized path keeps 256 (its dequantized rows and panel both
+ * live on the stack and in L1). */
 enum { GEMM_NR = 16, GEMM_MR = 6, GEMM_KC = 512, GEMM_KC_Q = 256, GEMM_MC = 256 };
 
 /* GEMM_MC, the most activation rows per M block (g4_gemm_mblock: equal blocks, whole 6-row micro
  * blocks). Every block packs (widens) every weight panel once more, so fewer, fuller blocks pack
- * less: blocks of up to 256 rows against the former fixed 96 measured +4-6% on the
- * bf16 GEMM at T = 256 and 512 (one thread, one matrix of 6144 x 1536 or 1536 x 6144, paired
- * alternation against the FMA peak; 96 -> 132 or 192 rows: +0.5%), though X's block then
- * outgrows L2 (256 x 512 floats = 512 KB): its rows stream through the microkernel in order,
- * which the prefetchers follow. T <= 256 (every chunk of 64 by default): one block, as before. */
+ * less: blocks of up to 256 rows, though X's block then outgrows L2 (256 x 512 floats = 512 KB):
+ * its rows stream through the microkernel in order, which the prefetchers follow, so the packing
+ * saved outweighs the misses (chosen by measurement, see docs/benchmarking.md). T <= 256 (every
+ * chunk of 64 by default): one block. */
 static inline int gemm_mc(int T) { return g4_gemm_mblock(T, GEMM_MC, GEMM_MR); }
 
 #define PACK_IMPL(NAME, TYPE, LOADW)                                                          \
@@ -367,9 +363,10 @@ static inline __attribute__((always_inline)) void micro_6x16(const float *x, int
  * While the FMAs run it prefetches what the next pack and the next block need from beyond L2:
  * the next panel's weight rows (`pf`: 16 rows of pf_bytes at pf_stride — DRAM), spread over the
  * blocks a few rows each, and each next block's C rows (y of a long task does not stay in L2
- * between K blocks). Issued all at once at the start of the pack, the weight prefetches left the
- * pack waiting on DRAM: 6-9% slower per thread (T = 64, weights streamed from DRAM; the GEMM at
- * 82% of one core's FMA peak with the weights in L3, ~70% streamed before, ~77% now). */
+ * between K blocks). Spread this way, the next panel's weights arrive while the FMAs run, and a
+ * GEMM over weights streamed from DRAM comes closer to one over weights in L3; issued all at once
+ * at the start of the pack instead, they overflow the fill buffers and leave the pack waiting on
+ * DRAM. */
 static void micro_rows(const float *x, int T, int K, int k0, int kc, const float *panel, float *y, int ldy,
                        int accumulate, int eo, const char *pf, size_t pf_stride, int pf_bytes) {
     int t = 0;
@@ -525,8 +522,8 @@ static void rmsnorm(const float *x, const float *w, float eps, int n, float *y) 
 }
 
 /* gelu_tanh(x) = 0.5 x (1 + tanh(z)) = x / (1 + e^(-2z)),  z = sqrt(2/pi) (x + 0.044715 x^3):
- * the same function, vectorized (libm tanhf per element made the MLP's activation a serial ~10%
- * of prefill). Agrees with the scalar reference to a few float ulps. */
+ * the same function, vectorized (libm tanhf per element makes the MLP's activation a serial
+ * share of prefill). Agrees with the scalar reference to a few float ulps. */
 static void gelu_mul(const float *g, const float *u, int n, float *y) {
     const float c = 0.7978845608028654f;
     const __m256 m2c = _mm256_set1_ps(-2.0f * c), k3 = _mm256_set1_ps(0.044715f), one = _mm256_set1_ps(1.0f);
@@ -544,7 +541,7 @@ static void gelu_mul(const float *g, const float *u, int n, float *y) {
 }
 
 /* Same arithmetic as g4_attend_generic with this file's dot/axpy (bit-identical), restructured
- * for prefill, where attention was ~15% of the time: scores for 4 keys per pass share the q loads
+ * for prefill, where attention is a sizeable share of the time: scores for 4 keys per pass share the q loads
  * (each key keeps dot()'s two 16-column accumulators), and the weighted sum of V keeps 64 output
  * columns in registers across all keys instead of a load + store of `out` per key. */
 static void attend(const float *q, const float *K, const float *V, int cap, int lo, int hi, int D,

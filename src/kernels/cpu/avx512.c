@@ -6,8 +6,8 @@
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
  * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a
  * multiple of 8 and the last < 16 rows of a range go to the AVX2 kernels.
- * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics (the development machine
- * has no AVX-512); bench/RESULTS.md "Lent Xeon" has its tests and speed on real hardware. */
+ * tests/c/test_avx512_matmul.c compiles this file on emulated intrinsics, so that its results are
+ * checked on hosts without AVX-512 too. */
 #ifndef G4_AVX512_EMULATED
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #include <immintrin.h>
@@ -32,9 +32,10 @@
 #endif
 enum { MR = G4_AVX512_XMR, NR = 16, KC = G4_AVX512_KC, MC = G4_AVX512_MC };   /* MC: a multiple of MR */
 
-/* M blocks: g4_gemm_mblock(T, MC, MR), equal blocks of at most MC rows; T <= 266 is one block. On
- * a Xeon with AMX (one core of a 16-core lease, T = 256, hidden 1536; bench/device_full_check.sh,
- * one run each) fixed 84-row blocks measured 113.9 GFLOP/s, fixed 252-row blocks 131.9. */
+/* M blocks: g4_gemm_mblock(T, MC, MR), equal blocks of at most MC rows; T <= 266 is one block.
+ * Every M block packs every weight panel once more, so long blocks pack less: MC = 266 (19 micro
+ * blocks of 14 rows) keeps a 256-row prefill chunk in one block (chosen by measurement, see
+ * docs/benchmarking.md). */
 
 /* 16 bf16 weight rows (row stride K elements), columns [k0, k0 + kc) -> a float32 panel[kc][16] in
  * row order: per 32 columns, one 64-byte load per row, a 16 x 16 transpose of the 32-bit column
@@ -81,7 +82,7 @@ static void pack16_bf16(const void *wv, int K, int k0, int kc, float *panel) {
 /* C[mr][np*16] (+)= A · [panel 0 | panel 1], A an activation micro-panel packed k-major
  * (xa[k * MR + i] = row i, column k0 + k; pack_rows): every broadcast comes from one sequential
  * stream, where rows of X at their own stride (K floats: 6144 B at K = 1536) share a few L1 sets
- * and were evicted by the weight panel streaming through. Rows of C at stride ldy; mr and np are
+ * and are evicted by the weight panel streaming through. Rows of C at stride ldy; mr and np are
  * compile-time constants at every call site (micro_rows' switch). */
 static inline __attribute__((always_inline)) void micro(const float *xa, int kc, const float *p0, const float *p1,
                                                         float *y, int ldy, int mr, int np, int accumulate) {
@@ -173,13 +174,12 @@ static float *thread_xpack(void) {
  * 64-byte line of a row (32 weights), split into its even and odd columns by a shift and a mask
  * against x split the same way once per call, 2 FMA chains per row; rows in 16-row super blocks
  * as the AVX2 kernel takes them (avx2.c gemv_bf16_eo: rows j, j+4, j+8, j+12 together, so each of
- * the 4 streams runs through 4 consecutive rows). On a 2-core Xeon with AMX (bench model, 3 A/B
- * pairs) decode went 11.76-11.95 -> 12.20-12.30 tok/s; the same kernel on rows of 12-16 KB (o,
- * down, in 4-row blocks with prefetch) was ~20% slower than AVX2's, so those stay there.
+ * the 4 streams runs through 4 consecutive rows). Half the loads and shifts of the AVX2 kernel
+ * per weight byte; on longer rows (o, down, in 4-row blocks with prefetch) this kernel is slower
+ * than AVX2's, so those stay there.
  * While a super block is read, the next one (16 rows further) is prefetched into L2, 256 bytes a
- * step, so its 4 streams start warm: on a 2-core Emerald Rapids the q/k/v, gate/up and LM head
- * groups went from 92-95% to 104-114% of a plain read of their bytes and decode from 12.8-13.7 to
- * 15.1-15.6 tok/s (4 alternating pairs; into L1 instead: 93-99%, level; bench/RESULTS.md). */
+ * step, so its 4 streams start warm and short rows (q/k/v, gate/up, LM head) stream at the read
+ * bandwidth (into L1 instead gains nothing). */
 enum { GEMV_ROW_BYTES = 8192, GEMV_MAX_K = GEMV_ROW_BYTES / 2 };
 
 /* next: with pf_on 0, bytes of the next super block to prefetch into L2 (256 a step), or NULL */
@@ -223,7 +223,7 @@ static void gemv_bf16(const float *x, int K, const uint16_t *W, int n0, int n1, 
 }
 
 /* K blocks outside the panel loop so X[m0:m0+MC][k0:k0+KC] stays in L2 while every panel pair
- * of the range is packed (once) and multiplied against it (avx2.c's GEMM_IMPL has the measurements).
+ * of the range is packed (once) and multiplied against it (as avx2.c's GEMM_IMPL does).
  * The activations come packed for the whole K (xp, from g4_pack_x_avx512; x is still read by the
  * AVX2 GEMM for a range's last < 16 rows), else as rows, packed here one (M block, K block) at a
  * time into the thread's buffer. */

@@ -6,8 +6,8 @@
  * activations, 1 KB each in the input's tile layout, kernels.h g4_xbf16_tile_offset) and two B
  * tiles (16 pairs x 16 columns of the pair-interleaved weight panel, bf16_pack.h).
  * K runs in a few long blocks (equal, at most KC_MAX = 4096 deep): the C tiles are stored and
- * reloaded once per block, and longer blocks measured faster end to end on a many-core Xeon,
- * although a 1024-deep panel (64 KB) no longer fits L1. While a block is multiplied the next block's
+ * reloaded once per block, so longer blocks store and reload them less often, which outweighs
+ * a 1024-deep panel (64 KB) no longer fitting L1 (chosen by measurement, see docs/benchmarking.md). While a block is multiplied the next block's
  * weight rows are prefetched into L2 (the pack otherwise waits on DRAM). A 32 x 32 block that is not whole (the last rows of T, the last columns of [n0, n1))
  * goes through a small staging buffer, so nothing outside y's rows and columns is read or
  * written. Compiled for AMX here only; the dispatcher calls it after checking the CPU and
@@ -173,9 +173,8 @@ void g4_matmul_x3bf16_amx(const uint16_t *xs, size_t plane, int T, int K, const 
  * the rounding / split pass), and each C tile holds 16 weight rows x 16 tokens, transposed into y
  * at the end: K runs whole, nothing is packed and no C tile is reloaded. While the first 32 tokens
  * are multiplied, each weight row's line PF_STEPS steps ahead is prefetched into L1 (the rows are
- * 32 streams a row apart, more than the hardware prefetcher follows). One core, T = 64, weights
- * from DRAM (gemm_bench): 1.15-1.4x the packing kernel's GFLOP/s on the bench model's four shapes
- * (bench/RESULTS.md, "This machine, session 13"). A weight block
+ * 32 streams a row apart, more than the hardware prefetcher follows). Without the per-call
+ * transpose, short inputs run faster here than through the packing kernel. A weight block
  * past n1 (rows < 32) shapes its tiles to the rows it has; a K that is not a multiple of 32 takes
  * its last columns from a zero-padded copy, so nothing past a row is read. */
 enum { PF_STEPS = 4 };
@@ -185,7 +184,7 @@ static void store_transposed(const float *c, int nr, int nt, float *y, int ldy) 
     __m512i v[16];
     for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(c + 16 * r);
     g4_bf16_transpose16(v);   /* a 32-bit element transpose: works on floats as well */
-    /* a masked store, not a memcpy call per 64 bytes (3.7% of a 64-token prefill) */
+    /* a masked store, not a memcpy call per 64 bytes (a call per row would show in a short prefill) */
     const __mmask16 keep = (__mmask16)((1u << nr) - 1u);
     for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(y + (size_t)j * ldy, keep, _mm512_castsi512_ps(v[j]));
 }
@@ -302,13 +301,12 @@ float g4_amx_peak_chain(int iters, float seed) {
  * 64-byte line of weights by each row (the GEMV up to 3 rows, then the packed GEMM, which streams
  * the weights at half the bandwidth); here a tile load takes 16 lines of 16 weight rows and one
  * tdpbf16ps multiplies them by all three planes of every input row (the B tile), so a line costs
- * 1/16 of a tile load and of a tile product whatever T is. On a 2-core Emerald Rapids (bench
- * --batch, bench/RESULTS.md "This machine, session 14") 4 slots decoding together went from 24.5-26.3
- * to 48.5-51.4 tok/s, 3 slots from 36-37 to 40.6-41.3, 2 from 27.3 to 28.9-29.0. One row too
- * over rows under 8 KB (kernels.h G4_GEMV_ONE_ROW_K_BELOW): 99-101% of a plain read where the
- * FMA GEMV does 93-95%, and so with another core streaming memory beside it. Up to
+ * 1/16 of a tile load and of a tile product whatever T is, and several slots decode together in
+ * about the time of one. One row too over rows under 8 KB (kernels.h G4_GEMV_ONE_ROW_K_BELOW):
+ * the tiles keep that stream at the read bandwidth, where the FMA GEMV falls a little short, and
+ * so with another core streaming memory beside it. Up to
  * 15 rows: a B tile per 5 (kernels.h g4_xbf16_gemv3_offset). Weight rows in blocks of 16 (one A
- * tile; blocks of 32, two A tiles, were 5-10% slower in one-slot steps): while a block is
+ * tile; blocks of 32, two A tiles, are slower in one-slot steps): while a block is
  * multiplied the next one is prefetched into L2 in memory order, per 32-column step its share,
  * and each row's line GEMV_PF_STEPS steps ahead into L1 (more streams a row apart than the
  * hardware prefetcher follows). A short last block shapes its tiles to its rows. */

@@ -7,7 +7,7 @@
 
 /* Activation rows per M block of a GEMM: T in equal blocks of at most max_rows rows, rounded up
  * to whole microkernel rows (mr). Every block packs every weight panel once more, so fewer,
- * fuller blocks pack less (avx2.c's GEMM_MC has the measurements). */
+ * fuller blocks pack less (avx2.c's GEMM_MC says why its block may outgrow L2). */
 static inline int g4_gemm_mblock(int T, int max_rows, int mr) {
     const int nb = (T + max_rows - 1) / max_rows, mc = (T + nb - 1) / nb;
     return (mc + mr - 1) / mr * mr;

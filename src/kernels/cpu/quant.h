@@ -12,8 +12,9 @@
 /* Decode reads every weight byte once from DRAM, and on these streams the hardware prefetcher
  * alone keeps too few misses in flight, so the decode kernels prefetch G4_PF_BYTES ahead of the
  * bytes each step reads, in the rows' linear address range (rows are contiguous, so the prefetch
- * runs on into the next rows; a hint past the end never faults). 16-32 KB were best, 4-8 KB and
- * 64 KB worse (bf16: avx2.c; Q8_0 with --act-q8, K = 1536, 2 threads: ~8 -> ~14 GB/s). */
+ * runs on into the next rows; a hint past the end never faults). 16-32 KB ahead covers the DRAM
+ * latency at the read bandwidth; a few KB is too close to hide it, and much farther evicts lines
+ * before they are read (avx2.c has the bf16 side). */
 #define G4_PF_BYTES 32768
 
 /* Prefetch the lines of [p + G4_PF_BYTES, p + G4_PF_BYTES + n): called once per step that reads

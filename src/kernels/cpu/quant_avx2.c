@@ -274,7 +274,7 @@ AI void q6_k_pass(PASS_ARGS) {
 }
 
 /* The decode driver: rows in passes of RT1 rows at T = 1, 2 rows at T = 2, then single rows
- * (RT1 measured per type: Q4_0 / Q5_0 gain from 4 rows sharing x, Q4_K / Q6_K run best one row
+ * (RT1 chosen per type by measurement: Q4_0 / Q5_0 gain from 4 rows sharing x, Q4_K / Q6_K run best one row
  * at a time, their loops already hold 16-32 independent FMAs per sub-block); K in segments whose
  * sums fit pre at T = 3 (one segment up to 341 blocks of Q4_0 / Q5_0 / Q4_K, 170 of Q6_K: every
  * real K of Q4_K / Q6_K; past that each row's segments are added in order, the same for any T). */

@@ -7,8 +7,8 @@
 #include "kernels/kernels.h"
 
 /* g4_f32_to_bf16 over a row, vectorized: --prefill-bf16 rounds every layer matmul's input (~3.4 M
- * values per layer of a 256-row chunk of the bench model), which one call per value left at ~9%
- * of the prefill on a 16-core Xeon. */
+ * values per layer of a 256-row chunk of the bench model), where one call per value would be a
+ * serial share of the prefill that grows with the core count. */
 void g4_f32_to_bf16_row(const float *x, int n, uint16_t *out) {
     for (int i = 0; i < n; i++) {
         uint32_t u;

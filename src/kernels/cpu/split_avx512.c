@@ -3,7 +3,7 @@
  * 16 columns at a time, each bf16 term by vcvtneps2bf16 (round to nearest even, as the scalar
  * bf16 rounding; it treats denormal inputs as zero, which only touches terms below 2^-126 that
  * the AMX products flush anyway) and widened back by a shift. The scalar version, compiled for
- * baseline x86-64, cost ~10% of a 64-token exact prefill on a 2-core Xeon. */
+ * baseline x86-64, is a sizeable share of a short exact prefill next to the AMX products. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
 #include <immintrin.h>
 #include <string.h>
@@ -43,8 +43,8 @@ void g4_xbf16_put_row_tiles_avx512(const float *x, int n, int t, int Kp, uint16_
 
 /* The pair layout, 16 rows at a time: per 32 columns each row's 16 pairs are one vector, and a
  * 16 x 16 transpose of those (bf16_pack.h) gives the tile's 16 rows of 16 tokens' pairs, stored
- * whole. Writing row by row, one 4-byte pair every 64 bytes, made --prefill-bf16's rounding 7x
- * slower (a 64-token prefill on a 2-core Xeon: 2% -> 13% of the time). */
+ * whole. Writing row by row instead, one 4-byte pair every 64 bytes, touches a whole line per
+ * 4 bytes written and makes --prefill-bf16's rounding several times slower. */
 static inline __m512i join(__m256bh lo16, __m256bh hi16) {   /* 32 bf16 = 16 pairs, in column order */
     return _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)lo16), (__m256i)hi16, 1);
 }

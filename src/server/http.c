@@ -1,5 +1,6 @@
 /* http.c — libmicrohttpd glue: one thread per connection, body size limit, routing of the
- * OpenAI routes, /generate, /health, /metrics, SSE streaming and client-disconnect detection.
+ * OpenAI routes, /generate, /tokenize, /detokenize, /health, /metrics, SSE streaming and
+ * client-disconnect detection.
  * Parsing and response shapes live in openai.c; generation in scheduler.c. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +33,7 @@ typedef struct {
     size_t out_len, out_off;
     size_t t_sent[G4_MAX_N];   /* text bytes (chat: parser deltas) sent */
     int k_sent[G4_MAX_N];      /* tokens whose logprobs were sent */
+    int k_seen[G4_MAX_N];      /* tokens observed (to wait for a change) */
     int fin_sent[G4_MAX_N];
     int sent_first, finished;
 } stream_ctx;
@@ -110,6 +112,7 @@ static int choice_events(stream_ctx *st, int i, int *error) {
     pthread_mutex_lock(&r->mu);
     const size_t t1 = g4_api_ready(r);
     const int k1 = r->n_toks, done = r->done;
+    st->k_seen[i] = k1;
     if (done && r->finish == G4_FIN_ERROR) {
         g4_api_error e;
         g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
@@ -175,7 +178,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         /* nothing new: wait for the first unfinished choice (briefly when others may move) */
         g4_req *r = st->r[waiting];
         pthread_mutex_lock(&r->mu);
-        if (!r->done && g4_api_ready(r) == st->t_sent[waiting] && r->n_toks == st->k_sent[waiting])
+        if (!r->done && g4_api_ready(r) == st->t_sent[waiting] && r->n_toks == st->k_seen[waiting])
             wait_ms(&r->cv, &r->mu, n > 1 ? 10 : 100);
         pthread_mutex_unlock(&r->mu);
         if (client_gone(st->fd)) {
@@ -285,12 +288,21 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
         {"/v1/chat/completions", "POST", G4_API_CHAT}, {"/v1/completions", "POST", G4_API_COMPLETION},
         {"/generate", "POST", G4_API_GENERATE},        {"/v1/models", "GET", -1},
         {"/health", "GET", -2},                        {"/metrics", "GET", -3},
+        {"/tokenize", "POST", -4},                     {"/detokenize", "POST", -5},
     };
     g4_api_error err;
+    if (!strncmp(url, "/v1/models/", 11) && url[11]) {   /* one model by id (ids may hold '/') */
+        const char *rt = "/v1/models/{id}";
+        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+            return reply_err(s, c, rt, g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed",
+                                                  "%s %s is not supported; use GET", method, url));
+        char *body = g4_api_model_json(&s->api, url + 11, s->started, &err);
+        return body ? reply(s, c, rt, 200, "application/json", body) : reply_err(s, c, rt, &err);
+    }
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path)) continue;
         const char *rt = routes[i].path;
-        if (strcmp(method, routes[i].method) && !(routes[i].kind < 0 && !strcmp(method, "HEAD")))
+        if (strcmp(method, routes[i].method) && !(!strcmp(routes[i].method, "GET") && !strcmp(method, "HEAD")))
             return reply_err(s, c, rt, g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed",
                                                   "%s %s is not supported; use %s", method, url, routes[i].method));
         if (cc->too_big)
@@ -306,6 +318,14 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
                                                                                                          : "{\"status\":\"stopping\"}"));
         }
         case -3: return reply(s, c, rt, 200, "text/plain; version=0.0.4; charset=utf-8", g4_metrics_render(s->mx));
+        case -4:
+        case -5: {
+            if (s->state != G4_SRV_READY) return not_ready(s, c, rt);
+            const char *b = cc->body ? cc->body : "";
+            char *out = routes[i].kind == -4 ? g4_api_tokenize_json(&s->api, b, cc->len, &err)
+                                             : g4_api_detokenize_json(&s->api, b, cc->len, &err);
+            return out ? reply(s, c, rt, 200, "application/json", out) : reply_err(s, c, rt, &err);
+        }
         default: return generate(s, c, rt, (g4_api_kind)routes[i].kind, cc);
         }
     }

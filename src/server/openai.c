@@ -748,9 +748,137 @@ void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **req
     append_event(buf, len, ev);
 }
 
-char *g4_api_models_json(const g4_api_ctx *c, long created) {
+static json_t *model_object(const g4_api_ctx *c, long created) {
     json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", c->model_name, "object", "model", "created", (json_int_t)created,
                           "owned_by", "gemma4c");
     if (m && c->info) json_object_set_new(m, "max_model_len", json_integer(c->info->ctx));   /* NULL while loading */
-    return dump(json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+    return m;
+}
+
+char *g4_api_models_json(const g4_api_ctx *c, long created) {
+    return dump(json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(c, created)));
+}
+
+char *g4_api_model_json(const g4_api_ctx *c, const char *id, long created, g4_api_error *err) {
+    if (strcmp(id, c->model_name)) {
+        g4_api_err(err, 404, "invalid_request_error", "model", "model_not_found",
+                   "The model '%s' does not exist; this server serves '%s'", id, c->model_name);
+        return NULL;
+    }
+    return dump(model_object(c, created));
+}
+
+static json_t *load_object(const char *body, size_t len, g4_api_error *err) {
+    json_error_t je;
+    json_t *root = json_loadb(body, len, 0, &je);
+    if (!root) {
+        g4_api_err(err, 400, "invalid_request_error", NULL, "invalid_json",
+                   "We could not parse the JSON body of your request: %s (line %d, column %d)", je.text, je.line, je.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        g4_api_err(err, 400, "invalid_request_error", NULL, "invalid_type", "the body must be a JSON object");
+        return NULL;
+    }
+    return root;
+}
+
+static int only_fields(json_t *root, const char *const *ok, g4_api_error *err) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+        int known = 0;
+        for (int i = 0; ok[i] && !known; i++) known = !strcmp(ok[i], k);
+        if (!known) {
+            static _Thread_local char key[64];
+            snprintf(key, sizeof key, "%s", k);
+            g4_api_err(err, 400, "invalid_request_error", key, "unsupported_parameter",
+                       "Unrecognized request argument supplied: %s", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* {"content": text, "add_special": false, "with_pieces": false} -> {"tokens": [ids]} or, with
+ * pieces, {"tokens": [{"id", "piece"}]} (a piece that is not UTF-8 by itself: its bytes). Special
+ * tokens written as text become the special tokens, as in llama-server's default. */
+char *g4_api_tokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err) {
+    static const char *const fields[] = {"content", "add_special", "with_pieces", "model", NULL};
+    json_t *root = load_object(body, len, err);
+    if (!root) return NULL;
+    char *out = NULL;
+    int add_special = 0, pieces = 0;
+    json_t *content = json_object_get(root, "content");
+    if (only_fields(root, fields, err) || get_bool(root, "add_special", &add_special, err) < 0 ||
+        get_bool(root, "with_pieces", &pieces, err) < 0)
+        goto done;
+    if (!json_is_string(content)) {
+        (void)BADTYPE("content", "a string");
+        goto done;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (g4_tokenize(c->tok, json_string_value(content), json_string_length(content), add_special, &ids, &n)) {
+        char msg[512];
+        client_message(c, g4_last_error(), msg, sizeof msg);
+        g4_api_err(err, 400, "invalid_request_error", "content", "invalid_value", "%s", msg);
+        goto done;
+    }
+    json_t *toks = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if (!pieces) { json_array_append_new(toks, json_integer(ids[i])); continue; }
+        char *t = NULL;
+        size_t tl = 0;
+        if (g4_detokenize(c->tok, &ids[i], 1, 0, &t, &tl)) tl = 0;
+        json_t *piece = json_stringn(t ? t : "", tl);
+        if (!piece) {
+            piece = json_array();
+            for (size_t k = 0; k < tl; k++) json_array_append_new(piece, json_integer((unsigned char)t[k]));
+        }
+        free(t);
+        json_array_append_new(toks, json_pack("{s:i,s:o}", "id", ids[i], "piece", piece));
+    }
+    free(ids);
+    out = dump(json_pack("{s:o}", "tokens", toks));
+done:
+    json_decref(root);
+    return out;
+}
+
+/* {"tokens": [ids]} -> {"content": text}, special tokens written out as llama-server does. */
+char *g4_api_detokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err) {
+    static const char *const fields[] = {"tokens", "model", NULL};
+    json_t *root = load_object(body, len, err);
+    if (!root) return NULL;
+    char *out = NULL;
+    json_t *toks = json_object_get(root, "tokens");
+    if (only_fields(root, fields, err)) goto done;
+    if (!json_is_array(toks)) {
+        (void)BADTYPE("tokens", "an array of token ids");
+        goto done;
+    }
+    size_t n = json_array_size(toks);
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) { g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"); goto done; }
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(toks, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= c->info->vocab_size) {
+            free(ids);
+            (void)BAD("tokens", "tokens[%zu] is not a token id in [0, %d)", i, c->info->vocab_size);
+            goto done;
+        }
+        ids[i] = (int32_t)json_integer_value(e);
+    }
+    char *text = NULL;
+    size_t tl = 0;
+    g4_status st = g4_detokenize(c->tok, ids, n, 0, &text, &tl);
+    free(ids);
+    if (st) { g4_api_err(err, 500, "server_error", NULL, NULL, "%s", g4_last_error()); goto done; }
+    out = dump(json_pack("{s:o}", "content", jstr_lossy(text, tl)));
+    free(text);
+done:
+    json_decref(root);
+    return out;
 }

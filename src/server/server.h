@@ -180,6 +180,11 @@ size_t g4_api_ready(const g4_req *r);
 const char *g4_finish_name(g4_finish f);
 /* /v1/models body. */
 char *g4_api_models_json(const g4_api_ctx *c, long created);
+/* /v1/models/{id}: the model object, or NULL with err filled (404 model_not_found). */
+char *g4_api_model_json(const g4_api_ctx *c, const char *id, long created, g4_api_error *err);
+/* /tokenize and /detokenize (llama-server's shapes); NULL with err filled on a bad body. */
+char *g4_api_tokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err);
+char *g4_api_detokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err);
 
 /* ---------------------------------------------------------------- the running server */
 

@@ -271,3 +271,48 @@ def test_media_parts_are_400(srv):
     assert ok.status_code == 200, ok.text
     with pytest.raises(openai.BadRequestError):
         srv.client().chat.completions.create(model=NAME, max_tokens=1, messages=[{"role": "user", "content": [img]}])
+
+
+# ---------------------------------------------------------------- /tokenize, /detokenize, /v1/models/{id}
+
+def test_tokenize_detokenize(g4_bin, srv):
+    text = "Hello world <|tool_call>call:f{}<tool_call|> é"
+    want = json.loads(run_g4(g4_bin, "tokenize", "-m", MODEL, input=text.encode()).stdout)
+    r = requests.post(srv.url + "/tokenize", json={"content": text}, timeout=30)
+    assert r.status_code == 200 and r.json() == {"tokens": want}
+    with_bos = requests.post(srv.url + "/tokenize", json={"content": text, "add_special": True}, timeout=30).json()
+    assert with_bos["tokens"] == json.loads(run_g4(g4_bin, "tokenize", "-m", MODEL, "--bos", input=text.encode()).stdout)
+    pieces = requests.post(srv.url + "/tokenize", json={"content": text, "with_pieces": True}, timeout=30).json()
+    assert [p["id"] for p in pieces["tokens"]] == want
+    assert "".join(p["piece"] for p in pieces["tokens"] if isinstance(p["piece"], str)) == text
+    back = requests.post(srv.url + "/detokenize", json={"tokens": want}, timeout=30)
+    assert back.status_code == 200 and back.json() == {"content": text}
+    assert_400(requests.post(srv.url + "/tokenize", json={"content": 5}, timeout=30), "content")
+    assert_400(requests.post(srv.url + "/tokenize", json={"content": "x", "parse": 1}, timeout=30), "parse")
+    assert_400(requests.post(srv.url + "/detokenize", json={"tokens": [1, -1]}, timeout=30), "tokens")
+    assert_400(requests.post(srv.url + "/detokenize", json={"tokens": "1"}, timeout=30), "tokens")
+    assert requests.get(srv.url + "/tokenize", timeout=30).status_code == 405
+
+
+def test_model_by_id(srv):
+    m = srv.client().models.retrieve(NAME)
+    assert m.id == NAME and m.object == "model"
+    r = requests.get(srv.url + "/v1/models/other", timeout=30)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+    assert requests.post(srv.url + f"/v1/models/{NAME}", timeout=30).status_code == 405
+
+
+def test_stream_stop_string_held_back(srv):
+    c = srv.client()
+    base = c.chat.completions.create(model=NAME, messages=USER, max_tokens=16, temperature=0).choices[0].message.content
+    if len(base) < 6:
+        pytest.skip("the fixture's greedy reply is too short to cut")
+    stop = base[3:6]
+    whole = c.chat.completions.create(model=NAME, messages=USER, max_tokens=16, temperature=0, stop=stop)
+    chunks = list(c.chat.completions.create(model=NAME, messages=USER, max_tokens=16, temperature=0, stop=stop,
+                                            stream=True, logprobs=True))
+    content, _, _, fin = assemble([ch.choices[0].model_dump() for ch in chunks if ch.choices])
+    assert content == whole.choices[0].message.content == base[:base.index(stop)]
+    assert fin == "stop"
+    n_lp = sum(len(ch.choices[0].logprobs.content) for ch in chunks if ch.choices and ch.choices[0].logprobs)
+    assert n_lp == whole.usage.completion_tokens

@@ -358,7 +358,8 @@ int g4_gen_hit_context(const g4_gen *g);
  *    before <channel|> (the template writes a thought as "thought\n" TEXT "\n<channel|>"); a
  *    thought that never closes stays reasoning (what was streamed is kept);
  *  - a tool call is one delta, emitted when <tool_call|> closes it, its arguments converted to a
- *    JSON object text. A call that does not parse, or that the generation ends inside, becomes
+ *    JSON object text (a JSON "..." string is taken where the dialect has a <|"|> one; a bare
+ *    word that is no number, true, false, null or None is the string it spells). A call that does not parse, or that the generation ends inside, becomes
  *    content: its raw text, delimiters written as their token strings, so nothing is lost;
  *  - stop strings end the message when they appear in the content (never inside reasoning or a
  *    call's arguments); content that may still begin one is held back until decided;

@@ -2,6 +2,7 @@
  * OpenAI message deltas out (content, reasoning, tool calls with their arguments converted from
  * Gemma's dialect to JSON). Pure: no model, no HTTP; the server and `gemma4c parse` drive it. */
 #include <ctype.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,23 @@ static int bare_value(cursor *c) {
 
 static int value(cursor *c, int depth);
 
+/* A JSON string literal where the dialect has a <|"|> string (models sometimes fall back to JSON's
+ * quotes): taken when it is valid JSON, escapes and all. */
+static int json_quoted(cursor *c) {
+    size_t b = c->i++;
+    while (c->i < c->n && c->s[c->i] != '"') {
+        if (c->s[c->i] == '\\') c->i++;
+        c->i++;
+    }
+    if (c->i >= c->n) return -1;
+    c->i++;
+    json_t *v = json_loadb((const char *)c->s + b, c->i - b, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (!json_is_string(v)) { json_decref(v); return -1; }
+    json_str(c->out, (const unsigned char *)json_string_value(v), json_string_length(v));
+    json_decref(v);
+    return 0;
+}
+
 /* A quoted string: from the mark to the next one, whatever lies between. */
 static int quoted(cursor *c) {
     size_t b = ++c->i;
@@ -292,6 +310,8 @@ static int object(cursor *c, int depth) {
         if (!first) sb_put(c->out, ",", 1);
         if (c->s[c->i] == QUOTE_MARK) {
             if (quoted(c)) return -1;
+        } else if (c->s[c->i] == '"') {
+            if (json_quoted(c)) return -1;
         } else {
             size_t b = c->i;
             while (c->i < c->n && c->s[c->i] != ':') {
@@ -343,6 +363,7 @@ static int value(cursor *c, int depth) {
     if (c->i >= c->n) return -1;
     switch (c->s[c->i]) {
     case QUOTE_MARK: return quoted(c);
+    case '"': return json_quoted(c);
     case '{': return object(c, depth);
     case '[': return array(c, depth);
     default: return bare_value(c);

@@ -214,6 +214,8 @@ CALL_CASES = [
     (f"<|tool_call>call:a{{x:1}}<tool_call|>\n<|tool_call>call:b{{y:{Q}2{Q}}}<tool_call|>", "\n", None,
      [("a", {"x": 1}), ("b", {"y": "2"})]),
     ("<|tool_call>call:f{a:1}<tool_call|>Done.", "Done.", None, [("f", {"a": 1})]),
+    # JSON's quotes where the dialect has <|"|> (a fallback models take): valid JSON strings are taken
+    ('<|tool_call>call:f{"k":"a, \\"b\\" {c}\\n",n:"\\u00e9"}<tool_call|>', "", None, [("f", {"k": 'a, "b" {c}\n', "n": "é"})]),
     ("<|tool_call>call:f{a:1}<tool_call|><|tool_response>response:f{}", "", None, [("f", {"a": 1})]),
 ]
 
@@ -244,6 +246,8 @@ BAD_CALLS = [
     "<|tool_call>call:f{a:1} trailing<tool_call|>",
     f"<|tool_call>call:f{{a:{Q}x{Q}y}}<tool_call|>",
     "<|tool_call>call:f{:1}<tool_call|>",
+    '<|tool_call>call:f{a:"unterminated}<tool_call|>',
+    '<|tool_call>call:f{a:"bad \\q escape"}<tool_call|>',
 ]
 
 

@@ -460,7 +460,11 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     if (get_bool(root, "stream", &o->stream, err) < 0) goto fail;
     if (kind == G4_API_GENERATE) o->stream = 0;
     json_t *so = json_object_get(root, "stream_options");
-    if (so && json_is_object(so) && get_bool(so, "include_usage", &o->include_usage, err) < 0) goto fail;
+    if (so && !json_is_null(so) && !json_is_object(so)) { (void)BADTYPE("stream_options", "an object"); goto fail; }
+    if (so && json_is_object(so) && get_bool(so, "include_usage", &o->include_usage, err) < 0) {
+        err->param = "stream_options";
+        goto fail;
+    }
     if (get_bool(root, "return_token_ids", &o->return_token_ids, err) < 0) goto fail;
     if ((rc = get_int(root, "n", 1, kind == G4_API_GENERATE ? 1 : G4_MAX_N, &i, err)) < 0) goto fail;
     if (rc) o->n = (int)i;

@@ -245,6 +245,8 @@ def test_unsupported_fields_are_400(srv):
     assert post(srv, {"messages": USER, "max_tokens": 1, "response_format": {"type": "text"}}).status_code == 200
     assert_400(post(srv, {"messages": USER, "frobnicate": 1}), "frobnicate", "Unrecognized")
     assert_400(post(srv, {"messages": USER, "functions": []}), "functions")
+    assert_400(post(srv, {"messages": USER, "stream_options": "usage"}), "stream_options")
+    assert_400(post(srv, {"messages": USER, "stream_options": {"include_usage": 1}}), "stream_options")
     assert_400(post(srv, {"prompt": "x", "suffix": "y"}, "/v1/completions"), "suffix")
     assert_400(post(srv, {"prompt": "x", "best_of": 3}, "/v1/completions"), "best_of")
     assert post(srv, {"prompt": "x", "max_tokens": 1, "best_of": 1}, "/v1/completions").status_code == 200

@@ -35,7 +35,7 @@ TESTS    := $(TEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 all: $(BUILD)/gemma4c $(TESTS)
 
 # The hot kernels need full unrolling of their register blocks (2-3x faster than -O2).
-$(BUILD)/src/kernels/%.o: CFLAGS += -O3
+$(BUILD)/src/kernels/%.o: CFLAGS += -O3 $(KERNEL_CFLAGS)
 $(BUILD)/src/parallel/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/parallel/group.o: CFLAGS += $(NUMA_CFLAGS)
 # `gemma4c --version` names the commit; main.o is rebuilt when HEAD moves
@@ -87,13 +87,34 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
 
-# Tokenizer: a bounded libFuzzer run of the tokenizer.json loader (FUZZ_SECS, default 60; needs
-# clang) and the side-by-side benchmark against HF `tokenizers` (BENCH_PY: a Python that has it).
-FUZZ_SECS ?= 60
+# Fuzzing (clang, libFuzzer + ASan + UBSan): every fuzz/fuzz_*.c target linked against the whole
+# library built into build-fuzz/, so a target never falls out of step with the sources.
+# `make fuzz-build` builds them all; `make fuzz-smoke` runs each on its seeds for FUZZ_SMOKE_SECS
+# (CI); `make fuzz-NAME` runs fuzz/run_NAME.sh for FUZZ_SECS. The kernels are compiled with every
+# x86 feature they use (clang ignores GCC's target pragmas); no fuzz target runs them.
+FUZZ_SECS       ?= 60
+FUZZ_SMOKE_SECS ?= 10
+FUZZ_CC         ?= clang
+FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_KERNEL_CFLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16
+FUZZ_TARGETS    := $(patsubst fuzz/%.c,build-fuzz/%,$(sort $(wildcard fuzz/fuzz_*.c)))
+.PHONY: fuzz-build fuzz-smoke fuzz-lib
+fuzz-lib:
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -fno-omit-frame-pointer" WERROR= \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" KERNEL_CFLAGS="$(FUZZ_KERNEL_CFLAGS)" build-fuzz/libgemma4c.a
+fuzz-build: fuzz-lib
+	$(MAKE) $(FUZZ_TARGETS)
+build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libgemma4c.a
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer $(FUZZ_SAN) $< build-fuzz/libgemma4c.a \
+	  -o $@ $(LDLIBS)
+fuzz-smoke: fuzz-build
+	fuzz/smoke.sh $(FUZZ_SMOKE_SECS)
+fuzz-%: fuzz-build
+	fuzz/run_$*.sh $(FUZZ_SECS)
+
+# The side-by-side tokenizer benchmark against HF `tokenizers` (BENCH_PY: a Python that has it).
 BENCH_PY  ?= $(or $(G4_REF_PY),python3)
-.PHONY: fuzz-tokenizer bench-tokenizer
-fuzz-tokenizer:
-	fuzz/run_tokenizer_json.sh $(FUZZ_SECS)
+.PHONY: bench-tokenizer
 
 $(BUILD)/bench/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
@@ -105,8 +126,3 @@ $(BUILD)/bench/gemm_bench: bench/gemm_bench.c $(BUILD)/libgemma4c.a
 
 bench-tokenizer: $(BUILD)/bench/tokenizer_bench
 	$(BENCH_PY) bench/tokenizer_bench.py --bin $(BUILD)/bench/tokenizer_bench
-
-# Chat templates: a bounded libFuzzer run of the Jinja lexer/parser/renderer (needs clang).
-.PHONY: fuzz-jinja
-fuzz-jinja:
-	fuzz/run_jinja.sh $(FUZZ_SECS)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the chat-template (Jinja) fuzz target with clang (libFuzzer + ASan + UBSan) and runs it
+# Runs the chat-template (Jinja) fuzz target (built by `make fuzz-build`: libFuzzer + ASan + UBSan)
 # for a bounded time. Usage: fuzz/run_jinja.sh [seconds] [extra libFuzzer flags]  (default 60 s)
 # Seeds: the Gemma 3 / Gemma 4 templates in ../shared/data, tests/fixtures/templates/*.jinja and
 # the templates of tests/c/test_jinja.c's tables.
@@ -7,10 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
 out=build-fuzz; corpus="$out/corpus-jinja"; mkdir -p "$corpus"
-clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined \
-  fuzz/fuzz_jinja.c src/template/*.c src/tokenizer/*.c src/io/gguf.c src/io/safetensors.c src/base/dtype.c src/base/error.c \
-  -ljansson -lm -o "$out/fuzz_jinja"   # chat_template.c also reads templates from GGUF metadata
 shared=../shared/data
 for f in "$shared"/gemma4-chat-templates/*.jinja tests/fixtures/templates/*.jinja; do
   [ -f "$f" ] && cp "$f" "$corpus/seed-$(basename "$f")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the .g4c reader fuzz target with clang (libFuzzer + ASan + UBSan) and runs it for a
+# Runs the .g4c reader fuzz target (built by `make fuzz-build`: libFuzzer + ASan + UBSan) for a
 # bounded time with the header crc rewritten per input (G4_FUZZ_FIXCRC=1), seeded with small
 # packs of the fixtures. Usage: fuzz/run_pack.sh [seconds] [gemma4c binary]   (default 60, build/gemma4c)
 set -euo pipefail
@@ -7,9 +7,6 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 bin=${2:-build/gemma4c}
 out=build-fuzz; mkdir -p "$out/corpus-pack"
-clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-  fuzz/fuzz_pack.c src/io/pack.c src/io/safetensors.c src/base/dtype.c src/base/error.c \
-  -ljansson -lz -lm -pthread -o "$out/fuzz_pack"
 # seeds: the causal fixture (config + weights, no tokenizer so the prefix stays small) packed
 # for tp 1, 2 and 4, cut after the directory: the target zero-fills the segments back
 if [ -x "$bin" ]; then

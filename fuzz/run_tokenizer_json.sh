@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# Builds the tokenizer.json fuzz target with clang (libFuzzer + ASan + UBSan) and runs it for a
+# Runs the tokenizer.json fuzz target (built by `make fuzz-build`: libFuzzer + ASan + UBSan) for a
 # bounded time. Usage: fuzz/run_tokenizer_json.sh [seconds]   (default 60)
 # Seeds: the small tokenizers of tests/fixtures/tokenizer/synthetic.jsonl.gz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 out=build-fuzz; corpus="$out/corpus-tokenizer-json"; mkdir -p "$corpus"
-clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-  fuzz/fuzz_tokenizer_json.c src/tokenizer/tok_json.c src/tokenizer/tk_maps.c src/tokenizer/bpe.c \
-  src/tokenizer/tokenizer.c src/tokenizer/tokenizer_load.c src/tokenizer/detok.c src/base/error.c \
-  -lm -pthread -o "$out/fuzz_tokenizer_json"
 python3 - "$corpus" <<'PY'
 import gzip, json, sys, pathlib
 out = pathlib.Path(sys.argv[1])

@@ -10,7 +10,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config libjansson-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev \
-  libopenmpi-dev openmpi-bin libnuma-dev \
+  libopenmpi-dev openmpi-bin libnuma-dev clang libclang-rt-14-dev \
   python3 python3-venv >/dev/null
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt

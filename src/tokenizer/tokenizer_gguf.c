@@ -191,6 +191,59 @@ static int gemma4_control(const tk_str *t) {
     return n >= 4 && s[0] == '<' && s[n - 1] == '>' && (s[1] == '|' || s[n - 2] == '|');
 }
 
+/* The vocabulary's pieces as a set keyed by (length, polynomial hash), for the merges below: with
+ * the prefix hashes of a token, whether any substring of it is a piece takes O(1) expected instead
+ * of hashing the substring, so splitting every token at every point stays linear in the
+ * vocabulary's bytes (a crafted file with one 100,000-byte token took seconds before). A hash hit
+ * is confirmed byte for byte. */
+#define PIECE_HASH_BASE 0x100000001b3ull
+typedef struct {
+    uint64_t *hash;       /* [cap] hash of the piece in the slot, or 0 with len 0: empty */
+    uint32_t *len;        /* [cap] its length */
+    const tk_str **tok;   /* [cap] one piece of that spelling */
+    uint64_t cap;
+} piece_set;
+
+static uint64_t piece_slot(const piece_set *ps, uint64_t h, uint32_t len) {
+    return (h ^ ((uint64_t)len * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull >> 17 & (ps->cap - 1);
+}
+
+static int piece_set_init(piece_set *ps, const vocab_t *v) {
+    ps->cap = 16;
+    while (ps->cap < 2 * v->n) ps->cap <<= 1;
+    ps->hash = calloc(ps->cap, sizeof *ps->hash);
+    ps->len = calloc(ps->cap, sizeof *ps->len);
+    ps->tok = calloc(ps->cap, sizeof *ps->tok);
+    if (!ps->hash || !ps->len || !ps->tok) return -1;
+    for (uint64_t i = 0; i < v->n; i++) {
+        const tk_str *t = &v->tok[i];
+        if (!t->len) continue;
+        uint64_t h = 0;
+        for (uint32_t k = 0; k < t->len; k++) h = h * PIECE_HASH_BASE + (unsigned char)t->s[k];
+        uint64_t j = piece_slot(ps, h, t->len);
+        while (ps->len[j] && !(ps->hash[j] == h && ps->len[j] == t->len && !memcmp(ps->tok[j]->s, t->s, t->len)))
+            j = (j + 1) & (ps->cap - 1);
+        ps->hash[j] = h;
+        ps->len[j] = t->len;
+        ps->tok[j] = t;
+    }
+    return 0;
+}
+
+static void piece_set_free(piece_set *ps) {
+    free(ps->hash);
+    free(ps->len);
+    free(ps->tok);
+}
+
+/* Whether s[0, len) — whose hash is h — is a piece; `confirm` 0 trusts a hash match (a first
+ * filter), 1 compares the bytes. */
+static int piece_set_has(const piece_set *ps, uint64_t h, const char *s, uint32_t len, int confirm) {
+    for (uint64_t j = piece_slot(ps, h, len); ps->len[j]; j = (j + 1) & (ps->cap - 1))
+        if (ps->hash[j] == h && ps->len[j] == len && (!confirm || !memcmp(ps->tok[j]->s, s, len))) return 1;
+    return 0;
+}
+
 static g4_status build_json(vocab_t *v, sbuf *b) {
     g4_status st;
     const char *model;
@@ -292,10 +345,24 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
     /* merges: for each piece in file order (its final id: a respelled duplicate keeps the last),
      * each split into two pieces of the vocabulary, longer left part first */
     tk_strmap map;
-    if (tk_strmap_init(&map, (uint32_t)v->n, v->arena)) return g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path);
+    piece_set ps = {0};
+    uint32_t max_len = 0;
+    for (uint64_t i = 0; i < v->n; i++) max_len = v->tok[i].len > max_len ? v->tok[i].len : max_len;
+    uint64_t *pre = malloc(((size_t)max_len + 1) * sizeof *pre), *pw = malloc(((size_t)max_len + 1) * sizeof *pw);
+    if (!pre || !pw || piece_set_init(&ps, v) || tk_strmap_init(&map, (uint32_t)v->n, v->arena)) {
+        free(pre);
+        free(pw);
+        piece_set_free(&ps);
+        return g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path);
+    }
+    pw[0] = 1;
+    for (uint32_t k = 1; k <= max_len; k++) pw[k] = pw[k - 1] * PIECE_HASH_BASE;
     for (uint64_t i = 0; i < v->n; i++)
         if (tk_strmap_put(&map, v->tok[i].s, v->tok[i].len, (int32_t)i)) {
             tk_strmap_free(&map);
+            free(pre);
+            free(pw);
+            piece_set_free(&ps);
             return g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path);
         }
     first = 1;
@@ -303,9 +370,13 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
         const char *s = v->tok[i].s;
         const uint32_t n = v->tok[i].len;
         if (n < 2 || tk_strmap_get(&map, s, n) != (int32_t)i) continue;
+        pre[0] = 0;   /* pre[k]: hash of s[0, k) */
+        for (uint32_t k = 0; k < n; k++) pre[k + 1] = pre[k] * PIECE_HASH_BASE + (unsigned char)s[k];
         for (uint32_t k = n - 1; k >= 1; k--) {
             if (((unsigned char)s[k] & 0xC0) == 0x80) continue;   /* split at code point boundaries */
-            if (tk_strmap_get(&map, s, k) < 0 || tk_strmap_get(&map, s + k, n - k) < 0) continue;
+            const uint64_t hl = pre[k], hr = pre[n] - pre[k] * pw[n - k];
+            if (!piece_set_has(&ps, hl, s, k, 0) || !piece_set_has(&ps, hr, s + k, n - k, 0)) continue;
+            if (!piece_set_has(&ps, hl, s, k, 1) || !piece_set_has(&ps, hr, s + k, n - k, 1)) continue;
             put(b, first ? "[" : ",[", first ? 1 : 2);
             put_jstr(b, s, k);
             put(b, ",", 1);
@@ -314,6 +385,9 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
             first = 0;
         }
     }
+    free(pre);
+    free(pw);
+    piece_set_free(&ps);
     tk_strmap_free(&map);
     puts_(b, "]}}");
     return b->oom ? g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path) : G4_OK;

@@ -1,6 +1,7 @@
 /* cli_serve.c — `gemma4c serve`: parses the options and hands over to the HTTP server
  * (src/server). Owns nothing but the option table. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -9,14 +10,45 @@
 static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 1] [--alias NAME]\n"
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
+               "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
-               "error. --load-delay-ms is a testing aid: /health answers 503 (loading) that long first.\n");
+               "error. --load-delay-ms is a testing aid: /health answers 503 (loading) that long first.\n"
+               "--api-key KEY (repeatable), --api-key-file FILE (one key a line) and the environment\n"
+               "variable G4_API_KEY give the keys clients must send as 'Authorization: Bearer KEY'\n"
+               "(401 otherwise); /health and /metrics stay open unless --auth-all. --host :: listens on\n"
+               "IPv6 and IPv4.\n");
     fputs(cli_model_opts_help, f);
 }
 
+enum { MAX_API_KEYS = 64 };
+
+/* Adds one key (copied; leading/trailing blanks and a trailing newline dropped). */
+static int add_key(const char *cmd, g4_server_opts *o, char **keys, const char *k, size_t n) {
+    while (n && (k[n - 1] == '\n' || k[n - 1] == '\r' || k[n - 1] == ' ' || k[n - 1] == '\t')) n--;
+    while (n && (*k == ' ' || *k == '\t')) k++, n--;
+    if (!n) return 1;   /* blank lines of a key file */
+    if (o->n_api_keys == MAX_API_KEYS) return cli_usage_error(cmd, "more than %d API keys", MAX_API_KEYS), 0;
+    char *c = strndup(k, n);
+    if (!c) return cli_usage_error(cmd, "out of memory"), 0;
+    keys[o->n_api_keys++] = c;
+    return 1;
+}
+
+static int add_key_file(const char *cmd, g4_server_opts *o, char **keys, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_usage_error(cmd, "--api-key-file %s: cannot open", path), 0;
+    char line[4096];
+    int ok = 1, before = o->n_api_keys;
+    while (ok && fgets(line, sizeof line, f)) ok = line[0] == '#' || add_key(cmd, o, keys, line, strlen(line));
+    fclose(f);
+    if (ok && o->n_api_keys == before) return cli_usage_error(cmd, "--api-key-file %s: no key in it", path), 0;
+    return ok;
+}
+
 int cli_serve(int argc, char **argv) {
+    static char *keys[MAX_API_KEYS];
     g4_server_opts o;
     g4_server_opts_default(&o);
     const char *cmd = "serve";
@@ -37,11 +69,22 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-body")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 30, &n)) return 2; o.max_body = (size_t)n; }
         else if (!strcmp(a, "--shutdown-grace")) { int g; INTV(0, 3600, g); o.shutdown_grace_s = g; }
         else if (!strcmp(a, "--load-delay-ms")) INTV(0, 600000, o.load_delay_ms);
+        else if (!strcmp(a, "--api-key")) {
+            NEEDV();
+            if (!*v) return cli_usage_error(cmd, "--api-key needs a non-empty key");
+            if (!add_key(cmd, &o, keys, v, strlen(v))) return 2;
+        }
+        else if (!strcmp(a, "--api-key-file")) { NEEDV(); if (!add_key_file(cmd, &o, keys, v)) return 2; }
+        else if (!strcmp(a, "--auth-all")) o.auth_all = 1;
         else return cli_usage_error(cmd, "unknown option '%s'", a);
 #undef INTV
 #undef NEEDV
     }
     if (!o.model_path) return cli_usage_error(cmd, "-m MODEL is required");
+    const char *env_key = getenv("G4_API_KEY");
+    if (env_key && *env_key && !add_key(cmd, &o, keys, env_key, strlen(env_key))) return 2;
+    o.api_keys = keys;
+    if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (o.mo.tp_backend == G4_TP_MPI) {
         /* every MPI rank loads before any serves HTTP: ranks other than 0 only run forward passes */

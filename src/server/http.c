@@ -1,6 +1,6 @@
-/* http.c — libmicrohttpd glue: one thread per connection, body size limit, routing of the
- * OpenAI routes, /generate, /tokenize, /detokenize, /health, /metrics, SSE streaming and
- * client-disconnect detection.
+/* http.c — libmicrohttpd glue: one thread per connection, API keys, body size limit (refused
+ * from Content-Length before any body is read), routing of the OpenAI routes, /generate,
+ * /tokenize, /detokenize, /health, /metrics, SSE streaming and client-disconnect detection.
  * Parsing and response shapes live in openai.c; generation in scheduler.c. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@ typedef struct {
     char *body;
     size_t len, cap;
     int too_big;
+    int answered;   /* a response was queued from the headers alone (413 by Content-Length) */
 } conn_ctx;
 
 /* An SSE response in flight (the MHD response's cls). */
@@ -59,8 +62,9 @@ static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
-static enum MHD_Result reply(g4_srv *s, struct MHD_Connection *c, const char *route, int status, const char *ctype,
-                             char *body) {
+/* The response `body` (malloc'ed; freed here) with `status`, plus one header where hname is set. */
+static enum MHD_Result reply_with(g4_srv *s, struct MHD_Connection *c, const char *route, int status, const char *ctype,
+                                  char *body, const char *hname, const char *hval) {
     if (!body) {
         status = 500;
         body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
@@ -69,10 +73,37 @@ static enum MHD_Result reply(g4_srv *s, struct MHD_Connection *c, const char *ro
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     if (!resp) { free(body); return MHD_NO; }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (hname) MHD_add_response_header(resp, hname, hval);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     g4_metrics_request(s->mx, route, status);
     return ret;
+}
+
+static enum MHD_Result reply(g4_srv *s, struct MHD_Connection *c, const char *route, int status, const char *ctype,
+                             char *body) {
+    return reply_with(s, c, route, status, ctype, body, NULL, NULL);
+}
+
+/* Equal in constant time for equal lengths (an API key is not found byte by byte by timing). */
+static int same_secret(const char *a, const char *b) {
+    const size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la; i++) diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return !diff;
+}
+
+/* Whether the request carries one of the server's API keys as `Authorization: Bearer KEY`
+ * (always, when the server has none). Every key is compared, so the time does not tell which. */
+static int authorized(const g4_srv *s, struct MHD_Connection *c) {
+    if (!s->opts.n_api_keys) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
+    h += 7;
+    while (*h == ' ') h++;
+    int ok = 0;
+    for (int i = 0; i < s->opts.n_api_keys; i++) ok |= same_secret(h, s->opts.api_keys[i]);
+    return ok;
 }
 
 static enum MHD_Result reply_err(g4_srv *s, struct MHD_Connection *c, const char *route, const g4_api_error *e) {
@@ -200,9 +231,12 @@ static void stream_free(void *cls) {
 
 /* ---------------------------------------------------------------- routes */
 
+/* Response ids from the kernel's random source: a client must not be able to guess another
+ * client's ids (the sequence number mixes in only if getrandom fails). */
 static void make_id(g4_srv *s, g4_api_opts *o) {
     unsigned long n = ++s->id_seq;
-    uint64_t x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
+    uint64_t x;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
     snprintf(o->id, sizeof o->id, "%s-%016llx", o->kind == G4_API_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)x);
     snprintf(o->call_prefix, sizeof o->call_prefix, "call_%016llx_", (unsigned long long)x);
     o->created = (long)time(NULL);
@@ -282,29 +316,57 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char 
     return ret;
 }
 
+/* The fixed routes: path, method, and what answers them (a g4_api_kind, or a negative code) */
+static const struct { const char *path, *method; int kind; } routes[] = {
+    {"/v1/chat/completions", "POST", G4_API_CHAT}, {"/v1/completions", "POST", G4_API_COMPLETION},
+    {"/generate", "POST", G4_API_GENERATE},        {"/v1/models", "GET", -1},
+    {"/health", "GET", -2},                        {"/metrics", "GET", -3},
+    {"/tokenize", "POST", -4},                     {"/detokenize", "POST", -5},
+};
+
+/* The route a URL is counted under in the metrics */
+static const char *route_label(const char *url) {
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(url, routes[i].path)) return routes[i].path;
+    return !strncmp(url, "/v1/models/", 11) ? "/v1/models/{id}" : "other";
+}
+
+/* 401 as OpenAI answers a missing or wrong key */
+static enum MHD_Result unauthorized(g4_srv *s, struct MHD_Connection *c, const char *rt) {
+    g4_api_error err;
+    g4_api_err(&err, 401, "invalid_request_error", NULL, "invalid_api_key",
+               "Incorrect or missing API key: send it as 'Authorization: Bearer KEY'");
+    return reply_with(s, c, rt, 401, "application/json", g4_api_error_json(&err), MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                      "Bearer");
+}
+
 static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *url, const char *method,
                              const conn_ctx *cc) {
-    static const struct { const char *path, *method; int kind; } routes[] = {
-        {"/v1/chat/completions", "POST", G4_API_CHAT}, {"/v1/completions", "POST", G4_API_COMPLETION},
-        {"/generate", "POST", G4_API_GENERATE},        {"/v1/models", "GET", -1},
-        {"/health", "GET", -2},                        {"/metrics", "GET", -3},
-        {"/tokenize", "POST", -4},                     {"/detokenize", "POST", -5},
-    };
     g4_api_error err;
     if (!strncmp(url, "/v1/models/", 11) && url[11]) {   /* one model by id (ids may hold '/') */
         const char *rt = "/v1/models/{id}";
-        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-            return reply_err(s, c, rt, g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed",
-                                                  "%s %s is not supported; use GET", method, url));
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed", "%s %s is not supported; use GET",
+                       method, url);
+            return reply_with(s, c, rt, 405, "application/json", g4_api_error_json(&err), MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        }
+        if (!authorized(s, c)) return unauthorized(s, c, rt);
         char *body = g4_api_model_json(&s->api, url + 11, s->started, &err);
         return body ? reply(s, c, rt, 200, "application/json", body) : reply_err(s, c, rt, &err);
     }
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path)) continue;
         const char *rt = routes[i].path;
-        if (strcmp(method, routes[i].method) && !(!strcmp(routes[i].method, "GET") && !strcmp(method, "HEAD")))
-            return reply_err(s, c, rt, g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed",
-                                                  "%s %s is not supported; use %s", method, url, routes[i].method));
+        const int get = !strcmp(routes[i].method, "GET");
+        if (strcmp(method, routes[i].method) && !(get && !strcmp(method, "HEAD"))) {
+            g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed", "%s %s is not supported; use %s",
+                       method, url, routes[i].method);
+            return reply_with(s, c, rt, 405, "application/json", g4_api_error_json(&err), MHD_HTTP_HEADER_ALLOW,
+                              get ? "GET, HEAD" : routes[i].method);
+        }
+        /* /health and /metrics stay open for probes and scrapers unless --auth-all */
+        if ((routes[i].kind > -2 || routes[i].kind < -3 || s->opts.auth_all) && !authorized(s, c))
+            return unauthorized(s, c, rt);
         if (cc->too_big)
             return reply_err(s, c, rt, g4_api_err(&err, 413, "invalid_request_error", NULL, "request_too_large",
                                                   "the request body is larger than the limit of %zu bytes", s->opts.max_body));
@@ -341,6 +403,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!cc) {   /* headers only: set up the body buffer */
         if (!(cc = calloc(1, sizeof *cc))) return MHD_NO;
         *con_cls = cc;
+        /* a declared body over the limit is refused now, before a byte of it is read */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        char *end;
+        errno = 0;
+        const unsigned long long declared = cl ? strtoull(cl, &end, 10) : 0;
+        if (cl && (errno == ERANGE || declared > s->opts.max_body)) {
+            g4_api_error err;
+            cc->answered = 1;
+            return reply_err(s, c, route_label(url), g4_api_err(&err, 413, "invalid_request_error", NULL, "request_too_large",
+                                                       "the request body is larger than the limit of %zu bytes",
+                                                       s->opts.max_body));
+        }
+        return MHD_YES;
+    }
+    if (cc->answered) {   /* answered from Content-Length: drop whatever still arrives */
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -383,28 +461,34 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 }
 
 g4_status g4_http_start(g4_srv *s, int *port) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->opts.port)};
-    if (inet_pton(AF_INET, s->opts.host, &sa.sin_addr) != 1) {
-        struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-        if (getaddrinfo(s->opts.host, NULL, &hints, &ai) || !ai)
-            return g4_fail(G4_ERR_INPUT, "--host '%s': not an IPv4 address or a resolvable name", s->opts.host);
-        sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
-        freeaddrinfo(ai);
-    }
+    /* --host: an IPv4 or IPv6 address or a name; "::" listens on both families (dual stack) */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    char service[16];
+    snprintf(service, sizeof service, "%d", s->opts.port);
+    if (getaddrinfo(s->opts.host, service, &hints, &ai) || !ai)
+        return g4_fail(G4_ERR_INPUT, "--host '%s': not an IPv4 or IPv6 address or a resolvable name", s->opts.host);
     /* Our own listening socket: SO_REUSEADDR (a restart may bind over connections in TIME_WAIT)
      * but never SO_REUSEPORT, under which a second server on a port in use starts and silently
      * shares it; and bind's errno tells "in use" apart from the rest. */
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0) return g4_fail(G4_ERR_IO, "cannot create a socket: %s", strerror(errno));
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, zero = 0;
+    if (fd < 0) {
+        freeaddrinfo(ai);
+        return g4_fail(G4_ERR_IO, "cannot create a socket: %s", strerror(errno));
+    }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 128)) {
+    if (ai->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    const int bad = bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128);
+    s->ipv6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    if (bad) {
         const int e = errno;
         close(fd);
         if (e == EADDRINUSE) return g4_fail(G4_ERR_IO, "port %d is in use", s->opts.port);
         return g4_fail(G4_ERR_IO, "cannot listen on %s:%d: %s", s->opts.host, s->opts.port, strerror(e));
     }
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+            (s->ipv6 ? MHD_USE_IPv6 : 0),
         0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!d) {

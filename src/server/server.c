@@ -24,6 +24,11 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->mo.tp = 0;               /* unset: 1, or the mpirun size */
 }
 
+/* Whether --host names only this host's loopback interface. */
+static int loopback_host(const char *h) {
+    return !strcmp(h, "localhost") || !strcmp(h, "::1") || !strncmp(h, "127.", 4);
+}
+
 /* Fallback when the template loader refuses the directory (e.g. a tokenizer_config.json it cannot
  * read): chat_template.jinja alone, with the special-token strings then supplied per request
  * from the tokenizer (g4_api_ctx.template_specials). */
@@ -127,7 +132,12 @@ int g4_server_main(const g4_server_opts *o) {
         free(s);
         return st == G4_ERR_INPUT ? 2 : 1;
     }
-    fprintf(stderr, "gemma4c serve: listening on http://%s:%d (model '%s', loading)\n", o->host, port, s->model_name);
+    const int v6 = strchr(o->host, ':') != NULL;   /* an IPv6 literal is written in brackets */
+    fprintf(stderr, "gemma4c serve: listening on http://%s%s%s:%d (model '%s', loading)\n", v6 ? "[" : "", o->host,
+            v6 ? "]" : "", port, s->model_name);
+    if (!o->n_api_keys && !loopback_host(o->host))
+        fprintf(stderr, "gemma4c serve: warning: listening on %s without an API key: anyone who can reach this "
+                        "address can use the model (--api-key KEY, --api-key-file FILE or G4_API_KEY)\n", o->host);
     pthread_t lt;
     int have_loader = !pthread_create(&lt, NULL, loader, s);
     if (!have_loader) {

@@ -22,6 +22,9 @@ typedef struct {
     size_t max_body;         /* request body limit in bytes */
     double shutdown_grace_s; /* SIGTERM: in-flight work may finish for this long, then is cancelled */
     int load_delay_ms;       /* testing aid: hold the loading state this long before loading */
+    char **api_keys;         /* accepted bearer tokens (--api-key, --api-key-file, G4_API_KEY); none: */
+    int n_api_keys;          /* no authentication */
+    int auth_all;            /* 1: /health and /metrics need a key too (default: open) */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -207,6 +210,7 @@ typedef struct {
     g4_status load_status;      /* why loading failed (FAILED) */
     long started;               /* unix time */
     void *daemon;               /* struct MHD_Daemon * */
+    int ipv6;                   /* the listening socket is IPv6 (dual stack for "::") */
     _Atomic unsigned long id_seq;
 } g4_srv;
 

@@ -43,7 +43,7 @@ class Server:
         def drain():
             for line in self.p.stderr:
                 self.log.append(line)
-                m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                m = re.search(r"listening on http://(?:\[[^]]*\]|[^:]+):(\d+)", line)
                 if m:
                     self.port = int(m.group(1))
                     got.set()

@@ -1,0 +1,156 @@
+"""A server that can be exposed: API keys (401 on every guarded route, the official openai client
+included), /health and /metrics open unless --auth-all, a warning when listening beyond loopback
+without a key, a declared oversized body refused before it is read, 405 with Allow, IPv6 and dual
+stack, unguessable response ids. Loopback only."""
+import socket
+import time
+
+import openai
+import pytest
+import requests
+
+from test_server import MODEL, NAME, Server
+
+KEY = "sk-test-0123456789"
+GUARDED = [("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+           ("POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2}),
+           ("POST", "/generate", {"prompt": "hi", "max_tokens": 2}),
+           ("GET", "/v1/models", None),
+           ("GET", f"/v1/models/{NAME}", None),
+           ("POST", "/tokenize", {"content": "hi"}),
+           ("POST", "/detokenize", {"tokens": [2]})]
+
+
+@pytest.fixture(scope="module")
+def keyed(g4_bin, tmp_path_factory):
+    keyfile = tmp_path_factory.mktemp("keys") / "keys.txt"
+    keyfile.write_text("# comment\n\nsk-second-key\n")
+    s = Server(g4_bin, "--api-key", KEY, "--api-key-file", keyfile)
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("method,path,body", GUARDED, ids=[p for _, p, _ in GUARDED])
+def test_every_route_needs_a_key(keyed, method, path, body):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}, {"Authorization": "Basic " + KEY}):
+        r = requests.request(method, keyed.url + path, json=body, headers=headers, timeout=30)
+        assert r.status_code == 401, (headers, r.text)
+        assert r.headers.get("WWW-Authenticate") == "Bearer"
+        e = r.json()["error"]
+        assert e["code"] == "invalid_api_key" and e["type"] == "invalid_request_error"
+    for key in (KEY, "sk-second-key"):
+        r = requests.request(method, keyed.url + path, json=body, headers={"Authorization": "Bearer " + key}, timeout=60)
+        assert r.status_code == 200, r.text
+
+
+def test_health_and_metrics_stay_open(keyed):
+    assert requests.get(keyed.url + "/health", timeout=5).status_code == 200
+    assert requests.get(keyed.url + "/metrics", timeout=5).status_code == 200
+
+
+def test_openai_client_with_and_without_the_key(keyed):
+    bad = openai.OpenAI(base_url=keyed.url + "/v1", api_key="nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    good = openai.OpenAI(base_url=keyed.url + "/v1", api_key=KEY, max_retries=0)
+    r = good.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    assert r.choices[0].finish_reason in ("length", "stop")
+
+
+def test_auth_all_guards_health_and_metrics(g4_bin):
+    s = Server(g4_bin, "--auth-all", env={"G4_API_KEY": KEY}, wait_ready=False)
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 20:
+            r = requests.get(s.url + "/health", headers={"Authorization": "Bearer " + KEY}, timeout=5)
+            if r.status_code == 200:
+                break
+            time.sleep(0.05)
+        assert r.status_code == 200
+        assert requests.get(s.url + "/health", timeout=5).status_code == 401
+        assert requests.get(s.url + "/metrics", timeout=5).status_code == 401
+    finally:
+        s.stop()
+
+
+def test_auth_all_without_a_key_is_a_usage_error(g4_bin):
+    import subprocess
+    r = subprocess.run([g4_bin, "serve", "-m", str(MODEL), "--auth-all", "--port", "0"], capture_output=True, timeout=30)
+    assert r.returncode == 2 and b"--auth-all needs an API key" in r.stderr
+
+
+def test_warns_when_listening_beyond_loopback_without_a_key(g4_bin):
+    s = Server(g4_bin, "--host", "0.0.0.0")
+    try:
+        assert any("without an API key" in line for line in s.log), "".join(s.log)
+    finally:
+        s.stop()
+    s = Server(g4_bin)
+    try:
+        assert not any("without an API key" in line for line in s.log)
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def plain(g4_bin):
+    s = Server(g4_bin)
+    yield s
+    s.stop()
+
+
+def test_declared_oversized_body_is_refused_before_it_is_read(plain):
+    """Content-Length: 10^12 gets its 413 at once; nothing of the body is sent."""
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=5) as c:
+        t0 = time.time()
+        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1000000000000\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        elapsed = time.time() - t0
+    assert got.startswith(b"HTTP/1.1 413"), got[:200]
+    assert elapsed < 1.0
+    # and an absurd Content-Length (overflowing 64 bits) too
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=5) as c:
+        c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n")
+        status = c.recv(4096).split(b"\r\n")[0]
+        assert status.startswith(b"HTTP/1.1 413 ") or status.startswith(b"HTTP/1.1 400 "), status
+
+
+def test_405_names_the_allowed_methods(plain):
+    r = requests.delete(plain.url + "/v1/chat/completions", timeout=5)
+    assert r.status_code == 405 and r.headers["Allow"] == "POST"
+    r = requests.post(plain.url + "/health", timeout=5)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD"
+
+
+def test_response_ids_are_unguessable(plain):
+    ids = []
+    for _ in range(3):
+        r = requests.post(plain.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 1}, timeout=30)
+        ids.append(int(r.json()["id"].split("-")[1], 16))
+    # consecutive ids share no structure (the former ones were time << 20 ^ a multiple of a constant)
+    assert len(set(ids)) == 3 and len({i >> 40 for i in ids}) > 1
+
+
+def _has_ipv6():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6(), reason="no IPv6 loopback here")
+def test_ipv6_and_dual_stack(g4_bin):
+    s = Server(g4_bin, "--host", "::")
+    try:
+        assert requests.get(f"http://[::1]:{s.port}/health", timeout=5).status_code == 200
+        assert requests.get(f"http://127.0.0.1:{s.port}/health", timeout=5).status_code == 200
+    finally:
+        s.stop()

@@ -254,12 +254,16 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char 
     if (!g4_api_parse(&s->api, kind, cc->body ? cc->body : "", cc->len, &o, reqs, &err)) return reply_err(s, c, route, &err);
     make_id(s, &o);
     for (int i = 0; i < o.n; i++) {
-        if (g4_sched_submit(s->sched, reqs[i])) {
+        const int q = g4_sched_submit(s->sched, reqs[i]);
+        if (q) {
             for (int j = 0; j < o.n; j++) {
                 if (j < i) g4_req_cancel(reqs[j]);
                 g4_req_release(reqs[j]);
             }
-            return not_ready(s, c, route);
+            if (q == -1) return not_ready(s, c, route);
+            g4_api_err(&err, 429, "server_error", NULL, "queue_full",
+                       "%d requests are already waiting for a slot (--max-queue); retry shortly", s->opts.max_queue);
+            return reply_with(s, c, route, 429, "application/json", g4_api_error_json(&err), "Retry-After", "1");
         }
     }
     const int fd = conn_fd(c);

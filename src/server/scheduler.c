@@ -29,6 +29,7 @@ struct g4_sched {
     pthread_cond_t cv;
     g4_req *qhead, *qtail;
     int n_queued;
+    int max_queue;             /* submit refuses past this many waiting requests (0: no cap) */
     int stopping;
     double deadline;           /* when stopping: cancel what still runs after this */
     long seq;
@@ -82,9 +83,10 @@ void g4_req_cancel(g4_req *r) {
 }
 
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
-                       int prefill_chunk) {
+                       int prefill_chunk, int max_queue) {
     g4_sched *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    s->max_queue = max_queue;
     s->m = m;
     s->tok = tok;
     s->gen = gen;
@@ -327,9 +329,10 @@ g4_status g4_sched_start(g4_sched *s) {
 
 int g4_sched_submit(g4_sched *s, g4_req *r) {
     pthread_mutex_lock(&s->mu);
-    if (s->stopping) {
+    if (s->stopping || (s->max_queue > 0 && s->n_queued >= s->max_queue)) {
+        const int full = !s->stopping;
         pthread_mutex_unlock(&s->mu);
-        return -1;
+        return full ? -2 : -1;
     }
     pthread_mutex_lock(&r->mu);
     r->refs++;

@@ -18,6 +18,7 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->parallel = 1;
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
+    o->max_queue = 256;
     g4_model_opts_default(&o->mo);
     o->mo.ctx = 4096;
     o->mo.prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
@@ -71,7 +72,7 @@ static void *loader(void *arg) {
     }
     const g4_model_info *info = st ? NULL : g4_model_get_info(s->model);
     if (!st) st = g4_gen_config_load(dir, info, &s->gen);
-    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk)))
+    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk, s->opts.max_queue)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
     if (!st) {
         s->api.info = info;
@@ -158,11 +159,13 @@ int g4_server_main(const g4_server_opts *o) {
             break;
         }
     }
+    /* During the grace the server still accepts: /health answers 503 "stopping" and new work 503,
+     * while the requests in flight finish; then it stops accepting. */
     if (s->state != G4_SRV_FAILED) s->state = G4_SRV_STOPPING;
-    g4_http_quiesce(s);
     if (have_loader) pthread_join(lt, NULL);
     if (s->state == G4_SRV_READY) s->state = G4_SRV_STOPPING;   /* loaded after the signal */
     if (s->sched) g4_sched_shutdown(s->sched, o->shutdown_grace_s);
+    g4_http_quiesce(s);
     g4_http_stop(s);
     g4_sched_free(s->sched);
     g4_gen_config_free(&s->gen);

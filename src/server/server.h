@@ -25,6 +25,7 @@ typedef struct {
     char **api_keys;         /* accepted bearer tokens (--api-key, --api-key-file, G4_API_KEY); none: */
     int n_api_keys;          /* no authentication */
     int auth_all;            /* 1: /health and /metrics need a key too (default: open) */
+    int max_queue;           /* requests waiting for a slot before new ones get 429 (0: no cap) */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -116,9 +117,10 @@ typedef struct g4_sched g4_sched;
 /* prefill_chunk: tokens per prefill slice; the model's own chunk size keeps results identical
  * to one whole g4_prefill call. */
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
-                       int prefill_chunk);
+                       int prefill_chunk, int max_queue);
 g4_status g4_sched_start(g4_sched *s);
-/* Queues r (takes a reference). Returns 0, or -1 when the scheduler is shutting down. */
+/* Queues r (takes a reference). Returns 0, -1 when the scheduler is shutting down, or -2 when
+ * max_queue requests already wait (max_queue 0: never). */
 int g4_sched_submit(g4_sched *s, g4_req *r);
 /* Stops accepting, lets in-flight requests run for grace_s, cancels the rest, joins the thread. */
 void g4_sched_shutdown(g4_sched *s, double grace_s);

@@ -154,3 +154,66 @@ def test_ipv6_and_dual_stack(g4_bin):
         assert requests.get(f"http://127.0.0.1:{s.port}/health", timeout=5).status_code == 200
     finally:
         s.stop()
+
+
+def test_a_full_queue_answers_429(g4_bin):
+    """One slot, at most one request waiting: of five long requests at once, those past the queue
+    get 429 with Retry-After; the server stays healthy and serves again afterwards."""
+    import concurrent.futures as cf
+    s = Server(g4_bin, "--parallel", 1, "--max-queue", 1, "--ctx", 4096)
+    try:
+        body = {"prompt": "hi", "max_tokens": 3000, "temperature": 0, "ignore_eos": True}
+
+        def one(_):
+            r = requests.post(s.url + "/v1/completions", json=body, timeout=120)
+            return r.status_code, r.headers.get("Retry-After"), r.json()
+        with cf.ThreadPoolExecutor(5) as ex:
+            out = list(ex.map(one, range(5)))
+        codes = sorted(c for c, _, _ in out)
+        assert codes.count(200) >= 2 and codes.count(429) >= 1, codes
+        for code, retry, js in out:
+            if code == 429:
+                assert retry == "1" and js["error"]["code"] == "queue_full"
+        assert requests.get(s.url + "/health", timeout=5).status_code == 200
+        r = requests.post(s.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, timeout=60)
+        assert r.status_code == 200
+    finally:
+        s.stop()
+
+
+def test_health_answers_stopping_during_the_grace(g4_bin):
+    """SIGTERM with a request in flight: during the grace /health answers 503 "stopping" and new
+    work 503, the stream in flight still ends, and the process exits 0."""
+    import signal
+    import threading
+    s = Server(g4_bin, "--shutdown-grace", 30)
+    res = {}
+
+    def stream():
+        r = requests.post(s.url + "/v1/completions", timeout=120, stream=True,
+                          json={"prompt": "hi", "max_tokens": 1500, "temperature": 0, "ignore_eos": True, "stream": True})
+        res["body"] = b"".join(r.iter_content(None))
+    t = threading.Thread(target=stream)
+    t.start()
+    time.sleep(0.3)
+    s.p.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    saw = None
+    while time.time() - t0 < 10 and saw is None:
+        try:
+            r = requests.get(s.url + "/health", timeout=2)
+            if r.status_code == 503:
+                saw = r.json()
+        except requests.ConnectionError:
+            break
+        time.sleep(0.02)
+    if t.is_alive():   # still in the grace: new work is refused, not queued
+        try:
+            r = requests.post(s.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, timeout=5)
+            assert r.status_code == 503
+        except requests.ConnectionError:
+            pass   # the grace ended meanwhile
+    t.join(60)
+    assert saw == {"status": "stopping"}, "".join(s.log)
+    assert res["body"].rstrip().endswith(b"data: [DONE]")
+    assert s.p.wait(30) == 0

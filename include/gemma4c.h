@@ -198,6 +198,12 @@ void g4_template_free(g4_template *t);
  * message. *out is malloc'ed and NUL-terminated. */
 g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t json_len,
                              char **out, size_t *out_len);
+/* The same within a memory budget: the template engine's working memory for this render is
+ * capped at max_memory bytes (0: the default, 1 GiB); over it, G4_ERR_NOMEM naming the budget.
+ * A server renders untrusted conversations with it (some templates rescan the messages for each
+ * one, so their memory grows with the square of the conversation). */
+g4_status g4_template_render_budget(const g4_template *t, const char *json_vars, size_t json_len,
+                                    size_t max_memory, char **out, size_t *out_len);
 
 /* ---------------------------------------------------------------- sampler */
 

@@ -278,8 +278,16 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     if (!js) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     char *text = NULL;
     size_t tlen = 0;
-    g4_status st = g4_template_render(c->tmpl, js, strlen(js), &text, &tlen);
+    if (c->renders) sem_wait(c->renders);
+    g4_status st = g4_template_render_budget(c->tmpl, js, strlen(js), c->render_budget, &text, &tlen);
+    if (c->renders) sem_post(c->renders);
     free(js);
+    if (st == G4_ERR_NOMEM) {
+        fprintf(stderr, "gemma4c serve: chat template: %s\n", g4_last_error());
+        return g4_api_err(err, 413, "invalid_request_error", "messages", "request_too_large",
+                          "rendering this conversation with the chat template needs more than the server's budget "
+                          "of %zu MiB (--max-render-mb)", c->render_budget >> 20), -1;
+    }
     if (st) {   /* the full message (with the template's path) stays in the server's log */
         char msg[512];
         fprintf(stderr, "gemma4c serve: chat template: %s\n", g4_last_error());

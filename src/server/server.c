@@ -19,6 +19,8 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
     o->max_queue = 256;
+    o->max_render_mb = 256;
+    o->max_renders = 2;
     g4_model_opts_default(&o->mo);
     o->mo.ctx = 4096;
     o->mo.prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
@@ -112,6 +114,8 @@ int g4_server_main(const g4_server_opts *o) {
     }
     s->api.model_name = s->model_name;
     s->api.model_path = o->model_path;
+    s->api.render_budget = (size_t)o->max_render_mb << 20;
+    if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();
     if (!s->mx) { free(s); return 1; }
 
@@ -173,6 +177,7 @@ int g4_server_main(const g4_server_opts *o) {
     g4_tokenizer_free(s->tok);
     g4_model_free(s->model);
     g4_metrics_free(s->mx);
+    if (s->api.renders) sem_destroy(&s->renders);
     free(s);
     if (!rc) fprintf(stderr, "gemma4c serve: stopped\n");
     return rc;

@@ -5,6 +5,7 @@
 #define G4_SERVER_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,8 @@ typedef struct {
     int n_api_keys;          /* no authentication */
     int auth_all;            /* 1: /health and /metrics need a key too (default: open) */
     int max_queue;           /* requests waiting for a slot before new ones get 429 (0: no cap) */
+    int max_render_mb;       /* the chat template's memory budget per request (MiB) */
+    int max_renders;         /* chat templates rendered at once; more requests wait their turn */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -147,6 +150,8 @@ typedef struct {
     const char *model_name;
     const char *model_path;
     int template_specials;    /* pass bos_token/eos_token/... as template variables */
+    size_t render_budget;     /* bytes of template working memory per request (0: the library's) */
+    sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
 } g4_api_ctx;
 
 /* Response-shaping options of a parsed request. */
@@ -213,6 +218,7 @@ typedef struct {
     long started;               /* unix time */
     void *daemon;               /* struct MHD_Daemon * */
     int ipv6;                   /* the listening socket is IPv6 (dual stack for "::") */
+    sem_t renders;              /* api.renders: --max-renders chat templates at once */
     _Atomic unsigned long id_seq;
 } g4_srv;
 

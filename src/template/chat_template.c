@@ -286,6 +286,11 @@ static json_t *normalize_message(const json_t *m) {
 
 g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t json_len,
                              char **out, size_t *out_len) {
+    return g4_template_render_budget(t, json_vars, json_len, 0, out, out_len);
+}
+
+g4_status g4_template_render_budget(const g4_template *t, const char *json_vars, size_t json_len,
+                                    size_t max_memory, char **out, size_t *out_len) {
     *out = NULL;
     if (out_len) *out_len = 0;
     json_error_t jerr;
@@ -337,6 +342,7 @@ g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t
 
     jx_limits lim;
     jx_limits_default(&lim);
+    if (max_memory) lim.max_memory = max_memory;
     jx_arena a;
     jx_arena_init(&a, lim.max_memory);
     jx_err err;
@@ -353,6 +359,10 @@ g4_status g4_template_render(const g4_template *t, const char *json_vars, size_t
         else if (out_len)
             *out_len = n;
     }
+    /* the arena refused an allocation: the render outgrew its budget, whatever the message said */
+    if (st && a.refused)
+        st = g4_fail(G4_ERR_NOMEM, "%s: rendering this conversation needs more than its memory budget of %zu MiB",
+                     t->name, lim.max_memory >> 20);
     json_decref(vars);
     jx_arena_free(&a);
     return st;

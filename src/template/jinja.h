@@ -16,6 +16,7 @@ typedef struct jx_chunk jx_chunk;
 typedef struct {
     jx_chunk *head;
     size_t used_total, cap;
+    int refused;      /* an allocation went over cap (the caller's budget, not the machine's memory) */
 } jx_arena;
 
 void jx_arena_init(jx_arena *a, size_t cap);

@@ -22,6 +22,7 @@ void jx_arena_init(jx_arena *a, size_t cap) {
     a->head = NULL;
     a->used_total = 0;
     a->cap = cap;
+    a->refused = 0;
 }
 
 void jx_arena_free(jx_arena *a) {
@@ -38,7 +39,10 @@ void jx_arena_free(jx_arena *a) {
 void *jx_arena_alloc(jx_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
-    if (a->cap && (n > a->cap || a->used_total > a->cap - n)) return NULL;
+    if (a->cap && (n > a->cap || a->used_total > a->cap - n)) {
+        a->refused = 1;
+        return NULL;
+    }
     jx_chunk *c = a->head;
     if (!c || c->size - c->used < n) {
         size_t sz = n > (1u << 16) ? n : (1u << 16);

@@ -2,6 +2,7 @@
 included), /health and /metrics open unless --auth-all, a warning when listening beyond loopback
 without a key, a declared oversized body refused before it is read, 405 with Allow, IPv6 and dual
 stack, unguessable response ids. Loopback only."""
+import json
 import socket
 import time
 
@@ -217,3 +218,28 @@ def test_health_answers_stopping_during_the_grace(g4_bin):
     assert saw == {"status": "stopping"}, "".join(s.log)
     assert res["body"].rstrip().endswith(b"data: [DONE]")
     assert s.p.wait(30) == 0
+
+
+def test_huge_conversations_render_within_a_budget(g4_bin):
+    """Four 6,000-message requests at once (the Gemma 4 template rescans the messages for each one,
+    ~1 GB of working memory apiece unbounded): each is a clean 413 and the server's peak memory
+    stays within its two concurrent renders' budgets; normal requests go on working."""
+    import concurrent.futures as cf
+    import re
+    s = Server(g4_bin)   # defaults: --max-render-mb 256, --max-renders 2
+    try:
+        msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "x"} for i in range(6000)]
+        body = json.dumps({"messages": msgs, "max_tokens": 1})
+        with cf.ThreadPoolExecutor(4) as ex:
+            rs = list(ex.map(lambda _: requests.post(s.url + "/v1/chat/completions", data=body, timeout=300,
+                                                     headers={"Content-Type": "application/json"}), range(4)))
+        for r in rs:
+            assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large", r.text
+            assert "--max-render-mb" in r.json()["error"]["message"]
+        hwm_mb = int(re.search(r"VmHWM:\s+(\d+)", open(f"/proc/{s.p.pid}/status").read()).group(1)) // 1024
+        assert hwm_mb < 2 * 256 + 200, hwm_mb
+        r = requests.post(s.url + "/v1/chat/completions", timeout=60,
+                          json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        assert r.status_code == 200
+    finally:
+        s.stop()

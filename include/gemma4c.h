@@ -115,6 +115,14 @@ const g4_model_info *g4_model_get_info(const g4_model *m);
 int g4_model_rank(const g4_model *m);
 g4_status g4_model_work(g4_model *m);
 
+/* A model's weights are read through file mappings: a file truncated or replaced in place while
+ * the model runs would kill the process with SIGBUS at the next read. g4_guard_mapped_files()
+ * installs a process-wide SIGBUS handler (for programs that must not die of it, e.g. a server):
+ * such a read then sees zeros, g4_mapped_file_lost() turns 1 for the rest of the process, and
+ * every g4_prefill / g4_decode fails with G4_ERR_IO. Other SIGBUS causes keep the default action. */
+g4_status g4_guard_mapped_files(void);
+int g4_mapped_file_lost(void);
+
 /* ---------------------------------------------------------------- session slots */
 
 /* A slot holds one sequence's KV cache. Positions count from 0 at the first token.

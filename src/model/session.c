@@ -15,6 +15,13 @@ int g4_slot_pos(const g4_model *m, int slot) {
     return slot >= 0 && slot < m->opts.n_slots ? m->slot_pos[slot] : -1;
 }
 
+/* A step that read a page of a mapped weight file past its end (g4_guard_mapped_files) computed
+ * with zeros there: its result is void, and so is every later one. */
+static g4_status weights_lost(void) {
+    return g4_fail(G4_ERR_IO, "a memory-mapped model file shrank or was replaced while the model ran; "
+                              "restart with an intact file");
+}
+
 static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float *logits, int32_t *next) {
     if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
     if (n <= 0) return g4_fail(G4_ERR_INPUT, "empty prompt");
@@ -34,6 +41,7 @@ static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float
         const int ub = n - done / 512 * 512 < 512 ? n - done / 512 * 512 : 512;
         const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
         g4_group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, step, last ? logits : NULL, last ? next : NULL);
+        if (g4_mapped_file_lost()) return weights_lost();
         m->slot_pos[slot] += R;
         done += R;
     }
@@ -62,6 +70,7 @@ static g4_status decode(g4_model *m, int n, const int *slots, const int32_t *ids
         pos[i] = m->slot_pos[slots[i]];
     }
     g4_group_forward(m, n, slots, pos, ids, 0, n >= 2 ? G4_STEP_BATCHED : 0, logits, next);
+    if (g4_mapped_file_lost()) return weights_lost();
     for (int i = 0; i < n; i++) m->slot_pos[slots[i]]++;
     return G4_OK;
 }

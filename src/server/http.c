@@ -378,6 +378,10 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
         case -1: return reply(s, c, rt, 200, "application/json", g4_api_models_json(&s->api, s->started));
         case -2: {
             int st = s->state;
+            if (g4_mapped_file_lost())   /* every step fails from now on (g4_guard_mapped_files) */
+                return reply(s, c, rt, 503, "application/json",
+                             strdup("{\"status\":\"failed\",\"error\":\"a model file shrank or was replaced under the "
+                                    "running server; restart it with an intact file\"}"));
             if (st == G4_SRV_READY) return reply(s, c, rt, 200, "application/json", strdup("{\"status\":\"ok\"}"));
             return reply(s, c, rt, 503, "application/json",
                          strdup(st == G4_SRV_LOADING ? "{\"status\":\"loading\"}" : st == G4_SRV_FAILED ? "{\"status\":\"failed\"}"

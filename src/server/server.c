@@ -97,6 +97,8 @@ static void *loader(void *arg) {
 }
 
 int g4_server_main(const g4_server_opts *o) {
+    /* a weight file truncated under the server fails requests and /health, not the process */
+    if (g4_guard_mapped_files()) fprintf(stderr, "gemma4c serve: warning: %s\n", g4_last_error());
     g4_srv *s = calloc(1, sizeof *s);
     if (!s) return 1;
     s->opts = *o;

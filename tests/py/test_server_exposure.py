@@ -3,6 +3,7 @@ included), /health and /metrics open unless --auth-all, a warning when listening
 without a key, a declared oversized body refused before it is read, 405 with Allow, IPv6 and dual
 stack, unguessable response ids. Loopback only."""
 import json
+import os
 import socket
 import time
 
@@ -243,3 +244,27 @@ def test_huge_conversations_render_within_a_budget(g4_bin):
         assert r.status_code == 200
     finally:
         s.stop()
+
+
+def test_a_truncated_model_file_fails_requests_not_the_server(g4_bin, tmp_path):
+    """The weights are read through the file mapping (--mmap): truncating the file under the
+    running server would raise SIGBUS at the next read. The request in which it happens fails
+    cleanly, /health turns 503 "failed", and the process stays up and stops normally."""
+    import shutil
+    model = tmp_path / "m"
+    shutil.copytree(MODEL, model)
+    s = Server(g4_bin, "--mmap", model_dir=model)
+    try:
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        assert requests.post(s.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+        for f in model.glob("*.safetensors"):
+            os.truncate(f, 0)
+        r = requests.post(s.url + "/v1/chat/completions", json=body, timeout=60)
+        assert r.status_code >= 500, r.text
+        assert "shrank or was replaced" in r.text and str(model) not in r.text
+        h = requests.get(s.url + "/health", timeout=5)
+        assert h.status_code == 503 and h.json()["status"] == "failed"
+        assert s.p.poll() is None   # still running
+    finally:
+        s.stop()
+    assert s.p.returncode == 0

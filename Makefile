@@ -79,7 +79,7 @@ asan:
 # tests, and the goldens at one chunk size (the full set at three sizes runs in `make test`).
 ASAN_PYTEST ?= tests/py
 asan-ci:
-	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py \
+	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py tests/py/test_server_exposure.py \
 	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py -k 'not greedy or chunk-7'"
 
 clean:

@@ -238,7 +238,8 @@ def test_huge_conversations_render_within_a_budget(g4_bin):
             assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large", r.text
             assert "--max-render-mb" in r.json()["error"]["message"]
         hwm_mb = int(re.search(r"VmHWM:\s+(\d+)", open(f"/proc/{s.p.pid}/status").read()).group(1)) // 1024
-        assert hwm_mb < 2 * 256 + 200, hwm_mb
+        if not os.environ.get("G4_ASAN"):   # the sanitizer's shadow memory is not the server's
+            assert hwm_mb < 2 * 256 + 200, hwm_mb
         r = requests.post(s.url + "/v1/chat/completions", timeout=60,
                           json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
         assert r.status_code == 200

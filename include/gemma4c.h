@@ -502,10 +502,10 @@ typedef struct {
 
 /* The processor's defaults: 280 soft tokens, patches of 16, merged 3 x 3. */
 void g4_image_opts_default(g4_image_opts *o);
-/* The defaults, then a model directory's processor settings where it has them: the
- * "image_processor" object of processor_config.json, else preprocessor_config.json
- * (patch_size, max_soft_tokens, pooling_kernel_size). A directory without either keeps the
- * defaults; a present but bad value is G4_ERR_INPUT naming the file and field. */
+/* The defaults, then a model directory's settings where it has them: config.json's vision_config
+ * (patch_size, pooling_kernel_size), then the processor's, which win: the "image_processor"
+ * object of processor_config.json, else preprocessor_config.json (patch_size, max_soft_tokens,
+ * pooling_kernel_size). A present but bad value is G4_ERR_INPUT naming the file and field. */
 g4_status g4_image_opts_load(const char *model_dir, g4_image_opts *o);
 
 typedef struct {

@@ -98,7 +98,14 @@ static void png_on_error(png_structp png, png_const_charp msg) {
 
 static void png_on_warning(png_structp png, png_const_charp msg) { (void)png; (void)msg; }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+
 static g4_status decode_png(const uint8_t *data, size_t n, const char *name, int64_t max_pixels, canvas *c) {
+    /* the declared size straight from IHDR (always the first chunk), before libpng reads on */
+    if (n >= 24 && !memcmp(data + 12, "IHDR", 4)) {
+        g4_status st = check_size(name, "PNG", be32(data + 16), be32(data + 20), max_pixels);
+        if (st) return st;
+    }
     png_src s = {.p = data, .n = n, .name = name};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, png_on_error, png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;

@@ -40,6 +40,21 @@ static g4_status read_int_field(json_t *obj, const char *file, const char *key, 
 g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
     g4_image_opts_default(o);
     char path[4096];
+    /* the model's own patch geometry first (vision_config), so that a checkpoint without
+     * processor files still gets patches its embedder reads; the processor files override it */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct stat cs;
+    if (stat(path, &cs) == 0) {
+        json_error_t je;
+        json_t *root = json_load_file(path, 0, &je);
+        if (!root) return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
+        json_t *vc = json_object_get(root, "vision_config");
+        g4_status st = G4_OK;
+        if (json_is_object(vc) && !(st = read_int_field(vc, path, "patch_size", &o->patch_size)))
+            st = read_int_field(vc, path, "pooling_kernel_size", &o->pooling_kernel);
+        json_decref(root);
+        if (st) return st;
+    }
     static const char *const names[2] = {"processor_config.json", "preprocessor_config.json"};
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[k]);

@@ -131,3 +131,19 @@ def test_bad_options(g4_bin):
     assert r.returncode == 2 and "needs -m" in r.stderr.decode()
     r = run_g4(g4_bin, "image", "--image", MEDIA / "png_rgb_257x129.png", "-m", FIXTURES / "g4-cond-tiny", "-o", "/dev/null")
     assert r.returncode == 2 and "vision" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("name", ["png_palette_trns_80x60.png", "png_interlaced_rgb_77x55.png", "jpeg_odd_97x61.jpg",
+                                  "jpeg_progressive_300x200.jpg", "webp_lossy_alpha_100x100.webp", "gif_trns_64x64.gif"])
+def test_cut_anywhere(g4_bin, tmp_path, name):
+    """A file cut at any of ~40 points spread over it decodes (the cut fell after the image data)
+    or is refused with one line and exit 2: never a crash."""
+    data = (MEDIA / name).read_bytes()
+    p = tmp_path / name
+    for cut in sorted({int(len(data) * i / 40) for i in range(40)} | {1, 7, 12, 20, 30, len(data) - 1}):
+        p.write_bytes(data[:cut])
+        r = run_g4(g4_bin, "image", "--image", p)
+        err = r.stderr.decode()
+        assert r.returncode in (0, 2), (cut, r.returncode, err)
+        if r.returncode:
+            assert err.count("\n") == 1 and name in err, (cut, err)

@@ -37,7 +37,7 @@ MM_TINY = ROOT / "tests" / "fixtures" / "g4-cond-mm-tiny"
 rng = np.random.default_rng(1234)
 
 
-def smooth(h, w, ch=3, noise=6.0):
+def smooth(h, w, ch=3, noise=6.0, rng=rng):
     """A photo-like test picture: gradients, a few discs and a little noise (so JPEG / PNG stay
     small while the resize sees real detail)."""
     y, x = np.mgrid[0:h, 0:w].astype(np.float64)
@@ -128,6 +128,7 @@ def write_images():
     # chroma; progressive; 4:4:4
     rgb = Image.fromarray(smooth(400, 600))
     add("jpeg_rgb_600x400.jpg", rgb, [70, 280], format="JPEG", quality=70)
+    add("jpeg_big_1280x960.jpg", Image.fromarray(smooth(960, 1280, noise=1.0, rng=np.random.default_rng(99))), [70, 140], format="JPEG", quality=40)
     add("jpeg_gray_333x251.jpg", Image.fromarray(smooth(251, 333, 1)[..., 0], "L"), [140], format="JPEG", quality=80)
     add("jpeg_cmyk_200x150.jpg", Image.fromarray(smooth(150, 200, 4), "CMYK"), [280], format="JPEG", quality=80)
     add("jpeg_odd_97x61.jpg", Image.fromarray(smooth(61, 97)), [70], format="JPEG", quality=75)
@@ -144,6 +145,7 @@ def write_images():
     add("png_la_64x48.png", Image.fromarray(la, "LA"), [70], format="PNG")
     add("png_l_wide_1000x31.png", Image.fromarray(smooth(31, 1000, 1)[..., 0], "L"), [280], format="PNG")
     add("png_l_strip_1200x4.png", Image.fromarray(smooth(4, 1200, 1)[..., 0], "L"), [280], format="PNG")
+    add("png_wide_down_1900x120.png", Image.fromarray(smooth(120, 1900, noise=0, rng=np.random.default_rng(98))), [70], format="PNG")
     add("png_1bit_90x45.png", Image.fromarray(smooth(45, 90, 1)[..., 0] > 127).convert("1"), [70], format="PNG")
     pal = Image.fromarray(smooth(90, 120)).quantize(256)
     add("png_palette_120x90.png", pal, [280], format="PNG")

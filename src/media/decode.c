@@ -242,9 +242,10 @@ static g4_status decode_jpeg(const uint8_t *data, size_t n, const char *name, in
             if (ch == 1) { o[0] = o[1] = o[2] = p[0]; }
             else if (!cmyk) { o[0] = p[0]; o[1] = p[1]; o[2] = p[2]; }
             else {
-                /* PIL reads CMYK JPEGs as "CMYK;I" (Adobe's inverted polarity, always), then
-                 * cmyk2rgb: nk = 255 - k, out = nk - c * nk / 255 (rounded as MULDIV255). */
-                int nk = 255 - (255 - p[3]);
+                /* PIL reads CMYK JPEGs as "CMYK;I" (Adobe's inverted polarity, always: c = 255 -
+                 * stored), then cmyk2rgb: nk = 255 - k, out = nk - c * nk / 255 (MULDIV255's
+                 * rounding); with the inversion nk is the stored k byte itself. */
+                int nk = p[3];
                 for (int k = 0; k < 3; k++) {
                     int t = (255 - p[k]) * nk + 128;
                     int v = nk - (((t >> 8) + t) >> 8);

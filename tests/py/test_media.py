@@ -1,5 +1,5 @@
 """Images through `gemma4c image` against transformers' Gemma 4 unified image processor, bit for
-bit (tests/fixtures/media/goldens.json, recorded by tools/reference/make_media_goldens.py): the
+bit (tests/fixtures/media/processor.json, recorded by tools/reference/make_media_goldens.py): the
 resized uint8 pixels, the float32 merged patches and their positions, for every format and colour
 mode, up- and downscaling and every max_soft_tokens; the vision embedder's soft tokens on
 g4-cond-mm-tiny within 1e-5; and the refusals (truncated, corrupt, unsupported, too many pixels)."""
@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, run_g4
 
 MEDIA = FIXTURES / "media"
-GOLDENS = json.loads((MEDIA / "goldens.json").read_text())
+GOLDENS = json.loads((MEDIA / "processor.json").read_text())
 
 
 def sha(path):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the test images of tests/fixtures/media/ and records, for each, what transformers'
 Gemma 4 unified image processor makes of it: the resized uint8 pixels, the merged patches
-(float32) and their positions, as sha256 hashes and geometry in goldens.json.
+(float32) and their positions, as sha256 hashes and geometry in processor.json.
 
   "$G4_REF_PY" tools/reference/make_media_goldens.py
 
@@ -247,7 +247,7 @@ def main():
         pillow=PIL.__version__, torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
         path="Gemma4UnifiedImageProcessor(images=PIL.Image.open(file)); pixels captured at rescale_and_normalize",
     )
-    (OUT / "goldens.json").write_text(json.dumps(dict(meta=meta, cases=goldens, embed=embeds), indent=1) + "\n")
+    (OUT / "processor.json").write_text(json.dumps(dict(meta=meta, cases=goldens, embed=embeds), indent=1) + "\n")
     total = sum(f.stat().st_size for f in OUT.iterdir())
     print(f"{len(goldens)} cases, {len(embeds)} embed cases, {total / 1024:.0f} KiB in {OUT}")
 

@@ -22,8 +22,10 @@ static int soft_tokens_ok(long v) { return v == 70 || v == 140 || v == 280 || v 
 static g4_status check_opts(const g4_image_opts *o) {
     if (!soft_tokens_ok(o->max_soft_tokens))
         return g4_fail(G4_ERR_INPUT, "max_soft_tokens %d: must be one of 70, 140, 280, 560, 1120", o->max_soft_tokens);
-    if (o->patch_size < 1 || o->patch_size > 1024 || o->pooling_kernel < 1 || o->pooling_kernel > 64)
-        return g4_fail(G4_ERR_INPUT, "image patch_size %d / pooling_kernel_size %d out of range", o->patch_size, o->pooling_kernel);
+    /* merged patches of at most 512 pixels a side keep patch_dim and the buffers in int range */
+    if (o->patch_size < 1 || o->pooling_kernel < 1 || (long)o->patch_size * o->pooling_kernel > 512)
+        return g4_fail(G4_ERR_INPUT, "image patch_size %d x pooling_kernel_size %d: merged patches must be 1 to 512 pixels a side",
+                       o->patch_size, o->pooling_kernel);
     if (o->max_pixels < 1) return g4_fail(G4_ERR_INPUT, "max image pixels %lld: must be positive", (long long)o->max_pixels);
     return G4_OK;
 }

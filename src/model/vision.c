@@ -146,6 +146,7 @@ typedef struct {
     const g4_vision *v;
     const g4_image *im;
     float *out;
+    volatile int oom;   /* a task could not get its scratch */
 } embed_job;
 
 static void widen_row(const vmat *w, int r, float *dst) {
@@ -170,7 +171,7 @@ static void embed_patch(void *ctx, int p, int thread) {
     int E = v->embed, P = v->patch_dim;
     int wmax = P > E ? P : E;
     float *buf = malloc(sizeof(float) * ((size_t)P + 3 * (size_t)E + (size_t)wmax));
-    if (!buf) { j->out[(size_t)p * v->hidden] = NAN; return; }
+    if (!buf) { j->oom = 1; return; }
     float *x = buf, *h = x + P, *px = h + E, *py = px + E, *row = py + E;
     memcpy(x, j->im->patches + (size_t)p * P, sizeof(float) * P);
     layer_norm(x, P, v->ln1_w, v->ln1_b);
@@ -194,7 +195,7 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
     const g4_vision *v = m->vision;
     if (!v)
         return g4_fail(G4_ERR_INPUT, "model has no vision embedder (%s)", !m->cfg.has_vision
-                       ? "its config has no vision_config" : "a .g4c pack or GGUF carries no vision weights");
+                       ? "a GGUF, or a config without vision_config" : "a .g4c pack carries no vision weights");
     int side = m->cfg.vis_patch_size * m->cfg.vis_pooling_kernel;
     if (im->patch_dim != v->patch_dim)
         return g4_fail(G4_ERR_INPUT, "image patches of %d values do not fit the vision embedder's %d "
@@ -204,9 +205,7 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
             if (im->positions[2 * p + a] < 0 || im->positions[2 * p + a] >= v->posemb)
                 return g4_fail(G4_ERR_INPUT, "image patch %c position %d is outside the vision position table "
                                "(mm_posemb_size %d)", a ? 'y' : 'x', im->positions[2 * p + a], v->posemb);
-    embed_job j = {v, im, out};
+    embed_job j = {v, im, out, 0};
     g4_pool_run(m->pool, im->n_patches, embed_patch, &j);
-    for (int p = 0; p < im->n_patches; p++)
-        if (isnan(out[(size_t)p * v->hidden])) return g4_fail(G4_ERR_NOMEM, "out of memory embedding an image");
-    return G4_OK;
+    return j.oom ? g4_fail(G4_ERR_NOMEM, "out of memory embedding an image") : G4_OK;
 }

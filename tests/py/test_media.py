@@ -2,7 +2,8 @@
 bit (tests/fixtures/media/processor.json, recorded by tools/reference/make_media_goldens.py): the
 resized uint8 pixels, the float32 merged patches and their positions, for every format and colour
 mode, up- and downscaling and every max_soft_tokens; the vision embedder's soft tokens on
-g4-cond-mm-tiny within 1e-5; and the refusals (truncated, corrupt, unsupported, too many pixels)."""
+g4-cond-mm-tiny and on media/vis48 (the 12B's patch geometry, its processor_config.json) within
+1e-5; and the refusals (truncated, corrupt, unsupported, too many pixels)."""
 import hashlib
 import json
 import struct
@@ -55,12 +56,13 @@ def test_every_format_and_mode_covered():
 def test_vision_embedder(g4_bin, tmp_path, case):
     model = FIXTURES / case["model"]
     out = tmp_path / "emb.f32"
-    r, outs = run_image(g4_bin, tmp_path, MEDIA / case["file"], "-m", model, "-o", out,
-                        "--max-soft-tokens", case["max_soft_tokens"])
+    # max_soft_tokens None: the model's processor_config.json sets it
+    soft = ["--max-soft-tokens", case["max_soft_tokens"]] if case["max_soft_tokens"] else []
+    r, outs = run_image(g4_bin, tmp_path, MEDIA / case["file"], "-m", model, "-o", out, *soft)
     assert r.returncode == 0, r.stderr.decode()
     info = json.loads(r.stdout)
     assert info["n_patches"] == case["n_patches"] and info["hidden"] == case["hidden"]
-    # the geometry came from the model's vision_config-sized processor settings
+    # the patch geometry came from the model (vision_config, processor_config.json)
     assert sha(outs["patches"]) == case["patches_sha256"]
     got = np.fromfile(out, dtype="<f4").reshape(case["n_patches"], case["hidden"])
     want = np.fromfile(MEDIA / case["embed"], dtype="<f4").reshape(case["n_patches"], case["hidden"])
@@ -147,3 +149,38 @@ def test_cut_anywhere(g4_bin, tmp_path, name):
         assert r.returncode in (0, 2), (cut, r.returncode, err)
         if r.returncode:
             assert err.count("\n") == 1 and name in err, (cut, err)
+
+
+def test_vision_module_names(g4_bin, tmp_path):
+    """The vision weights under the modules' own names (model.embed_vision.patch_ln1, ...,
+    model.embed_vision.multimodal_embedder.embedding_projection) load the same as the names
+    save_pretrained writes."""
+    import shutil
+    src = MEDIA / "vis48"
+    dst = tmp_path / "vis48-modules"
+    shutil.copytree(src, dst)
+    raw = (src / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    renamed = {}
+    for k, v in header.items():
+        k = k.replace("model.vision_embedder.", "model.embed_vision.")
+        k = k.replace("model.embed_vision.embedding_projection", "model.embed_vision.multimodal_embedder.embedding_projection")
+        renamed[k] = v
+    hb = json.dumps(renamed).encode()
+    hb += b" " * (-len(hb) % 8)
+    (dst / "model.safetensors").write_bytes(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+    case = next(c for c in GOLDENS["embed"] if c["model"] == "media/vis48")
+    out = tmp_path / "emb.f32"
+    r = run_g4(g4_bin, "image", "--image", MEDIA / case["file"], "-m", dst, "-o", out)
+    assert r.returncode == 0, r.stderr.decode()
+    want = np.fromfile(MEDIA / case["embed"], dtype="<f4")
+    assert np.abs(np.fromfile(out, dtype="<f4") - want).max() <= 1e-5
+    # a vision tensor of the wrong shape is refused naming it
+    bad = dict(renamed)
+    bad["model.embed_vision.pos_norm.weight"] = dict(bad["model.embed_vision.pos_norm.weight"], shape=[8, 2])
+    hb = json.dumps(bad).encode()
+    hb += b" " * (-len(hb) % 8)
+    (dst / "model.safetensors").write_bytes(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+    r = run_g4(g4_bin, "image", "--image", MEDIA / case["file"], "-m", dst, "-o", out)
+    assert r.returncode == 2 and "pos_norm.weight" in r.stderr.decode(), r.stderr.decode()

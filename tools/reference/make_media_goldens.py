@@ -179,6 +179,36 @@ def write_images():
     return cases
 
 
+# ------------------------------------------------------------------ a checkpoint with the real patch geometry
+
+def write_vis48():
+    """A tiny Gemma 4 unified checkpoint (2 text layers) whose vision_config has the 12B's patch
+    geometry (patch 16, pooling 3) and a narrow embedder (mm_embed_dim 16, 72 positions), saved by
+    transformers, with a processor_config.json as the hub's (max_soft_tokens 140 here)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import g4ref
+    from transformers import Gemma4UnifiedForConditionalGeneration, Gemma4UnifiedVisionConfig
+
+    spec = dict(arch="cond", seed=4801, vocab_size=128, hidden_size=32, intermediate_size=64,
+                layer_types=[g4ref.S, g4ref.F], num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                global_head_dim=32, num_global_key_value_heads=1, sliding_window=8, initializer_range=0.1,
+                embed_std=0.05, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7))
+    cfg = g4ref.build_config(spec)
+    vc = dict(patch_size=16, pooling_kernel_size=3, mm_embed_dim=16, mm_posemb_size=72, output_proj_dims=16)
+    cfg.vision_config = Gemma4UnifiedVisionConfig(initializer_range=0.1, **vc)
+    torch.manual_seed(spec["seed"])
+    model = Gemma4UnifiedForConditionalGeneration(cfg).to(torch.float32).eval()
+    g4ref.randomize_(model, spec, torch.Generator().manual_seed(spec["seed"]))
+    model.tie_weights()
+    out = OUT / "vis48"
+    out.mkdir(exist_ok=True)
+    model.to(torch.bfloat16).save_pretrained(out)
+    (out / "processor_config.json").write_text(json.dumps({"image_processor": {
+        "image_processor_type": "Gemma4UnifiedImageProcessor", "patch_size": 16, "pooling_kernel_size": 3,
+        "max_soft_tokens": 140}}, indent=1) + "\n")
+    return out, vc
+
+
 # ------------------------------------------------------------------ the processor
 
 def run_processor(path, soft, patch=16, pool=3):
@@ -208,7 +238,7 @@ def sha(a):
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    for f in OUT.glob("*"):
+    for f in OUT.rglob("*"):
         if f.is_file():
             f.unlink()
     cases = write_images()
@@ -242,13 +272,29 @@ def main():
                            pixels_sha256=sha(px), patches_sha256=sha(pv.astype("<f4"))))
         print(f"embed {name} -> {emb.shape}")
 
+    # the same with the 12B's patch geometry (16-pixel patches merged 3 x 3: 6912 values a patch) on a
+    # checkpoint written here, whose processor_config.json sets max_soft_tokens 140
+    vis, vc = write_vis48()
+    model = Gemma4UnifiedForConditionalGeneration.from_pretrained(vis, dtype=torch.float32).eval()
+    for name in ("jpeg_rgb_600x400.jpg", "png_palette_trns_80x60.png"):
+        img, px, pv, pos, n = run_processor(OUT / name, 140, vc["patch_size"], vc["pooling_kernel_size"])
+        with torch.no_grad():
+            feats = model.model.get_image_features(torch.from_numpy(pv)[None], torch.from_numpy(pos.astype(np.int64))[None])
+        emb = feats.pooler_output[0].to(torch.float32).numpy()
+        out = f"embed_vis48_{pathlib.Path(name).stem}.f32"
+        emb.astype("<f4").tofile(OUT / out)
+        embeds.append(dict(file=name, max_soft_tokens=None, patch_size=16, pooling_kernel=3, n_patches=n,
+                           hidden=int(emb.shape[1]), embed=out, model="media/vis48",
+                           pixels_sha256=sha(px), patches_sha256=sha(pv.astype("<f4"))))
+        print(f"embed vis48 {name} -> {emb.shape}")
+
     meta = dict(
         transformers=transformers.__version__, torch=torch.__version__, torchvision=torchvision.__version__,
         pillow=PIL.__version__, torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
         path="Gemma4UnifiedImageProcessor(images=PIL.Image.open(file)); pixels captured at rescale_and_normalize",
     )
     (OUT / "processor.json").write_text(json.dumps(dict(meta=meta, cases=goldens, embed=embeds), indent=1) + "\n")
-    total = sum(f.stat().st_size for f in OUT.iterdir())
+    total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"{len(goldens)} cases, {len(embeds)} embed cases, {total / 1024:.0f} KiB in {OUT}")
 
 

@@ -528,7 +528,8 @@ void g4_image_free(g4_image *im);
 /* Gemma 4 unified's vision embedder (encoder-free): each merged patch through LayerNorm ->
  * Linear -> LayerNorm -> + 2-D position rows -> LayerNorm -> RMSNorm (no weight) -> projection
  * into the language model's hidden size, in float32. out: [n_patches][hidden]. G4_ERR_INPUT when
- * the model has no vision weights, or the image's patches do not fit its vision_config. */
+ * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
+ * the model's worker threads: not while another call (a step) uses the same model. */
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
 
 #ifdef __cplusplus

@@ -142,40 +142,67 @@ static void layer_norm(float *x, int n, const float *w, const float *b) {
     for (int i = 0; i < n; i++) x[i] = (float)((x[i] - mean) * r * w[i] + b[i]);
 }
 
-typedef struct {
-    const g4_vision *v;
-    const g4_image *im;
-    float *out;
-    volatile int oom;   /* a task could not get its scratch */
-} embed_job;
-
 static void widen_row(const vmat *w, int r, float *dst) {
     g4_to_f32(w->dtype, (const char *)w->data + (size_t)r * w->row_bytes, (size_t)w->cols, dst);
 }
 
-/* y[o] = sum_i W[o][i] x[i] (+ bias), W widened a row at a time into `row` */
-static void linear(const vmat *W, const float *x, const float *bias, float *y, float *row) {
-    for (int o = 0; o < W->rows; o++) {
-        widen_row(W, o, row);
-        double acc = 0;
-        for (int i = 0; i < W->cols; i++) acc += (double)row[i] * x[i];
-        y[o] = (float)(bias ? acc + bias[o] : acc);
-    }
-}
+/* The embedder in stages over all patches at once, so that each weight row is widened once and
+ * read against every patch: norms per patch, matrix products per block of output rows. */
+enum { ROWS_PER_TASK = 16 };
 
-/* one task per patch */
-static void embed_patch(void *ctx, int p, int thread) {
+typedef struct {
+    const g4_vision *v;
+    const g4_image *im;
+    int n;                 /* patches */
+    float *x;              /* [n][patch_dim] normed patches */
+    float *h;              /* [n][embed] */
+    float *out;            /* [n][hidden] */
+    float *rows;           /* [threads][max(patch_dim, embed)] widened weight rows */
+    int row_len;
+} embed_job;
+
+static void stage_ln1(void *ctx, int p, int thread) {
     (void)thread;
     embed_job *j = ctx;
     const g4_vision *v = j->v;
-    int E = v->embed, P = v->patch_dim;
-    int wmax = P > E ? P : E;
-    float *buf = malloc(sizeof(float) * ((size_t)P + 3 * (size_t)E + (size_t)wmax));
-    if (!buf) { j->oom = 1; return; }
-    float *x = buf, *h = x + P, *px = h + E, *py = px + E, *row = py + E;
-    memcpy(x, j->im->patches + (size_t)p * P, sizeof(float) * P);
-    layer_norm(x, P, v->ln1_w, v->ln1_b);
-    linear(&v->dense, x, v->dense_b, h, row);
+    float *x = j->x + (size_t)p * v->patch_dim;
+    memcpy(x, j->im->patches + (size_t)p * v->patch_dim, sizeof(float) * v->patch_dim);
+    layer_norm(x, v->patch_dim, v->ln1_w, v->ln1_b);
+}
+
+/* y[p][o] = sum_i W[o][i] in[p][i] (+ bias[o]) for the task's block of rows o, every patch p */
+static void linear_rows(embed_job *j, const vmat *W, const float *in, const float *bias, float *y, int task, int thread) {
+    float *row = j->rows + (size_t)thread * j->row_len;
+    int o1 = (task + 1) * ROWS_PER_TASK < W->rows ? (task + 1) * ROWS_PER_TASK : W->rows;
+    for (int o = task * ROWS_PER_TASK; o < o1; o++) {
+        widen_row(W, o, row);
+        for (int p = 0; p < j->n; p++) {
+            const float *x = in + (size_t)p * W->cols;
+            double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            int i = 0;
+            for (; i + 4 <= W->cols; i += 4) {
+                a0 += (double)row[i] * x[i];
+                a1 += (double)row[i + 1] * x[i + 1];
+                a2 += (double)row[i + 2] * x[i + 2];
+                a3 += (double)row[i + 3] * x[i + 3];
+            }
+            for (; i < W->cols; i++) a0 += (double)row[i] * x[i];
+            double acc = (a0 + a1) + (a2 + a3);
+            y[(size_t)p * W->rows + o] = (float)(bias ? acc + bias[o] : acc);
+        }
+    }
+}
+
+static void stage_dense(void *ctx, int task, int thread) {
+    embed_job *j = ctx;
+    linear_rows(j, &j->v->dense, j->x, j->v->dense_b, j->h, task, thread);
+}
+
+static void stage_mid(void *ctx, int p, int thread) {
+    embed_job *j = ctx;
+    const g4_vision *v = j->v;
+    int E = v->embed;
+    float *h = j->h + (size_t)p * E, *px = j->rows + (size_t)thread * j->row_len, *py = px + E;
     layer_norm(h, E, v->ln2_w, v->ln2_b);
     /* factorised positions: pos[x, 0] + pos[y, 1] summed first, then added */
     widen_row(&v->pos, 2 * j->im->positions[2 * p], px);
@@ -187,8 +214,11 @@ static void embed_patch(void *ctx, int p, int thread) {
     for (int i = 0; i < E; i++) ss += (double)h[i] * h[i];
     double r = 1.0 / sqrt(ss / E + v->eps_rms);
     for (int i = 0; i < E; i++) h[i] = (float)(h[i] * r);
-    linear(&v->proj, h, NULL, j->out + (size_t)p * v->hidden, row);
-    free(buf);
+}
+
+static void stage_proj(void *ctx, int task, int thread) {
+    embed_job *j = ctx;
+    linear_rows(j, &j->v->proj, j->h, NULL, j->out, task, thread);
 }
 
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
@@ -205,7 +235,22 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
             if (im->positions[2 * p + a] < 0 || im->positions[2 * p + a] >= v->posemb)
                 return g4_fail(G4_ERR_INPUT, "image patch %c position %d is outside the vision position table "
                                "(mm_posemb_size %d)", a ? 'y' : 'x', im->positions[2 * p + a], v->posemb);
-    embed_job j = {v, im, out, 0};
-    g4_pool_run(m->pool, im->n_patches, embed_patch, &j);
-    return j.oom ? g4_fail(G4_ERR_NOMEM, "out of memory embedding an image") : G4_OK;
+    int n = im->n_patches, threads = g4_pool_size(m->pool);
+    embed_job j = {.v = v, .im = im, .n = n, .out = out};
+    j.row_len = v->patch_dim > 2 * v->embed ? v->patch_dim : 2 * v->embed;
+    j.x = malloc(sizeof(float) * (size_t)n * v->patch_dim);
+    j.h = malloc(sizeof(float) * (size_t)n * v->embed);
+    j.rows = malloc(sizeof(float) * (size_t)threads * j.row_len);
+    g4_status st = G4_OK;
+    if (!j.x || !j.h || !j.rows) st = g4_fail(G4_ERR_NOMEM, "out of memory embedding a %d-patch image", n);
+    else if (n > 0) {
+        g4_pool_run(m->pool, n, stage_ln1, &j);
+        g4_pool_run(m->pool, (v->embed + ROWS_PER_TASK - 1) / ROWS_PER_TASK, stage_dense, &j);
+        g4_pool_run(m->pool, n, stage_mid, &j);
+        g4_pool_run(m->pool, (v->hidden + ROWS_PER_TASK - 1) / ROWS_PER_TASK, stage_proj, &j);
+    }
+    free(j.x);
+    free(j.h);
+    free(j.rows);
+    return st;
 }

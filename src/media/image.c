@@ -67,7 +67,8 @@ g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
         if (!root) return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
         json_t *ip = k == 0 ? json_object_get(root, "image_processor") : root;
         g4_status st = G4_OK;
-        if (ip && json_is_object(ip)) {
+        const int found = ip && json_is_object(ip);
+        if (found) {
             if (!(st = read_int_field(ip, path, "patch_size", &o->patch_size)) &&
                 !(st = read_int_field(ip, path, "pooling_kernel_size", &o->pooling_kernel)) &&
                 !(st = read_int_field(ip, path, "max_soft_tokens", &o->max_soft_tokens)) &&
@@ -75,7 +76,7 @@ g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
                 st = g4_fail(G4_ERR_INPUT, "%s: max_soft_tokens %d must be one of 70, 140, 280, 560, 1120", path, o->max_soft_tokens);
         }
         json_decref(root);
-        if (st || (ip && json_is_object(ip))) return st;
+        if (st || found) return st;
     }
     return G4_OK;
 }

@@ -184,3 +184,27 @@ def test_vision_module_names(g4_bin, tmp_path):
     (dst / "model.safetensors").write_bytes(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
     r = run_g4(g4_bin, "image", "--image", MEDIA / case["file"], "-m", dst, "-o", out)
     assert r.returncode == 2 and "pos_norm.weight" in r.stderr.decode(), r.stderr.decode()
+
+
+def test_processor_settings_from_model(g4_bin, tmp_path):
+    """-m DIR: processor_config.json's image_processor, else preprocessor_config.json, else the
+    defaults with vision_config's patch geometry; the command line wins; bad values are refused."""
+    import shutil
+    dst = tmp_path / "m"
+    shutil.copytree(MEDIA / "vis48", dst)
+    img = MEDIA / "jpeg_rgb_600x400.jpg"
+
+    def n_patches(*extra):
+        r = run_g4(g4_bin, "image", "--image", img, "-m", dst, *extra)
+        assert r.returncode == 0, r.stderr.decode()
+        return json.loads(r.stdout)["n_patches"], json.loads(r.stdout)["max_soft_tokens"]
+    assert n_patches() == (126, 140)
+    assert n_patches("--max-soft-tokens", 70)[1] == 70
+    (dst / "processor_config.json").unlink()
+    (dst / "preprocessor_config.json").write_text(json.dumps({"max_soft_tokens": 560, "patch_size": 16}))
+    assert n_patches()[1] == 560
+    (dst / "preprocessor_config.json").unlink()
+    assert n_patches()[1] == 280
+    (dst / "processor_config.json").write_text(json.dumps({"image_processor": {"max_soft_tokens": 100}}))
+    r = run_g4(g4_bin, "image", "--image", img, "-m", dst)
+    assert r.returncode == 2 and "processor_config.json" in r.stderr.decode() and "100" in r.stderr.decode()

@@ -483,6 +483,55 @@ typedef struct {
 
 g4_status g4_bench_kernel(g4_model *m, const char *which, int T, int reps, g4_kernel_timing *out);
 
+/* ---------------------------------------------------------------- images */
+
+/* An image prepared as Gemma 4 unified's image processor prepares it (transformers'
+ * Gemma4UnifiedImageProcessor on a PIL image): decoded to RGB (alpha composited over white),
+ * resized with aspect ratio kept to at most max_soft_tokens merged patches (small images are
+ * scaled up), then cut into merged patches of (pooling_kernel * patch_size)^2 pixels, row-major.
+ * Decodes PNG, JPEG, WebP and GIF (first frame); anything else, a corrupt or truncated file, or
+ * declared dimensions over max_pixels is G4_ERR_INPUT naming the file. */
+typedef struct {
+    int max_soft_tokens;   /* 70, 140, 280, 560 or 1120 */
+    int patch_size;        /* pixels per side of a patch (16) */
+    int pooling_kernel;    /* patches merged per side (3): merged patches of 48 pixels */
+    int64_t max_pixels;    /* refuse decoding an image of more pixels than this (width * height) */
+} g4_image_opts;
+
+#define G4_IMAGE_MAX_PIXELS_DEFAULT 100000000LL
+
+/* The processor's defaults: 280 soft tokens, patches of 16, merged 3 x 3. */
+void g4_image_opts_default(g4_image_opts *o);
+/* The defaults, then a model directory's settings where it has them: config.json's vision_config
+ * (patch_size, pooling_kernel_size), then the processor's, which win: the "image_processor"
+ * object of processor_config.json, else preprocessor_config.json (patch_size, max_soft_tokens,
+ * pooling_kernel_size). A present but bad value is G4_ERR_INPUT naming the file and field. */
+g4_status g4_image_opts_load(const char *model_dir, g4_image_opts *o);
+
+typedef struct {
+    int src_width, src_height;  /* as decoded */
+    int width, height;          /* after the resize */
+    int grid_w, grid_h;         /* merged patches per row and per column */
+    int n_patches;              /* grid_w * grid_h: the image's soft tokens */
+    int patch_dim;              /* (pooling_kernel * patch_size)^2 * 3 */
+    uint8_t *pixels;            /* resized RGB [height][width][3] */
+    float *patches;             /* [n_patches][patch_dim]: pixel * (1/255), (y, x, channel) order */
+    int32_t *positions;         /* [n_patches][2]: the patch's (x, y) in merged-patch units */
+} g4_image;
+
+g4_status g4_image_load(const char *path, const g4_image_opts *o, g4_image **out);
+/* The same from bytes in memory; `name` names them in errors. */
+g4_status g4_image_load_mem(const void *data, size_t n, const char *name, const g4_image_opts *o,
+                            g4_image **out);
+void g4_image_free(g4_image *im);
+
+/* Gemma 4 unified's vision embedder (encoder-free): each merged patch through LayerNorm ->
+ * Linear -> LayerNorm -> + 2-D position rows -> LayerNorm -> RMSNorm (no weight) -> projection
+ * into the language model's hidden size, in float32. out: [n_patches][hidden]. G4_ERR_INPUT when
+ * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
+ * the model's worker threads: not while another call (a step) uses the same model. */
+g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@ static const struct {
     {"pack", cli_pack, "pack an HF checkpoint into one .g4c file split per --tp rank (optionally quantized)"},
     {"parse", cli_parse, "raw model output on stdin -> the chat message (reasoning, content, tool calls)"},
     {"chat", cli_chat, "interactive multi-turn chat with the model's chat template (stdin -> stdout)"},
+    {"image", cli_image, "an image through the image processor (and with -m the vision embedder)"},
 };
 
 static void usage(FILE *f) {

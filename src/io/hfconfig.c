@@ -166,6 +166,25 @@ static g4_status parse_layer_overrides(ctx_t *c, g4_config *cfg, int kv_sliding,
     return G4_OK;
 }
 
+/* vision_config: read with the same helpers, pointed at that object */
+static g4_status parse_vision(ctx_t *c, json_t *vc, g4_config *cfg) {
+    json_t *tc = c->tc;
+    double eps;
+    g4_status st;
+    c->tc = vc;
+    if (!(st = get_int(c, "patch_size", 0, 16, 1, 1024, &cfg->vis_patch_size)) &&
+        !(st = get_int(c, "pooling_kernel_size", 0, 3, 1, 64, &cfg->vis_pooling_kernel)) &&
+        !(st = get_int(c, "mm_embed_dim", 0, 3840, 1, 1 << 16, &cfg->vis_embed_dim)) &&
+        !(st = get_int(c, "mm_posemb_size", 0, 1120, 1, 1 << 20, &cfg->vis_posemb_size)) &&
+        !(st = get_int(c, "output_proj_dims", 0, 3840, 1, 1 << 16, &cfg->vis_proj_dims)) &&
+        !(st = get_num(c, vc, "rms_norm_eps", 0, 1e-6, &eps))) {
+        cfg->vis_rms_norm_eps = (float)eps;
+        cfg->has_vision = 1;
+    }
+    c->tc = tc;
+    return st;
+}
+
 static g4_status parse_text(ctx_t *c, g4_config *cfg) {
     g4_status st;
     int kv, hd;
@@ -257,6 +276,8 @@ g4_status g4_config_parse(const char *json, size_t len, const char *path, g4_con
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     if (!tie) tie = json_object_get(c.tc, "tie_word_embeddings");
     cfg->tie_word_embeddings = tie ? json_is_true(tie) : 1;
+    json_t *vc = json_object_get(root, "vision_config");
+    if (cfg->conditional && json_is_object(vc) && (st = parse_vision(&c, vc, cfg))) goto done;
     /* image / video / audio placeholder ids, with Gemma4UnifiedConfig's defaults */
     static const char *const mm_keys[3] = {"image_token_id", "video_token_id", "audio_token_id"};
     static const int mm_defaults[3] = {258880, 258884, 258881};

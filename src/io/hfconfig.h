@@ -40,6 +40,11 @@ typedef struct {
     /* the Gemma 3 variant (read from GGUF by model/gguf_bind.c); zero for Gemma 4 */
     float attn_scale;          /* query scaling; 0 = 1.0 (Gemma 4: the q/k norms take its place) */
     int no_v_norm;             /* 1: V is cached as projected (Gemma 3 has no v_norm) */
+    /* vision_config of a ForConditionalGeneration (the encoder-free image embedder), with
+     * Gemma4UnifiedVisionConfig's defaults; has_vision 0 where the config has none */
+    int has_vision;
+    int vis_patch_size, vis_pooling_kernel, vis_embed_dim, vis_posemb_size, vis_proj_dims;
+    float vis_rms_norm_eps;
 } g4_config;
 
 /* Reads dir/config.json. Every field the engine needs is required or has the transformers

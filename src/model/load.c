@@ -145,6 +145,8 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
         if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
         if ((st = g4_weights_bind(m))) goto fail;
+        /* the image embedder is rank 0's, which prepares prompts */
+        if (rank == 0 && (st = g4_vision_bind(m))) goto fail;
     }
     const g4_config *c = &m->cfg;
     for (int t = 0; t < m->ts.n_tensors; t++) m->info.weight_bytes += m->ts.tensors[t].nbytes;
@@ -238,6 +240,7 @@ void g4_model_free(g4_model *m) {
     g4_group_stop(m);   /* the other ranks leave g4_model_work; their threads are joined */
     if (m->comm) m->comm->free(m->comm);
     g4_weights_free(m);
+    g4_vision_free(m->vision);
     g4_st_close(&m->ts);
     g4_pack_close(m->pack);
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);

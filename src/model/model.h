@@ -94,7 +94,15 @@ struct g4_model {
     int presharded;             /* the tensor set is already this rank's shard (a .g4c pack) */
     struct g4_pack *pack;       /* the open pack the tensor set points into, or NULL */
     struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
+    struct g4_vision *vision;   /* rank 0 of an HF checkpoint with vision_config: the image embedder
+                                 * (vision.c); NULL otherwise */
 };
+
+/* The vision embedder's weights (vision.c): bound on rank 0 from an HF checkpoint whose config has
+ * vision_config, checked against it; G4_OK without doing anything when there is none. */
+typedef struct g4_vision g4_vision;
+g4_status g4_vision_bind(g4_model *m);
+void g4_vision_free(g4_vision *v);
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
 g4_status g4_weights_bind(g4_model *m);

@@ -18,6 +18,7 @@ int cli_serve(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_pack(int argc, char **argv);
 int cli_chat(int argc, char **argv);
+int cli_grammar(int argc, char **argv);
 
 /* Prints "gemma4c: <g4_last_error()>" to stderr and returns the exit code for `st`. */
 int cli_report(g4_status st);

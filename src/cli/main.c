@@ -20,6 +20,7 @@ static const struct {
     {"bench", cli_bench, "measure the machine's roofline and the model's prefill/decode speed"},
     {"pack", cli_pack, "pack an HF checkpoint into one .g4c file split per --tp rank (optionally quantized)"},
     {"chat", cli_chat, "interactive multi-turn chat with the model's chat template (stdin -> stdout)"},
+    {"grammar", cli_grammar, "walk text on stdin through a JSON Schema / GBNF grammar's token masks"},
 };
 
 static void usage(FILE *f) {

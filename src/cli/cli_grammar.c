@@ -132,6 +132,7 @@ int cli_grammar(int argc, char **argv) {
         double ts = g4_now();
         int cnt = g4_matcher_mask(m, mask);
         times[n_masks++] = g4_now() - ts;
+        if (getenv("G4_GRAMMAR_TRACE")) fprintf(stderr, "step %zu: %d allowed, %.1f us\n", i, cnt, times[n_masks - 1] * 1e6);
         if (cnt < 0) { st = G4_ERR_NOMEM; goto fail; }
         if (check) {
             /* every token's bit against a simulation of its bytes on the parse stacks */

@@ -15,15 +15,45 @@ struct g4_vocab_index {
     uint8_t *byte;      /* the byte leading into each node */
     uint16_t *depth;
     int32_t *skip;      /* the node after each node's subtree */
-    int32_t *tok;       /* the first token whose bytes end at the node, or -1 */
-    int32_t *tok_next;  /* the next token with the same bytes, or -1 */
+    int32_t *tok_begin; /* [n_nodes + 1]: the tokens of node i's subtree are
+                         * pre_tok[tok_begin[i] .. tok_begin[skip[i]]), its own ones first */
+    int32_t *pre_tok;   /* the tokens in trie preorder */
+    uint8_t *plain;     /* per node: 1 when its path up to the parent ends between characters and
+                         * every path of its subtree from there is plain JSON-string text (UTF-8
+                         * with no control byte, '"' or '\'; see utf8_next) */
+    uint8_t *pu;        /* while building: the UTF-8 state after the path to the node (UTF8_BAD: not UTF-8) */
     int32_t *end_ids;   /* the end-of-output tokens */
+    int n_end;
+    int max_depth;
     unsigned char *blob;  /* every token's bytes, token t's at blob[off[t] .. off[t] + len[t]) */
     size_t *off;
     uint32_t *len;
-    int n_end;
-    int max_depth;
 };
+
+/* UTF-8 validation states: 0 between characters, 1-3 continuation bytes still due, 4-7 the
+ * restricted second byte after E0, ED, F0, F4. With plain != 0 only the ASCII bytes a JSON string
+ * carries unescaped (0x20-0x7F but '"' and '\') are taken at state 0. */
+#define UTF8_BAD 0xFF
+static int utf8_next(int u, unsigned b, int plain) {
+    switch (u) {
+    case 0:
+        if (b < 0x80) return (!plain || (b >= 0x20 && b != '"' && b != '\\')) ? 0 : -1;
+        if (b >= 0xC2 && b <= 0xDF) return 1;
+        if (b == 0xE0) return 4;
+        if (b == 0xED) return 5;
+        if (b >= 0xE1 && b <= 0xEF) return 2;
+        if (b == 0xF0) return 6;
+        if (b >= 0xF1 && b <= 0xF3) return 3;
+        if (b == 0xF4) return 7;
+        return -1;
+    case 1: case 2: case 3: return (b >= 0x80 && b <= 0xBF) ? u - 1 : -1;
+    case 4: return (b >= 0xA0 && b <= 0xBF) ? 1 : -1;
+    case 5: return (b >= 0x80 && b <= 0x9F) ? 1 : -1;
+    case 6: return (b >= 0x90 && b <= 0xBF) ? 2 : -1;
+    case 7: return (b >= 0x80 && b <= 0x8F) ? 2 : -1;
+    default: return -1;
+    }
+}
 
 typedef struct { const unsigned char *s; uint32_t n; int32_t id; } tokbytes;
 
@@ -41,8 +71,10 @@ void g4_vocab_index_free(g4_vocab_index *v) {
     free(v->byte);
     free(v->depth);
     free(v->skip);
-    free(v->tok);
-    free(v->tok_next);
+    free(v->tok_begin);
+    free(v->pre_tok);
+    free(v->plain);
+    free(v->pu);
     free(v->end_ids);
     free(v->blob);
     free(v->off);
@@ -72,60 +104,84 @@ g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *le
     v->byte = malloc(total);
     v->depth = malloc(total * sizeof *v->depth);
     v->skip = malloc(total * sizeof *v->skip);
-    v->tok = malloc(total * sizeof *v->tok);
-    v->tok_next = malloc((size_t)(n > 0 ? n : 1) * sizeof *v->tok_next);
+    v->tok_begin = malloc((total + 1) * sizeof *v->tok_begin);
+    v->pre_tok = malloc((size_t)(m > 0 ? m : 1) * sizeof *v->pre_tok);
+    v->plain = malloc(total);
+    v->pu = malloc(total);
     v->end_ids = malloc((size_t)(n_end > 0 ? n_end : 1) * sizeof *v->end_ids);
-    int32_t *open = malloc((65536 + 1) * sizeof *open);
     v->blob = malloc(total);
     v->off = calloc((size_t)(n > 0 ? n : 1), sizeof *v->off);
     v->len = calloc((size_t)(n > 0 ? n : 1), sizeof *v->len);
-    if (!v->blob || !v->off || !v->len || !v->depth || !v->skip || !v->tok || !v->tok_next || !v->end_ids || !open) {
-        free(t); free(open); g4_vocab_index_free(v);
+    int32_t *open = malloc((65536 + 1) * sizeof *open), *parent = malloc(total * sizeof *parent);
+    uint8_t *below = malloc(total);
+    if (!v->byte || !v->depth || !v->skip || !v->tok_begin || !v->pre_tok || !v->plain || !v->pu ||
+        !v->end_ids || !v->blob || !v->off || !v->len || !open || !parent || !below) {
+        free(t); free(open); free(parent); free(below); g4_vocab_index_free(v);
         return g4_fail(G4_ERR_NOMEM, "vocab index: out of memory");
     }
-    for (int i = 0, o = 0; i < m; i++) {
+    size_t o = 0;
+    for (int i = 0; i < m; i++) {
         memcpy(v->blob + o, t[i].s, t[i].n);
-        v->off[t[i].id] = (size_t)o;
+        v->off[t[i].id] = o;
         v->len[t[i].id] = t[i].n;
-        o += (int)t[i].n;
+        o += t[i].n;
     }
-    for (int i = 0; i < n; i++) v->tok_next[i] = -1;
     v->n_end = 0;
     for (int i = 0; i < n_end; i++)
         if (end_ids[i] >= 0 && end_ids[i] < n) v->end_ids[v->n_end++] = end_ids[i];
-    /* sorted order makes the trie's preorder: each token shares its longest common prefix with
-     * the previous one, so only the nodes past that prefix are new */
+    /* sorted order is the trie's preorder: each token shares its longest common prefix with the
+     * previous one, so only the nodes past that prefix are new, and a node's own tokens come
+     * before those of its descendants */
     int nn = 1, od = 0;  /* open[d]: the node at depth d on the current path */
-    v->byte[0] = 0; v->depth[0] = 0; v->tok[0] = -1;
+    v->byte[0] = 0; v->depth[0] = 0; v->tok_begin[0] = 0; v->pu[0] = 0; parent[0] = -1;
     open[0] = 0;
     const tokbytes *prev = NULL;
-    int32_t last_tok_at_node = -1;
     for (int i = 0; i < m; i++) {
         uint32_t lcp = 0;
         if (prev) {
             uint32_t mm = prev->n < t[i].n ? prev->n : t[i].n;
             while (lcp < mm && prev->s[lcp] == t[i].s[lcp]) lcp++;
         }
-        if (prev && lcp == t[i].n && lcp == prev->n) {  /* same bytes as the previous token */
-            v->tok_next[last_tok_at_node] = t[i].id;
-            last_tok_at_node = t[i].id;
-            continue;
+        if (!(prev && lcp == t[i].n && lcp == prev->n)) {  /* not the same bytes as the previous token */
+            for (int d = od; d > (int)lcp; d--) v->skip[open[d]] = nn;  /* close the nodes left behind */
+            for (uint32_t d = lcp; d < t[i].n; d++) {
+                int p = open[d];
+                v->byte[nn] = t[i].s[d];
+                v->depth[nn] = (uint16_t)(d + 1);
+                v->tok_begin[nn] = i;
+                parent[nn] = p;
+                int u = v->pu[p] == UTF8_BAD ? -1 : utf8_next(v->pu[p], t[i].s[d], 0);
+                v->pu[nn] = u < 0 ? UTF8_BAD : (uint8_t)u;
+                open[d + 1] = nn++;
+            }
+            od = (int)t[i].n;
+            if (od > v->max_depth) v->max_depth = od;
+            prev = &t[i];
         }
-        for (int d = od; d > (int)lcp; d--) v->skip[open[d]] = nn;  /* close the nodes left behind */
-        for (uint32_t d = lcp; d < t[i].n; d++) {
-            v->byte[nn] = t[i].s[d];
-            v->depth[nn] = (uint16_t)(d + 1);
-            v->tok[nn] = -1;
-            open[d + 1] = nn++;
-        }
-        od = (int)t[i].n;
-        v->tok[open[od]] = t[i].id;
-        last_tok_at_node = t[i].id;
-        if (od > v->max_depth) v->max_depth = od;
-        prev = &t[i];
+        v->pre_tok[i] = t[i].id;
     }
     for (int d = od; d >= 0; d--) v->skip[open[d]] = nn;
+    v->tok_begin[nn] = m;
     v->n_nodes = nn;
+    /* plain bits bottom-up: a node is plain from state u when its byte is, and every child is
+     * from the state that byte leads to */
+    memset(below, 0xFF, (size_t)nn);
+    for (int i = nn - 1; i >= 1; i--) {
+        uint8_t bits = 0;
+        for (int u = 0; u < 8; u++) {
+            int w = utf8_next(u, v->byte[i], 1);
+            if (w >= 0 && (below[i] >> w & 1)) bits |= (uint8_t)(1u << u);
+        }
+        v->plain[i] = bits;
+        below[parent[i]] &= bits;
+    }
+    /* what the walk reads: the subtree is plain from where it stands (its parent between characters) */
+    for (int i = nn - 1; i >= 1; i--) v->plain[i] = v->pu[parent[i]] == 0 && (v->plain[i] & 1);
+    v->plain[0] = 0;
+    free(v->pu);
+    v->pu = NULL;
+    free(below);
+    free(parent);
     free(open);
     free(t);
     *out = v;
@@ -173,6 +229,7 @@ typedef struct {
     uint32_t *mask;       /* the cached mask, or NULL */
     int32_t count;        /* tokens the cached mask allows */
     int accepting;
+    int universal;        /* 0 unknown, 1: every plain text leads back here (see universal()), 2 not */
 } mstate;
 
 struct g4_matcher {
@@ -445,6 +502,39 @@ int g4_matcher_accept(g4_matcher *m, int32_t tok) {
     return g4_matcher_accept_bytes(m, m->v->blob + m->v->off[tok], m->v->len[tok]);
 }
 
+/* Whether every plain JSON-string text (see utf8_next) can be fed from state s, each complete
+ * character leading back to s — as inside a JSON string. Then a trie subtree that is all plain
+ * text, met in state s, is allowed whole without walking it. Explores the pairs (state, UTF-8
+ * state) reachable from (s, 0). */
+static int universal(g4_matcher *m, int32_t s) {
+    if (m->st[s].universal) return m->st[s].universal == 1;
+    int32_t qs[32];
+    uint8_t qu[32];
+    int nq = 1, ok = 1;
+    qs[0] = s;
+    qu[0] = 0;
+    for (int qh = 0; qh < nq && ok; qh++) {
+        int32_t x = qs[qh];
+        int u = qu[qh];
+        for (unsigned b = 0; b < 256 && ok; b++) {
+            int w = utf8_next(u, b, 1);
+            if (w < 0) continue;
+            int32_t y = step(m, x, b);
+            if (y == -3) return 0;  /* no memory: walk instead */
+            if (y < 0 || (w == 0 && y != s)) { ok = 0; break; }
+            if (w == 0) continue;
+            int seen = 0;
+            for (int j = 0; j < nq; j++) seen |= qs[j] == y && qu[j] == w;
+            if (seen) continue;
+            if (nq == 32) { ok = 0; break; }
+            qs[nq] = y;
+            qu[nq++] = (uint8_t)w;
+        }
+    }
+    m->st[s].universal = ok ? 1 : 2;
+    return ok;
+}
+
 int g4_matcher_mask(g4_matcher *m, uint32_t *mask) {
     const g4_vocab_index *v = m->v;
     size_t words = ((size_t)v->n_tok + 31) / 32;
@@ -456,23 +546,28 @@ int g4_matcher_mask(g4_matcher *m, uint32_t *mask) {
     }
     memset(mask, 0, words * 4);
     int count = 0;
-    const uint8_t *byte = v->byte;
+    const uint8_t *byte = v->byte, *plain = v->plain;
     const uint16_t *depth = v->depth;
-    const int32_t *skip = v->skip, *tokv = v->tok;
+    const int32_t *skip = v->skip, *tb = v->tok_begin, *pre = v->pre_tok;
     int32_t *walk = m->walk;
     walk[0] = m->cur;
     for (int i = 1; i < v->n_nodes;) {
-        int32_t s = step(m, walk[depth[i] - 1], byte[i]);
+        int32_t ps = walk[depth[i] - 1];
+        if (plain[i] && m->st[ps].universal != 2 && universal(m, ps)) {
+            for (int32_t k = tb[i], e = tb[skip[i]]; k < e; k++) mask[pre[k] >> 5] |= 1u << (pre[k] & 31);
+            count += tb[skip[i]] - tb[i];
+            i = skip[i];
+            continue;
+        }
+        int32_t s = step(m, ps, byte[i]);
         if (s < 0) {
             if (s == -3) { g4_fail(G4_ERR_NOMEM, "matcher: out of memory"); return -1; }
             i = skip[i];
             continue;
         }
         walk[depth[i]] = s;
-        for (int32_t t = tokv[i]; t >= 0; t = v->tok_next[t]) {
-            mask[t >> 5] |= 1u << (t & 31);
-            count++;
-        }
+        for (int32_t k = tb[i]; k < tb[i + 1]; k++) mask[pre[k] >> 5] |= 1u << (pre[k] & 31);
+        count += tb[i + 1] - tb[i];
         i++;
     }
     if (m->st[m->cur].accepting)

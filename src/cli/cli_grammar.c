@@ -12,7 +12,7 @@ static const char USAGE[] =
     "usage: gemma4c grammar -m MODEL_OR_TOKENIZER_DIR (--json-schema FILE | --gbnf FILE | --json-object)\n"
     "                       [--check] [--bench] [--no-cache] [--print-gbnf] [--end-id N]...\n"
     "  candidate text on stdin is tokenized (no BOS) and walked token by token; prints JSON:\n"
-    "  {\"tokens\": [{\"id\", \"offset\", \"allowed\", \"n_allowed\"}...], \"rejected_at\", \"accepts_end\", ...}\n"
+    "  {\"tokens\": [{\"id\", \"offset\", \"len\", \"allowed\", \"n_allowed\"}...], \"rejected_at\", \"accepts_end\", ...}\n"
     "  --check       also compare every step's mask with a direct simulation of every token\n"
     "  --bench       time each step's mask (median / p99 / max in microseconds)\n"
     "  --no-cache    no mask caching per grammar state (every mask a full walk)\n"
@@ -160,7 +160,7 @@ int cli_grammar(int argc, char **argv) {
         if (ok != in_mask) mismatches++;
         size_t bl;
         g4_vocab_index_token_bytes(vi, t, &bl);
-        json_array_append_new(toks, json_pack("{s:i, s:I, s:b, s:i}", "id", t, "offset", (json_int_t)off, "allowed", ok, "n_allowed", cnt));
+        json_array_append_new(toks, json_pack("{s:i, s:I, s:I, s:b, s:i}", "id", t, "offset", (json_int_t)off, "len", (json_int_t)bl, "allowed", ok, "n_allowed", cnt));
         off += bl;
         if (!ok) { rejected = (long)i; break; }
     }

@@ -95,9 +95,37 @@ static void lit(sbuf *b, const char *s, size_t n) {
     sb_put(b, "\"", 1);
 }
 
-/* A JSON value's compact serialization as a literal (enum / const). */
+/* A JSON value exactly (enum / const): scalars as their compact serialization, arrays and objects
+ * member by member in their order, with the same bounded whitespace as everywhere else. */
 static int lit_json(ctx *c, sbuf *b, json_t *v) {
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+    if (json_is_array(v) || json_is_object(v)) {
+        int arr = json_is_array(v);
+        size_t n = arr ? json_array_size(v) : json_object_size(v);
+        sb_put(b, arr ? "\"[\" ws" : "\"{\" ws", 6);
+        size_t i = 0;
+        const char *k;
+        json_t *x;
+        void *it = arr ? NULL : json_object_iter(v);
+        for (i = 0; i < n; i++) {
+            if (i) sb_put(b, " \",\" ws", 7);
+            sb_put(b, " ", 1);
+            if (arr) x = json_array_get(v, i);
+            else {
+                k = json_object_iter_key(it);
+                x = json_object_iter_value(it);
+                it = json_object_iter_next(v, it);
+                json_t *ks = json_string(k);
+                if (!ks || lit_json(c, b, ks)) { json_decref(ks); return fail(c, G4_ERR_NOMEM, "out of memory"); }
+                json_decref(ks);
+                sb_put(b, " ws \":\" ws ", 11);
+            }
+            if (lit_json(c, b, x)) return -1;
+            sb_put(b, " ws", 3);
+        }
+        sb_put(b, arr ? " \"]\"" : " \"}\"", 4);
+        return 0;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!s) return fail(c, G4_ERR_NOMEM, "out of memory");
     lit(b, s, strlen(s));
     free(s);

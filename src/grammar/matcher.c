@@ -21,10 +21,13 @@ struct g4_vocab_index {
     uint8_t *plain;     /* per node: 1 when its path up to the parent ends between characters and
                          * every path of its subtree from there is plain JSON-string text (UTF-8
                          * with no control byte, '"' or '\'; see utf8_next) */
+    uint8_t *maxc;      /* per node: the most characters a path of its subtree starts, its own byte
+                         * included (255: that many or more) */
     uint8_t *pu;        /* while building: the UTF-8 state after the path to the node (UTF8_BAD: not UTF-8) */
     int32_t *end_ids;   /* the end-of-output tokens */
     int n_end;
     int max_depth;
+    int max_chars;      /* the most of maxc */
     unsigned char *blob;  /* every token's bytes, token t's at blob[off[t] .. off[t] + len[t]) */
     size_t *off;
     uint32_t *len;
@@ -74,6 +77,7 @@ void g4_vocab_index_free(g4_vocab_index *v) {
     free(v->tok_begin);
     free(v->pre_tok);
     free(v->plain);
+    free(v->maxc);
     free(v->pu);
     free(v->end_ids);
     free(v->blob);
@@ -107,16 +111,17 @@ g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *le
     v->tok_begin = malloc((total + 1) * sizeof *v->tok_begin);
     v->pre_tok = malloc((size_t)(m > 0 ? m : 1) * sizeof *v->pre_tok);
     v->plain = malloc(total);
+    v->maxc = malloc(total);
     v->pu = malloc(total);
     v->end_ids = malloc((size_t)(n_end > 0 ? n_end : 1) * sizeof *v->end_ids);
     v->blob = malloc(total);
     v->off = calloc((size_t)(n > 0 ? n : 1), sizeof *v->off);
     v->len = calloc((size_t)(n > 0 ? n : 1), sizeof *v->len);
     int32_t *open = malloc((65536 + 1) * sizeof *open), *parent = malloc(total * sizeof *parent);
-    uint8_t *below = malloc(total);
-    if (!v->byte || !v->depth || !v->skip || !v->tok_begin || !v->pre_tok || !v->plain || !v->pu ||
+    uint8_t *below = malloc(total), *below_c = calloc(total, 1);
+    if (!below_c || !v->maxc || !v->byte || !v->depth || !v->skip || !v->tok_begin || !v->pre_tok || !v->plain || !v->pu ||
         !v->end_ids || !v->blob || !v->off || !v->len || !open || !parent || !below) {
-        free(t); free(open); free(parent); free(below); g4_vocab_index_free(v);
+        free(t); free(open); free(parent); free(below); free(below_c); g4_vocab_index_free(v);
         return g4_fail(G4_ERR_NOMEM, "vocab index: out of memory");
     }
     size_t o = 0;
@@ -174,6 +179,10 @@ g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *le
         }
         v->plain[i] = bits;
         below[parent[i]] &= bits;
+        unsigned c = below_c[i] + ((v->byte[i] & 0xC0) != 0x80);  /* continuation bytes start no character */
+        v->maxc[i] = (uint8_t)(c > 255 ? 255 : c);
+        if (v->maxc[i] > below_c[parent[i]]) below_c[parent[i]] = v->maxc[i];
+        if (v->maxc[i] > v->max_chars) v->max_chars = v->maxc[i];
     }
     /* what the walk reads: the subtree is plain from where it stands (its parent between characters) */
     for (int i = nn - 1; i >= 1; i--) v->plain[i] = v->pu[parent[i]] == 0 && (v->plain[i] & 1);
@@ -181,6 +190,7 @@ g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *le
     free(v->pu);
     v->pu = NULL;
     free(below);
+    free(below_c);
     free(parent);
     free(open);
     free(t);
@@ -229,7 +239,8 @@ typedef struct {
     uint32_t *mask;       /* the cached mask, or NULL */
     int32_t count;        /* tokens the cached mask allows */
     int accepting;
-    int universal;        /* 0 unknown, 1: every plain text leads back here (see universal()), 2 not */
+    int reach1;           /* 0 unknown, else 1 + reach() */
+    int32_t nu2;          /* 0 unknown, else 2 + next_uniform() */
 } mstate;
 
 struct g4_matcher {
@@ -502,37 +513,77 @@ int g4_matcher_accept(g4_matcher *m, int32_t tok) {
     return g4_matcher_accept_bytes(m, m->v->blob + m->v->off[tok], m->v->len[tok]);
 }
 
-/* Whether every plain JSON-string text (see utf8_next) can be fed from state s, each complete
- * character leading back to s — as inside a JSON string. Then a trie subtree that is all plain
- * text, met in state s, is allowed whole without walking it. Explores the pairs (state, UTF-8
- * state) reachable from (s, 0). */
-static int universal(g4_matcher *m, int32_t s) {
-    if (m->st[s].universal) return m->st[s].universal == 1;
-    int32_t qs[32];
+/* The one state every plain JSON-string character (see utf8_next) leads to from x, all of them
+ * and every byte of them allowed; -1 when there is none, -3 out of memory. Explores the pairs
+ * (state, UTF-8 state) reachable from (x, 0). */
+static int32_t next_uniform(g4_matcher *m, int32_t x0) {
+    int32_t qs[32], target = -1;
     uint8_t qu[32];
-    int nq = 1, ok = 1;
-    qs[0] = s;
+    int nq = 1;
+    qs[0] = x0;
     qu[0] = 0;
-    for (int qh = 0; qh < nq && ok; qh++) {
+    for (int qh = 0; qh < nq; qh++) {
         int32_t x = qs[qh];
         int u = qu[qh];
-        for (unsigned b = 0; b < 256 && ok; b++) {
+        for (unsigned b = 0; b < 256; b++) {
             int w = utf8_next(u, b, 1);
             if (w < 0) continue;
             int32_t y = step(m, x, b);
-            if (y == -3) return 0;  /* no memory: walk instead */
-            if (y < 0 || (w == 0 && y != s)) { ok = 0; break; }
-            if (w == 0) continue;
+            if (y == -3) return -3;
+            if (y < 0) return -1;
+            if (w == 0) {
+                if (target >= 0 && y != target) return -1;
+                target = y;
+                continue;
+            }
             int seen = 0;
             for (int j = 0; j < nq; j++) seen |= qs[j] == y && qu[j] == w;
             if (seen) continue;
-            if (nq == 32) { ok = 0; break; }
+            if (nq == 32) return -1;
             qs[nq] = y;
             qu[nq++] = (uint8_t)w;
         }
     }
-    m->st[s].universal = ok ? 1 : 2;
-    return ok;
+    return target;
+}
+
+static int32_t next_uniform_memo(g4_matcher *m, int32_t x) {
+    if (m->st[x].nu2) return m->st[x].nu2 - 2;
+    int32_t t = next_uniform(m, x);
+    if (t != -3) m->st[x].nu2 = t + 2;
+    return t;
+}
+
+/* How many plain characters can follow state s, whichever they are, all through the same states,
+ * counted up to the most characters a token starts (as good as any number: inside a JSON string
+ * the states loop); 0 also when unknown for lack of memory. A trie subtree of plain text whose
+ * paths start at most that many characters, met in state s, is then allowed whole without walking
+ * it: the string's content does not matter, only its length (maxLength counts down one state per
+ * character). */
+static int reach(g4_matcher *m, int32_t s) {
+    if (m->st[s].reach1) return m->st[s].reach1 - 1;
+    int cap = m->v->max_chars;
+    int32_t chain[256];
+    int n = 0, r = -1;
+    for (int32_t x = s;;) {
+        if (m->st[x].reach1) { r = m->st[x].reach1 - 1; break; }
+        if (n == cap) { m->st[s].reach1 = cap + 1; return cap; }  /* the states below stay unknown */
+        chain[n++] = x;
+        int32_t t = next_uniform_memo(m, x);
+        if (t == -3) return 0;
+        if (t < 0) break;
+        for (int j = 0; j < n; j++)
+            if (chain[j] == t) {  /* a loop */
+                for (int k = 0; k < n; k++) m->st[chain[k]].reach1 = cap + 1;
+                return cap;
+            }
+        x = t;
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        r = r + 1 < cap ? r + 1 : cap;
+        m->st[chain[k]].reach1 = r + 1;
+    }
+    return m->st[s].reach1 - 1;
 }
 
 int g4_matcher_mask(g4_matcher *m, uint32_t *mask) {
@@ -546,14 +597,14 @@ int g4_matcher_mask(g4_matcher *m, uint32_t *mask) {
     }
     memset(mask, 0, words * 4);
     int count = 0;
-    const uint8_t *byte = v->byte, *plain = v->plain;
+    const uint8_t *byte = v->byte, *plain = v->plain, *maxc = v->maxc;
     const uint16_t *depth = v->depth;
     const int32_t *skip = v->skip, *tb = v->tok_begin, *pre = v->pre_tok;
     int32_t *walk = m->walk;
     walk[0] = m->cur;
     for (int i = 1; i < v->n_nodes;) {
         int32_t ps = walk[depth[i] - 1];
-        if (plain[i] && m->st[ps].universal != 2 && universal(m, ps)) {
+        if (plain[i] && maxc[i] <= (m->st[ps].reach1 ? m->st[ps].reach1 - 1 : reach(m, ps))) {
             for (int32_t k = tb[i], e = tb[skip[i]]; k < e; k++) mask[pre[k] >> 5] |= 1u << (pre[k] & 31);
             count += tb[skip[i]] - tb[i];
             i = skip[i];

@@ -18,7 +18,7 @@ GEMMA = SHARED / "gemma3-tokenizer"
 needs_gemma = pytest.mark.skipif(not (GEMMA / "tokenizer.json").exists(), reason="no ../shared/data/gemma3-tokenizer")
 
 
-def walk(g4_bin, tmp_path, text, *, schema=None, gbnf=None, json_object=False, model=TINY, extra=()):
+def walk(g4_bin, tmp_path, text, *, schema=None, gbnf=None, json_object=False, model=TINY, extra=(), check=True):
     if schema is not None:
         f = tmp_path / "schema.json"
         f.write_text(json.dumps(schema))
@@ -29,10 +29,10 @@ def walk(g4_bin, tmp_path, text, *, schema=None, gbnf=None, json_object=False, m
         args = ["--gbnf", f]
     else:
         args = ["--json-object"]
-    r = run_g4(g4_bin, "grammar", "-m", model, *args, "--check", *extra, input=text.encode())
+    r = run_g4(g4_bin, "grammar", "-m", model, *args, *(["--check"] if check else []), *extra, input=text.encode())
     assert r.returncode == 0, r.stderr.decode()
     out = json.loads(r.stdout)
-    assert out["check_mismatches"] == 0
+    assert out.get("check_mismatches", 0) == 0
     return out
 
 
@@ -358,6 +358,7 @@ def test_print_gbnf(g4_bin, tmp_path):
 
 
 @needs_gemma
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["object-person", "nested", "string", "ref-recursive", "format-email"])
 def test_gemma_vocab(g4_bin, tmp_path, name):
     """The real vocabulary (byte-fallback pieces, '▁' spaces, special tokens), masks checked whole."""
@@ -379,6 +380,6 @@ def test_gemma_mask_speed(g4_bin, tmp_path):
         "additionalProperties": False}
     doc = {"name": "Ada Lovelace", "age": 36, "tags": ["math", "poetry"],
            "bio": "English mathematician and writer, chiefly known for her work on the Analytical Engine. " * 3}
-    out = walk(g4_bin, tmp_path, json.dumps(doc, indent=2), schema=schema, model=GEMMA, extra=["--bench"])
+    out = walk(g4_bin, tmp_path, json.dumps(doc, indent=2), schema=schema, model=GEMMA, extra=["--bench"], check=False)
     assert accepted(out)
     assert out["mask_us_median"] < 5000 and out["mask_us_max"] < 200000, out

@@ -10,11 +10,12 @@
 
 static const char USAGE[] =
     "usage: gemma4c grammar -m MODEL_OR_TOKENIZER_DIR (--json-schema FILE | --gbnf FILE | --json-object)\n"
-    "                       [--check] [--bench] [--no-cache] [--print-gbnf] [--end-id N]...\n"
+    "                       [--check] [--bench] [--trace] [--no-cache] [--print-gbnf] [--end-id N]...\n"
     "  candidate text on stdin is tokenized (no BOS) and walked token by token; prints JSON:\n"
     "  {\"tokens\": [{\"id\", \"offset\", \"len\", \"allowed\", \"n_allowed\"}...], \"rejected_at\", \"accepts_end\", ...}\n"
     "  --check       also compare every step's mask with a direct simulation of every token\n"
     "  --bench       time each step's mask (median / p99 / max in microseconds)\n"
+    "  --trace       each step's allowed count and mask time on stderr\n"
     "  --no-cache    no mask caching per grammar state (every mask a full walk)\n"
     "  --print-gbnf  print the GBNF the schema compiles to and exit\n"
     "  --end-id N    an end-of-output token (default: the tokenizer's <eos> and <end_of_turn>)\n";
@@ -45,7 +46,7 @@ static int cmp_d(const void *a, const void *b) {
 
 int cli_grammar(int argc, char **argv) {
     const char *cmd = "grammar", *model = NULL, *schema = NULL, *gbnf = NULL;
-    int want_object = 0, check = 0, bench = 0, no_cache = 0, print = 0, n_end = 0;
+    int want_object = 0, check = 0, bench = 0, trace = 0, no_cache = 0, print = 0, n_end = 0;
     int32_t end_ids[16];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -57,6 +58,7 @@ int cli_grammar(int argc, char **argv) {
         else if (!strcmp(a, "--json-object")) want_object = 1;
         else if (!strcmp(a, "--check")) check = 1;
         else if (!strcmp(a, "--bench")) bench = 1;
+        else if (!strcmp(a, "--trace")) trace = 1;
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
         else if (!strcmp(a, "--print-gbnf")) print = 1;
         else if (!strcmp(a, "--end-id")) {
@@ -132,7 +134,7 @@ int cli_grammar(int argc, char **argv) {
         double ts = g4_now();
         int cnt = g4_matcher_mask(m, mask);
         times[n_masks++] = g4_now() - ts;
-        if (getenv("G4_GRAMMAR_TRACE")) fprintf(stderr, "step %zu: %d allowed, %.1f us\n", i, cnt, times[n_masks - 1] * 1e6);
+        if (trace) fprintf(stderr, "step %zu: %d allowed, %.1f us\n", i, cnt, times[n_masks - 1] * 1e6);
         if (cnt < 0) { st = G4_ERR_NOMEM; goto fail; }
         if (check) {
             /* every token's bit against a simulation of its bytes on the parse stacks */

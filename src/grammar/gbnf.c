@@ -560,7 +560,7 @@ static g4_status finish(builder *b, int root, g4_grammar **out) {
         g->alt_off[i] = ai;
         for (int j = 0; j < b->r[i].n; j++) {
             g->alts[ai++] = ei;
-            memcpy(g->el + ei, b->r[i].alt[j].v, (size_t)b->r[i].alt[j].n * sizeof *g->el);
+            if (b->r[i].alt[j].n) memcpy(g->el + ei, b->r[i].alt[j].v, (size_t)b->r[i].alt[j].n * sizeof *g->el);
             ei += b->r[i].alt[j].n;
             g->el[ei++] = GR_END;
         }
@@ -569,7 +569,7 @@ static g4_status finish(builder *b, int root, g4_grammar **out) {
     }
     g->alt_off[n] = ai;
     g->n_el = ei;
-    memcpy(g->cls, b->cls, (size_t)b->n_cls * sizeof *g->cls);
+    if (b->n_cls) memcpy(g->cls, b->cls, (size_t)b->n_cls * sizeof *g->cls);
     g->n_cls = b->n_cls;
     *out = g;
 done:

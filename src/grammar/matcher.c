@@ -660,7 +660,7 @@ int g4_matcher_allows_bytes_ref(g4_matcher *m, const void *bytes, size_t n) {
         int32_t *nx = realloc(cur, (size_t)(m->n_buf ? m->n_buf : 1) * sizeof *nx);
         if (!nx) { free(cur); return -1; }
         cur = nx;
-        memcpy(cur, m->buf, (size_t)m->n_buf * sizeof *cur);
+        if (m->n_buf) memcpy(cur, m->buf, (size_t)m->n_buf * sizeof *cur);
         nc = m->n_buf;
     }
     free(cur);

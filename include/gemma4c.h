@@ -531,6 +531,61 @@ void g4_image_free(g4_image *im);
  * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
  * the model's worker threads: not while another call (a step) uses the same model. */
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
+/* ---------------------------------------------------------------- structured outputs */
+
+/* Constrained decoding (src/grammar; docs/structured-outputs.md): a context-free grammar over
+ * bytes, compiled once per request, and a matcher that gives per step the set of tokens of the
+ * whole vocabulary whose bytes keep the output inside the grammar's language. Exact: a token is
+ * allowed iff some continuation of the output with its bytes is in the language; an end token
+ * iff the output so far is. Pure functions over token ids and bytes. */
+typedef struct g4_grammar g4_grammar;
+typedef struct g4_vocab_index g4_vocab_index;
+typedef struct g4_matcher g4_matcher;
+
+/* llama.cpp GBNF text; `root` names the start rule (NULL: "root"). G4_ERR_INPUT names the line
+ * and column, an undefined rule, a left-recursive rule, or one that can never finish. */
+g4_status g4_grammar_compile_gbnf(const char *src, size_t len, const char *root, g4_grammar **out);
+/* A JSON Schema (the keywords docs/structured-outputs.md lists; any other is G4_ERR_INPUT naming
+ * the keyword and where it is). */
+g4_status g4_grammar_compile_json_schema(const char *json, size_t len, g4_grammar **out);
+/* Any JSON object (OpenAI's response_format json_object). */
+g4_status g4_grammar_compile_json_object(g4_grammar **out);
+/* The GBNF a JSON Schema compiles to (*gbnf malloc'ed, NUL-terminated); NULL schema: json_object. */
+g4_status g4_json_schema_to_gbnf(const char *json, size_t len, char **gbnf);
+void g4_grammar_free(g4_grammar *g);
+
+/* The byte trie of a tokenizer's vocabulary, built once per tokenizer and shared read-only by
+ * matchers: each token's bytes are those it adds to the detokenized text (a byte-fallback piece
+ * <0xHH> its byte); special tokens are never allowed, but `end_ids` (e.g. the eos ids) are the
+ * end of output. */
+g4_status g4_vocab_index_new(const g4_tokenizer *t, const int32_t *end_ids, int n_end, g4_vocab_index **out);
+/* The same over raw byte strings pieces[i][0..lens[i]) (NULL or empty: never allowed). */
+g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *lens, int n,
+                                     const int32_t *end_ids, int n_end, g4_vocab_index **out);
+void g4_vocab_index_free(g4_vocab_index *v);
+int g4_vocab_index_size(const g4_vocab_index *v);
+const unsigned char *g4_vocab_index_token_bytes(const g4_vocab_index *v, int32_t tok, size_t *len);
+
+/* A matcher per sequence (both g and v must outlive it). */
+g4_status g4_grammar_matcher_new(const g4_grammar *g, const g4_vocab_index *v, g4_matcher **out);
+void g4_matcher_free(g4_matcher *m);
+/* Writes the allowed tokens as bits (token t: bitmask[t / 32] bit t % 32) over the vocabulary,
+ * ((size + 31) / 32 words); returns how many, or -1 (out of memory). After the end token: none. */
+int g4_matcher_mask(g4_matcher *m, uint32_t *bitmask);
+/* Advances by a token: 1 when it is allowed (an end token: when the grammar accepts, after which
+ * nothing more is), 0 when not (the state is unchanged), -1 out of memory. */
+int g4_matcher_accept(g4_matcher *m, int32_t token);
+/* The same for raw bytes. */
+int g4_matcher_accept_bytes(g4_matcher *m, const void *bytes, size_t n);
+/* 1 when the output so far is a whole sentence of the grammar (an end token is allowed). */
+int g4_matcher_accepts_end(const g4_matcher *m);
+int g4_matcher_is_end(const g4_matcher *m, int32_t token);
+/* Whether the bytes could be fed now, simulated on the parse stacks without the matcher's
+ * transition tables or caches (the reference the masks are tested against); -1 out of memory. */
+int g4_matcher_allows_bytes_ref(g4_matcher *m, const void *bytes, size_t n);
+/* Mask caching per grammar state (on by default; off to time the full walk). */
+void g4_matcher_set_cache(g4_matcher *m, int on);
+int g4_matcher_n_states(const g4_matcher *m);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@ int cli_pack(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_parse(int argc, char **argv);
 int cli_image(int argc, char **argv);
+int cli_grammar(int argc, char **argv);
 
 /* Prints "gemma4c: <g4_last_error()>" to stderr and returns the exit code for `st`. */
 int cli_report(g4_status st);

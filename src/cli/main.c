@@ -22,6 +22,7 @@ static const struct {
     {"parse", cli_parse, "raw model output on stdin -> the chat message (reasoning, content, tool calls)"},
     {"chat", cli_chat, "interactive multi-turn chat with the model's chat template (stdin -> stdout)"},
     {"image", cli_image, "an image through the image processor (and with -m the vision embedder)"},
+    {"grammar", cli_grammar, "walk text on stdin through a JSON Schema / GBNF grammar's token masks"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,810 @@
+/* json_schema.c — JSON Schema (and OpenAI's json_object) to GBNF text, which gbnf.c compiles: the
+ * keywords of OpenAI's strict structured outputs plus integer ranges, lengths, string formats and
+ * patterns; any other keyword is refused by name, never ignored. Whitespace between tokens is
+ * bounded so that a model cannot pad forever. */
+#include "grammar/grammar.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { char *s; size_t n, cap; int oom; } sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *p = realloc(b->s, nc);
+        if (!p) { b->oom = 1; return; }
+        b->s = p;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) { sb_put(b, tmp, (size_t)n); return; }
+    char *big = malloc((size_t)n + 1);
+    if (!big) { b->oom = 1; return; }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
+}
+
+typedef struct {
+    sbuf out;
+    json_t *root;
+    int n_rules;
+    char **ref_name;    /* $ref strings seen, and the rules they became */
+    int *ref_rule;
+    int n_refs;
+    int depth;
+    g4_status err;
+} ctx;
+
+static int fail(ctx *c, g4_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(ctx *c, g4_status st, const char *fmt, ...) {
+    if (!c->err) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        c->err = g4_fail(st, "json_schema: %s", msg);
+    }
+    return -1;
+}
+
+static const char PRIMITIVES[] =
+    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n"
+    "value ::= object | array | string | number | boolean | null\n"
+    "object ::= \"{\" ws ( kv ( \",\" ws kv )* )? \"}\"\n"
+    "kv ::= string ws \":\" ws value ws\n"
+    "array ::= \"[\" ws ( value ws ( \",\" ws value ws )* )? \"]\"\n"
+    "string ::= \"\\\"\" char* \"\\\"\"\n"
+    "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"
+    "number ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"
+    "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
+    "boolean ::= \"true\" | \"false\"\n"
+    "null ::= \"null\"\n";
+
+/* A GBNF string literal matching exactly the bytes s[0..n). */
+static void lit(sbuf *b, const char *s, size_t n) {
+    sb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; sb_put(b, e, 2); }
+        else if (c < 0x20 || c == 0x7F) sb_printf(b, "\\x%02X", c);
+        else sb_put(b, (const char *)&c, 1);
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* A JSON value exactly (enum / const): scalars as their compact serialization, arrays and objects
+ * member by member in their order, with the same bounded whitespace as everywhere else. */
+static int lit_json(ctx *c, sbuf *b, json_t *v) {
+    if (json_is_array(v) || json_is_object(v)) {
+        int arr = json_is_array(v);
+        size_t n = arr ? json_array_size(v) : json_object_size(v);
+        sb_put(b, arr ? "\"[\" ws" : "\"{\" ws", 6);
+        size_t i = 0;
+        const char *k;
+        json_t *x;
+        void *it = arr ? NULL : json_object_iter(v);
+        for (i = 0; i < n; i++) {
+            if (i) sb_put(b, " \",\" ws", 7);
+            sb_put(b, " ", 1);
+            if (arr) x = json_array_get(v, i);
+            else {
+                k = json_object_iter_key(it);
+                x = json_object_iter_value(it);
+                it = json_object_iter_next(v, it);
+                json_t *ks = json_string(k);
+                if (!ks || lit_json(c, b, ks)) { json_decref(ks); return fail(c, G4_ERR_NOMEM, "out of memory"); }
+                json_decref(ks);
+                sb_put(b, " ws \":\" ws ", 11);
+            }
+            if (lit_json(c, b, x)) return -1;
+            sb_put(b, " ws", 3);
+        }
+        sb_put(b, arr ? " \"]\"" : " \"}\"", 4);
+        return 0;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) return fail(c, G4_ERR_NOMEM, "out of memory");
+    lit(b, s, strlen(s));
+    free(s);
+    return 0;
+}
+
+static int gen(ctx *c, json_t *s, const char *path);
+
+static int new_rule(ctx *c) { return c->n_rules++; }
+
+static void emit_rule(ctx *c, int r, const sbuf *body) {
+    sb_printf(&c->out, "r%d ::= ", r);
+    sb_put(&c->out, body->s ? body->s : "\"\"", body->s ? body->n : 2);
+    sb_put(&c->out, "\n", 1);
+}
+
+/* ---------------------------------------------------------------- integers in a range */
+
+/* Same-length digit strings a <= b (leading zeros allowed inside). */
+static void digits_range(sbuf *b, const char *a, const char *z, int L) {
+    if (L == 1) { sb_printf(b, "[%c-%c]", a[0], z[0]); return; }
+    if (a[0] == z[0]) {
+        sb_printf(b, "\"%c\" ", a[0]);
+        digits_range(b, a + 1, z + 1, L - 1);
+        return;
+    }
+    char nines[24], zeros[24];
+    memset(nines, '9', (size_t)L);
+    memset(zeros, '0', (size_t)L);
+    sb_printf(b, "( \"%c\" ", a[0]);
+    digits_range(b, a + 1, nines, L - 1);
+    if (a[0] + 1 <= z[0] - 1) sb_printf(b, " | [%c-%c] [0-9]{%d}", a[0] + 1, z[0] - 1, L - 1);
+    sb_printf(b, " | \"%c\" ", z[0]);
+    digits_range(b, zeros, z + 1, L - 1);
+    sb_put(b, " )", 2);
+}
+
+/* Naturals in [a, z] without leading zeros (z < 0: unbounded), as alternatives. */
+static void nat_range(sbuf *b, long long a, long long z) {
+    char as[24], zs[24];
+    int la = snprintf(as, sizeof as, "%lld", a);
+    int lz = z >= 0 ? snprintf(zs, sizeof zs, "%lld", z) : la;
+    sb_put(b, "( ", 2);
+    for (int L = la; L <= lz; L++) {
+        char lo[24], hi[24];
+        if (L == la) memcpy(lo, as, 24); else { memset(lo, '0', (size_t)L); lo[0] = '1'; lo[L] = 0; }
+        if (z >= 0 && L == lz) memcpy(hi, zs, 24); else { memset(hi, '9', (size_t)L); hi[L] = 0; }
+        if (L > la) sb_put(b, " | ", 3);
+        digits_range(b, lo, hi, L);
+    }
+    if (z < 0) sb_printf(b, " | [1-9] [0-9]{%d,}", la);
+    sb_put(b, " )", 2);
+}
+
+static int int_bound(ctx *c, json_t *s, const char *key, const char *path, long long *v) {
+    json_t *x = json_object_get(s, key);
+    if (!x) return 0;
+    if (!json_is_number(x)) return fail(c, G4_ERR_INPUT, "%s/%s is not a number", path, key);
+    double d = json_number_value(x);
+    if (fabs(d) >= 1e15) return fail(c, G4_ERR_INPUT, "%s/%s: %g is beyond the +-1e15 integers support", path, key, d);
+    int lower = !strcmp(key, "minimum") || !strcmp(key, "exclusiveMinimum");
+    double r = lower ? ceil(d) : floor(d);
+    if (!strncmp(key, "exclusive", 9) && r == d) r += lower ? 1 : -1;
+    *v = (long long)r;
+    return 1;
+}
+
+static int integer_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+    long long lo = 0, hi = 0, t;
+    int has_lo = 0, has_hi = 0, k;
+    static const char *lows[] = {"minimum", "exclusiveMinimum"}, *highs[] = {"maximum", "exclusiveMaximum"};
+    for (int i = 0; i < 2; i++) {
+        if ((k = int_bound(c, s, lows[i], path, &t)) < 0) return -1;
+        if (k && (!has_lo || t > lo)) { lo = t; has_lo = 1; }
+        if ((k = int_bound(c, s, highs[i], path, &t)) < 0) return -1;
+        if (k && (!has_hi || t < hi)) { hi = t; has_hi = 1; }
+    }
+    if (!has_lo && !has_hi) { sb_put(b, "integer", 7); return 0; }
+    if (has_lo && has_hi && lo > hi) return fail(c, G4_ERR_INPUT, "%s: no integer lies between minimum %lld and maximum %lld", path, lo, hi);
+    int alts = 0;
+    sb_put(b, "( ", 2);
+    if (!has_hi || hi >= 0) {  /* the non-negative part */
+        nat_range(b, has_lo && lo > 0 ? lo : 0, has_hi ? hi : -1);
+        alts++;
+    }
+    if (!has_lo || lo < 0) {   /* the negative part, as magnitudes */
+        if (alts) sb_put(b, " | ", 3);
+        sb_put(b, "\"-\" ", 4);
+        nat_range(b, has_hi && hi < 0 ? -hi : 1, has_lo ? -lo : -1);
+    }
+    sb_put(b, " )", 2);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- strings: patterns and formats */
+
+typedef struct { uint32_t lo, hi; } cpr;
+
+static int cmp_cpr(const void *x, const void *y) {
+    const cpr *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void cp_esc(sbuf *b, uint32_t cp) {
+    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) sb_printf(b, "%c", (char)cp);
+    else if (cp < 0x100) sb_printf(b, "\\x%02X", cp);
+    else if (cp < 0x10000) sb_printf(b, "\\u%04X", cp);
+    else sb_printf(b, "\\U%08X", cp);
+}
+
+/* A JSON-string character set: the code points of rg (negated when neg) as they appear inside a
+ * JSON string — '"' and '\' escaped, control characters left out. */
+static int emit_class(ctx *c, sbuf *b, cpr *rg, int n, int neg, const char *path) {
+    qsort(rg, (size_t)n, sizeof *rg, cmp_cpr);
+    cpr m[300];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (k && rg[i].lo <= m[k - 1].hi + 1) { if (rg[i].hi > m[k - 1].hi) m[k - 1].hi = rg[i].hi; }
+        else m[k++] = rg[i];
+    }
+    cpr pos[300];
+    int np = 0;
+    if (neg) {
+        uint32_t next = 0;
+        for (int i = 0; i < k; i++) {
+            if (m[i].lo > next) pos[np++] = (cpr){next, m[i].lo - 1};
+            next = m[i].hi + 1;
+        }
+        if (next <= 0x10FFFF) pos[np++] = (cpr){next, 0x10FFFF};
+    } else {
+        memcpy(pos, m, (size_t)k * sizeof *m);
+        np = k;
+    }
+    int quote = 0, bslash = 0, any = 0;
+    sbuf cls = {0};
+    for (int i = 0; i < np; i++) {
+        uint32_t lo = pos[i].lo < 0x20 ? 0x20 : pos[i].lo, hi = pos[i].hi;
+        if (lo > hi) continue;
+        /* cut out '"' (0x22) and '\' (0x5C): they go in as escapes */
+        uint32_t cuts[2] = {'"', '\\'};
+        for (int j = 0; j < 2; j++)
+            if (lo <= cuts[j] && cuts[j] <= hi) {
+                if (j == 0) quote = 1; else bslash = 1;
+                if (lo < cuts[j]) {
+                    cp_esc(&cls, lo);
+                    if (cuts[j] - 1 > lo) { sb_put(&cls, "-", 1); cp_esc(&cls, cuts[j] - 1); }
+                    any = 1;
+                }
+                lo = cuts[j] + 1;
+            }
+        if (lo <= hi) {
+            cp_esc(&cls, lo);
+            if (hi > lo) { sb_put(&cls, "-", 1); cp_esc(&cls, hi); }
+            any = 1;
+        }
+    }
+    if (!any && !quote && !bslash) { free(cls.s); return fail(c, G4_ERR_INPUT, "%s/pattern: a character class that matches nothing", path); }
+    sb_put(b, "( ", 2);
+    int first = 1;
+    if (any) { sb_put(b, "[", 1); sb_put(b, cls.s, cls.n); sb_put(b, "]", 1); first = 0; }
+    if (quote) { sb_put(b, first ? "\"\\\\\\\"\"" : " | \"\\\\\\\"\"", first ? 6 : 9); first = 0; }
+    if (bslash) sb_put(b, first ? "\"\\\\\\\\\"" : " | \"\\\\\\\\\"", first ? 6 : 9);
+    sb_put(b, " )", 2);
+    free(cls.s);
+    return 0;
+}
+
+typedef struct { ctx *c; const char *p, *end, *path; } rx;
+
+static int rx_alt(rx *r, sbuf *b);
+
+/* One code point of the pattern (UTF-8), or -1. */
+static long rx_cp(rx *r) {
+    if (r->p >= r->end) return -1;
+    unsigned char c = (unsigned char)*r->p++;
+    if (c < 0x80) return c;
+    int n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+    uint32_t v = c & (0x3F >> n);
+    for (int i = 0; i < n && r->p < r->end; i++) v = v << 6 | ((unsigned char)*r->p++ & 63);
+    return v;
+}
+
+/* Adds the ranges of a class escape (\d \w \s; upper case: negated, returned as neg=1). */
+static int class_escape(char e, cpr *rg, int *n, int *neg) {
+    *neg = e >= 'A' && e <= 'Z';
+    switch (e | 0x20) {
+    case 'd': rg[(*n)++] = (cpr){'0', '9'}; return 1;
+    case 'w': rg[(*n)++] = (cpr){'a', 'z'}; rg[(*n)++] = (cpr){'A', 'Z'}; rg[(*n)++] = (cpr){'0', '9'}; rg[(*n)++] = (cpr){'_', '_'}; return 1;
+    case 's': rg[(*n)++] = (cpr){' ', ' '}; rg[(*n)++] = (cpr){'\t', '\r'}; return 1;
+    default: return 0;
+    }
+}
+
+static void json_char_lit(sbuf *b, uint32_t cp) {
+    if (cp == '"') sb_put(b, "\"\\\\\\\"\"", 6);
+    else if (cp == '\\') sb_put(b, "\"\\\\\\\\\"", 6);
+    else if (cp == '\n') sb_put(b, "\"\\\\n\"", 5);
+    else if (cp == '\t') sb_put(b, "\"\\\\t\"", 5);
+    else if (cp == '\r') sb_put(b, "\"\\\\r\"", 5);
+    else if (cp < 0x20) sb_printf(b, "\"\\\\u%04X\"", cp);
+    else { sb_put(b, "[", 1); cp_esc(b, cp); sb_put(b, "]", 1); }
+}
+
+static int rx_atom(rx *r, sbuf *b) {
+    ctx *c = r->c;
+    char ch = *r->p;
+    if (ch == '(') {
+        r->p++;
+        if (r->end - r->p >= 2 && r->p[0] == '?') {
+            if (r->p[1] != ':') return fail(c, G4_ERR_INPUT, "%s/pattern: lookaround and named groups are not supported", r->path);
+            r->p += 2;
+        }
+        sb_put(b, "( ", 2);
+        if (rx_alt(r, b)) return -1;
+        if (r->p >= r->end || *r->p != ')') return fail(c, G4_ERR_INPUT, "%s/pattern: unbalanced '('", r->path);
+        r->p++;
+        sb_put(b, " )", 2);
+        return 0;
+    }
+    if (ch == '[') {
+        r->p++;
+        cpr rg[256];
+        int n = 0, neg = 0;
+        if (r->p < r->end && *r->p == '^') { neg = 1; r->p++; }
+        int first = 1;
+        while (r->p < r->end && (*r->p != ']' || first)) {
+            first = 0;
+            if (n > 250) return fail(c, G4_ERR_INPUT, "%s/pattern: character class too long", r->path);
+            long lo;
+            if (*r->p == '\\') {
+                r->p++;
+                if (r->p >= r->end) break;
+                int eneg;
+                if (class_escape(*r->p, rg, &n, &eneg)) {
+                    if (eneg) return fail(c, G4_ERR_INPUT, "%s/pattern: \\%c inside a class is not supported", r->path, *r->p);
+                    r->p++;
+                    continue;
+                }
+                char e = *r->p++;
+                lo = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+            } else lo = rx_cp(r);
+            long hi = lo;
+            if (r->end - r->p > 1 && *r->p == '-' && r->p[1] != ']') {
+                r->p++;
+                if (*r->p == '\\') { r->p++; hi = r->p < r->end ? (unsigned char)*r->p++ : lo; }
+                else hi = rx_cp(r);
+                if (hi < lo) return fail(c, G4_ERR_INPUT, "%s/pattern: character range out of order", r->path);
+            }
+            rg[n++] = (cpr){(uint32_t)lo, (uint32_t)hi};
+        }
+        if (r->p >= r->end) return fail(c, G4_ERR_INPUT, "%s/pattern: unterminated '['", r->path);
+        r->p++;
+        return emit_class(c, b, rg, n, neg, r->path);
+    }
+    if (ch == '.') {
+        r->p++;
+        cpr rg[1] = {{'\n', '\n'}};
+        return emit_class(c, b, rg, 1, 1, r->path);
+    }
+    if (ch == '\\') {
+        r->p++;
+        if (r->p >= r->end) return fail(c, G4_ERR_INPUT, "%s/pattern: trailing '\\'", r->path);
+        char e = *r->p;
+        cpr rg[8];
+        int n = 0, neg;
+        if (class_escape(e, rg, &n, &neg)) { r->p++; return emit_class(c, b, rg, n, neg, r->path); }
+        if ((e >= '0' && e <= '9') || e == 'b' || e == 'B' || e == 'k' || e == 'p' || e == 'P')
+            return fail(c, G4_ERR_INPUT, "%s/pattern: escape \\%c is not supported", r->path, e);
+        r->p++;
+        json_char_lit(b, e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : (uint32_t)(unsigned char)e);
+        return 0;
+    }
+    if (ch == '^' || ch == '$') return fail(c, G4_ERR_INPUT, "%s/pattern: '%c' is supported only at the pattern's start / end", r->path, ch);
+    if (ch == '*' || ch == '+' || ch == '?' || ch == '{') return fail(c, G4_ERR_INPUT, "%s/pattern: quantifier without an item", r->path);
+    json_char_lit(b, (uint32_t)rx_cp(r));
+    return 0;
+}
+
+static int rx_seq(rx *r, sbuf *b) {
+    while (r->p < r->end && *r->p != '|' && *r->p != ')') {
+        if (*r->p == '$' && r->p + 1 == r->end) break;
+        if (rx_atom(r, b)) return -1;
+        if (r->p < r->end && (*r->p == '*' || *r->p == '+' || *r->p == '?')) {
+            sb_put(b, r->p, 1);
+            r->p++;
+        } else if (r->p < r->end && *r->p == '{') {
+            const char *q = r->p + 1;
+            while (q < r->end && ((*q >= '0' && *q <= '9') || *q == ',')) q++;
+            if (q >= r->end || *q != '}') return fail(r->c, G4_ERR_INPUT, "%s/pattern: bad '{' quantifier", r->path);
+            sb_put(b, r->p, (size_t)(q + 1 - r->p));
+            r->p = q + 1;
+        }
+        if (r->p < r->end && *r->p == '?') r->p++;  /* lazy: the language is the same */
+        sb_put(b, " ", 1);
+    }
+    return 0;
+}
+
+static int rx_alt(rx *r, sbuf *b) {
+    if (++r->c->depth > 100) return fail(r->c, G4_ERR_INPUT, "%s/pattern: nested too deep", r->path);
+    sb_put(b, "\"\" ", 3);
+    if (rx_seq(r, b)) return -1;
+    while (r->p < r->end && *r->p == '|') {
+        r->p++;
+        sb_put(b, "| \"\" ", 5);
+        if (rx_seq(r, b)) return -1;
+    }
+    r->c->depth--;
+    return 0;
+}
+
+static int pattern_body(ctx *c, const char *pat, const char *path, sbuf *b) {
+    size_t n = strlen(pat);
+    rx r = {c, pat, pat + n, path};
+    int anch_start = n && pat[0] == '^';
+    int anch_end = n && pat[n - 1] == '$' && (n < 2 || pat[n - 2] != '\\');
+    if (anch_start) r.p++;
+    sb_put(b, "\"\\\"\" ", 5);
+    if (!anch_start) sb_put(b, "char* ", 6);
+    sb_put(b, "( ", 2);
+    if (rx_alt(&r, b)) return -1;
+    if (r.p < r.end && *r.p == ')') return fail(c, G4_ERR_INPUT, "%s/pattern: unbalanced ')'", path);
+    sb_put(b, " ) ", 3);
+    if (!anch_end) sb_put(b, "char* ", 6);
+    sb_put(b, "\"\\\"\"", 4);
+    return 0;
+}
+
+#define DATE "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"
+#define TIME "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? " \
+             "( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"
+static const struct { const char *name, *gbnf; } FORMATS[] = {
+    {"date", DATE},
+    {"time", TIME},
+    {"date-time", DATE " \"T\" " TIME},
+    {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"},
+    {"email", "[a-zA-Z0-9._%+-]+ \"@\" [a-zA-Z0-9-]+ ( \".\" [a-zA-Z0-9-]+ )+"},
+};
+
+static int size_kw(ctx *c, json_t *s, const char *key, const char *path, long *out) {
+    json_t *x = json_object_get(s, key);
+    if (!x) return 0;
+    if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 10000)
+        return fail(c, G4_ERR_INPUT, "%s/%s must be an integer in 0..10000", path, key);
+    *out = (long)json_integer_value(x);
+    return 1;
+}
+
+static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+    json_t *fmt = json_object_get(s, "format"), *pat = json_object_get(s, "pattern");
+    long mn = 0, mx = -1;
+    int hmn, hmx;
+    if ((hmn = size_kw(c, s, "minLength", path, &mn)) < 0 || (hmx = size_kw(c, s, "maxLength", path, &mx)) < 0) return -1;
+    if ((fmt || pat) && (hmn || hmx)) return fail(c, G4_ERR_INPUT, "%s: minLength/maxLength together with %s is not supported", path, fmt ? "format" : "pattern");
+    if (fmt && pat) return fail(c, G4_ERR_INPUT, "%s: format together with pattern is not supported", path);
+    if (fmt) {
+        if (!json_is_string(fmt)) return fail(c, G4_ERR_INPUT, "%s/format is not a string", path);
+        for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+            if (!strcmp(json_string_value(fmt), FORMATS[i].name)) {
+                sb_printf(b, "\"\\\"\" %s \"\\\"\"", FORMATS[i].gbnf);
+                return 0;
+            }
+        return fail(c, G4_ERR_INPUT, "%s/format: unsupported format '%s' (supported: date, time, date-time, uuid, email)", path, json_string_value(fmt));
+    }
+    if (pat) {
+        if (!json_is_string(pat)) return fail(c, G4_ERR_INPUT, "%s/pattern is not a string", path);
+        return pattern_body(c, json_string_value(pat), path, b);
+    }
+    if (!hmn && !hmx) { sb_put(b, "string", 6); return 0; }
+    if (hmx && mx < mn) return fail(c, G4_ERR_INPUT, "%s: maxLength %ld < minLength %ld", path, mx, mn);
+    if (hmx) sb_printf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", mn, mx);
+    else sb_printf(b, "\"\\\"\" char{%ld,} \"\\\"\"", mn);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- objects and arrays */
+
+static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+    json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+    json_t *ap = json_object_get(s, "additionalProperties");
+    char sub[1024];
+    if (props && !json_is_object(props)) return fail(c, G4_ERR_INPUT, "%s/properties is not an object", path);
+    if (req && !json_is_array(req)) return fail(c, G4_ERR_INPUT, "%s/required is not an array", path);
+    size_t ri;
+    json_t *rv;
+    json_array_foreach(req, ri, rv) {
+        if (!json_is_string(rv)) return fail(c, G4_ERR_INPUT, "%s/required/%zu is not a string", path, ri);
+        if (!props || !json_object_get(props, json_string_value(rv)))
+            return fail(c, G4_ERR_INPUT, "%s/required: '%s' is not among the properties", path, json_string_value(rv));
+    }
+    size_t n = props ? json_object_size(props) : 0;
+    if (!n) {
+        if (ap && json_is_false(ap)) { sb_put(b, "\"{\" ws \"}\"", 10); return 0; }
+        if (!ap || json_is_true(ap)) { sb_put(b, "object", 6); return 0; }
+        snprintf(sub, sizeof sub, "%s/additionalProperties", path);
+        int v = gen(c, ap, sub);
+        if (v < 0) return -1;
+        sb_printf(b, "\"{\" ws ( string ws \":\" ws r%d ws ( \",\" ws string ws \":\" ws r%d ws )* )? \"}\"", v, v);
+        return 0;
+    }
+    if (ap && !json_is_false(ap))
+        return fail(c, G4_ERR_INPUT, "%s/additionalProperties: only false is supported next to properties", path);
+    /* properties in their declared order, the optional ones skippable: A_i (nothing written yet)
+     * and B_i (something written, so a comma first) over properties i.. */
+    int *kv = malloc(n * sizeof *kv);
+    char *opt = malloc(n);
+    if (!kv || !opt) { free(kv); free(opt); return fail(c, G4_ERR_NOMEM, "out of memory"); }
+    size_t i = 0;
+    const char *key;
+    json_t *ps;
+    json_object_foreach(props, key, ps) {
+        int is_req = 0;
+        json_array_foreach(req, ri, rv) is_req |= !strcmp(json_string_value(rv), key);
+        opt[i] = (char)!is_req;
+        snprintf(sub, sizeof sub, "%s/properties/%s", path, key);
+        int v = gen(c, ps, sub);
+        if (v < 0) { free(kv); free(opt); return -1; }
+        kv[i] = new_rule(c);
+        sbuf kb = {0};
+        json_t *ks = json_string(key);
+        lit_json(c, &kb, ks);
+        json_decref(ks);
+        sb_printf(&kb, " ws \":\" ws r%d ws", v);
+        emit_rule(c, kv[i], &kb);
+        free(kb.s);
+        i++;
+    }
+    int a_next = new_rule(c), b_next = new_rule(c);
+    sbuf e = {0};
+    emit_rule(c, a_next, &e);
+    emit_rule(c, b_next, &e);
+    for (size_t j = n; j-- > 0;) {
+        int A = new_rule(c), B = new_rule(c);
+        sbuf ab = {0}, bb = {0};
+        sb_printf(&ab, "r%d r%d", kv[j], b_next);
+        if (opt[j]) sb_printf(&ab, " | r%d", a_next);
+        sb_printf(&bb, "\",\" ws r%d r%d", kv[j], b_next);
+        if (opt[j]) sb_printf(&bb, " | r%d", b_next);
+        emit_rule(c, A, &ab);
+        emit_rule(c, B, &bb);
+        free(ab.s);
+        free(bb.s);
+        a_next = A;
+        b_next = B;
+    }
+    free(kv);
+    free(opt);
+    sb_printf(b, "\"{\" ws r%d \"}\"", a_next);
+    return 0;
+}
+
+static int array_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+    json_t *items = json_object_get(s, "items");
+    long mn = 0, mx = -1;
+    int hmx;
+    if (size_kw(c, s, "minItems", path, &mn) < 0 || (hmx = size_kw(c, s, "maxItems", path, &mx)) < 0) return -1;
+    if (hmx && mx < mn) return fail(c, G4_ERR_INPUT, "%s: maxItems %ld < minItems %ld", path, mx, mn);
+    int v;
+    if (items) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/items", path);
+        if ((v = gen(c, items, sub)) < 0) return -1;
+    } else {
+        v = new_rule(c);
+        sbuf vb = {0};
+        sb_put(&vb, "value", 5);
+        emit_rule(c, v, &vb);
+        free(vb.s);
+    }
+    if (hmx && mx == 0) { sb_put(b, "\"[\" ws \"]\"", 10); return 0; }
+    sb_printf(b, "\"[\" ws ( r%d ws ( \",\" ws r%d ws ){%ld,", v, v, mn > 0 ? mn - 1 : 0);
+    if (hmx) sb_printf(b, "%ld", mx - 1);
+    sb_printf(b, "} )%s \"]\"", mn > 0 ? "" : "?");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- schemas */
+
+static const char *const KNOWN[] = {
+    "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum",
+    "const", "anyOf", "$ref", "$defs", "definitions", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "minLength", "maxLength", "pattern", "format",
+    /* annotations: no effect on the language */
+    "title", "description", "$schema", "$id", "$comment", "default", "examples",
+};
+
+static int type_body(ctx *c, json_t *s, const char *t, const char *path, sbuf *b) {
+    if (!strcmp(t, "null") || !strcmp(t, "boolean")) { sb_put(b, t, strlen(t)); return 0; }
+    if (!strcmp(t, "integer")) return integer_body(c, s, path, b);
+    if (!strcmp(t, "number")) {
+        static const char *const k[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+        for (int i = 0; i < 4; i++)
+            if (json_object_get(s, k[i]))
+                return fail(c, G4_ERR_INPUT, "%s: unsupported keyword '%s' on type number (integers only)", path, k[i]);
+        sb_put(b, "number", 6);
+        return 0;
+    }
+    if (!strcmp(t, "string")) return string_body(c, s, path, b);
+    if (!strcmp(t, "array")) return array_body(c, s, path, b);
+    if (!strcmp(t, "object")) return object_body(c, s, path, b);
+    return fail(c, G4_ERR_INPUT, "%s/type: unknown type '%s'", path, t);
+}
+
+static json_t *resolve(ctx *c, const char *ref, const char *path) {
+    if (ref[0] != '#') { fail(c, G4_ERR_INPUT, "%s/$ref: only local references (#...) are supported, not '%s'", path, ref); return NULL; }
+    json_t *cur = c->root;
+    const char *p = ref + 1;
+    while (*p) {
+        if (*p != '/') { fail(c, G4_ERR_INPUT, "%s/$ref: '%s' is not a JSON pointer", path, ref); return NULL; }
+        p++;
+        char tok[256];
+        size_t n = 0;
+        while (*p && *p != '/' && n < sizeof tok - 1) {
+            if (p[0] == '~' && p[1] == '0') { tok[n++] = '~'; p += 2; }
+            else if (p[0] == '~' && p[1] == '1') { tok[n++] = '/'; p += 2; }
+            else tok[n++] = *p++;
+        }
+        tok[n] = 0;
+        cur = json_is_object(cur) ? json_object_get(cur, tok) : NULL;
+        if (!cur) { fail(c, G4_ERR_INPUT, "%s/$ref: '%s' names nothing in the schema", path, ref); return NULL; }
+    }
+    return cur;
+}
+
+static int body(ctx *c, json_t *s, const char *path, sbuf *b);
+
+static int gen(ctx *c, json_t *s, const char *path) {
+    if (c->err) return -1;
+    if (++c->depth > 64) return fail(c, G4_ERR_INPUT, "%s: schema nested deeper than 64", path);
+    json_t *ref = json_is_object(s) ? json_object_get(s, "$ref") : NULL;
+    int r;
+    if (ref) {
+        if (!json_is_string(ref)) return fail(c, G4_ERR_INPUT, "%s/$ref is not a string", path);
+        const char *k;
+        json_t *v;
+        json_object_foreach(s, k, v) {
+            static const char *const ok[] = {"$ref", "title", "description", "$comment", "default", "examples", "$defs", "definitions", "$schema", "$id"};
+            size_t i = 0;
+            while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], k)) i++;
+            if (i == sizeof ok / sizeof ok[0])
+                return fail(c, G4_ERR_INPUT, "%s: keyword '%s' next to $ref is not supported", path, k);
+        }
+        const char *rs = json_string_value(ref);
+        for (int i = 0; i < c->n_refs; i++)
+            if (!strcmp(c->ref_name[i], rs)) { c->depth--; return c->ref_rule[i]; }
+        json_t *t = resolve(c, rs, path);
+        if (!t) return -1;
+        char **nn = realloc(c->ref_name, (size_t)(c->n_refs + 1) * sizeof *nn);
+        if (nn) c->ref_name = nn;
+        int *nr = realloc(c->ref_rule, (size_t)(c->n_refs + 1) * sizeof *nr);
+        if (nr) c->ref_rule = nr;
+        if (!nn || !nr || !(c->ref_name[c->n_refs] = strdup(rs))) return fail(c, G4_ERR_NOMEM, "out of memory");
+        r = new_rule(c);
+        c->ref_rule[c->n_refs++] = r;
+        sbuf bb = {0};
+        /* the referenced schema's own rule is written once; the recursion ends at the lookup above */
+        if (body(c, t, rs, &bb)) { free(bb.s); return -1; }
+        emit_rule(c, r, &bb);
+        free(bb.s);
+        c->depth--;
+        return r;
+    }
+    r = new_rule(c);
+    sbuf bb = {0};
+    if (body(c, s, path, &bb)) { free(bb.s); return -1; }
+    emit_rule(c, r, &bb);
+    free(bb.s);
+    c->depth--;
+    return r;
+}
+
+static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
+    if (json_is_true(s)) { sb_put(b, "value", 5); return 0; }
+    if (!json_is_object(s)) return fail(c, G4_ERR_INPUT, "%s: a schema must be an object or true", path);
+    const char *k;
+    json_t *v;
+    json_object_foreach(s, k, v) {
+        size_t i = 0;
+        while (i < sizeof KNOWN / sizeof KNOWN[0] && strcmp(KNOWN[i], k)) i++;
+        if (i == sizeof KNOWN / sizeof KNOWN[0]) return fail(c, G4_ERR_INPUT, "%s: unsupported keyword '%s'", path, k);
+    }
+    char sub[1024];
+    if (json_object_get(s, "$ref")) {
+        int r = gen(c, s, path);
+        if (r < 0) return -1;
+        sb_printf(b, "r%d", r);
+        return 0;
+    }
+    if ((v = json_object_get(s, "const"))) return lit_json(c, b, v);
+    if ((v = json_object_get(s, "enum"))) {
+        if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/enum must be a non-empty array", path);
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            if (i) sb_put(b, " | ", 3);
+            if (lit_json(c, b, e)) return -1;
+        }
+        return 0;
+    }
+    if ((v = json_object_get(s, "anyOf"))) {
+        if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/anyOf must be a non-empty array", path);
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            snprintf(sub, sizeof sub, "%s/anyOf/%zu", path, i);
+            int r = gen(c, e, sub);
+            if (r < 0) return -1;
+            sb_printf(b, i ? " | r%d" : "r%d", r);
+        }
+        return 0;
+    }
+    json_t *t = json_object_get(s, "type");
+    if (!t) {
+        /* no type: the type its keywords imply, or any value */
+        static const struct { const char *kw, *type; } imply[] = {
+            {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
+            {"items", "array"}, {"minItems", "array"}, {"maxItems", "array"},
+            {"pattern", "string"}, {"format", "string"}, {"minLength", "string"}, {"maxLength", "string"},
+            {"minimum", "integer"}, {"maximum", "integer"}, {"exclusiveMinimum", "integer"}, {"exclusiveMaximum", "integer"},
+        };
+        for (size_t i = 0; i < sizeof imply / sizeof imply[0]; i++)
+            if (json_object_get(s, imply[i].kw)) return type_body(c, s, imply[i].type, path, b);
+        sb_put(b, "value", 5);
+        return 0;
+    }
+    if (json_is_string(t)) return type_body(c, s, json_string_value(t), path, b);
+    if (!json_is_array(t) || !json_array_size(t)) return fail(c, G4_ERR_INPUT, "%s/type must be a string or a non-empty array", path);
+    size_t i;
+    json_t *e;
+    sb_put(b, "( ", 2);
+    json_array_foreach(t, i, e) {
+        if (!json_is_string(e)) return fail(c, G4_ERR_INPUT, "%s/type/%zu is not a string", path, i);
+        if (i) sb_put(b, " | ", 3);
+        sb_put(b, "( ", 2);
+        if (type_body(c, s, json_string_value(e), path, b)) return -1;
+        sb_put(b, " )", 2);
+    }
+    sb_put(b, " )", 2);
+    return 0;
+}
+
+g4_status g4_json_schema_to_gbnf(const char *json, size_t len, char **gbnf) {
+    *gbnf = NULL;
+    ctx c;
+    memset(&c, 0, sizeof c);
+    json_t *root = NULL;
+    if (json) {
+        json_error_t je;
+        root = json_loadb(json, len, JSON_DECODE_ANY, &je);
+        if (!root) return g4_fail(G4_ERR_INPUT, "json_schema: not JSON: %s (line %d column %d)", je.text, je.line, je.column);
+    }
+    c.root = root;
+    sb_put(&c.out, PRIMITIVES, sizeof PRIMITIVES - 1);
+    int r = root ? gen(&c, root, "#") : -1;
+    if (root && r >= 0) sb_printf(&c.out, "root ::= r%d\n", r);
+    if (!root) sb_put(&c.out, "root ::= object\n", 16);
+    if (!c.err && c.out.oom) c.err = g4_fail(G4_ERR_NOMEM, "json_schema: out of memory");
+    for (int i = 0; i < c.n_refs; i++) free(c.ref_name[i]);
+    free(c.ref_name);
+    free(c.ref_rule);
+    json_decref(root);
+    if (c.err) { free(c.out.s); return c.err; }
+    *gbnf = c.out.s;
+    return G4_OK;
+}
+
+static g4_status compile(const char *json, size_t len, g4_grammar **out) {
+    char *g;
+    g4_status st = g4_json_schema_to_gbnf(json, len, &g);
+    if (st) return st;
+    st = g4_grammar_compile_gbnf(g, strlen(g), "root", out);
+    free(g);
+    return st;
+}
+
+g4_status g4_grammar_compile_json_schema(const char *json, size_t len, g4_grammar **out) {
+    *out = NULL;
+    if (!json) return g4_fail(G4_ERR_INPUT, "json_schema: no schema");
+    return compile(json, len, out);
+}
+
+g4_status g4_grammar_compile_json_object(g4_grammar **out) { return compile(NULL, 0, out); }

@@ -327,6 +327,8 @@ typedef struct {
     const int32_t *bias_ids;      /* logit_bias (copied): bias[i] is added to the raw logit of */
     const float *bias;            /* bias_ids[i] before sampling, greedy included; -100 bans the */
     int n_bias;                   /* token (-inf). Ids must be in the vocabulary */
+    struct g4_matcher *constraint;   /* structured outputs: only the tokens it allows are sampled, and
+                                      * it is advanced by each accepted token (borrowed; NULL: none) */
 } g4_gen_params;
 
 typedef struct g4_gen g4_gen;
@@ -580,6 +582,8 @@ int g4_matcher_accept_bytes(g4_matcher *m, const void *bytes, size_t n);
 /* 1 when the output so far is a whole sentence of the grammar (an end token is allowed). */
 int g4_matcher_accepts_end(const g4_matcher *m);
 int g4_matcher_is_end(const g4_matcher *m, int32_t token);
+/* The vocabulary index the matcher masks over. */
+const g4_vocab_index *g4_matcher_vocab(const g4_matcher *m);
 /* Whether the bytes could be fed now, simulated on the parse stacks without the matcher's
  * transition tables or caches (the reference the masks are tested against); -1 out of memory. */
 int g4_matcher_allows_bytes_ref(g4_matcher *m, const void *bytes, size_t n);

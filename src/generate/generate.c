@@ -21,6 +21,9 @@ struct g4_gen {
     float *bias;
     int n_bias;
     int argmax_only;
+    g4_matcher *constraint;       /* structured outputs (borrowed) */
+    uint32_t *mask;               /* its allowed tokens, one bit each [mask_words] */
+    int mask_tokens;              /* tokens the mask covers (the vocabulary index's) */
     int n_tok;
     int hit_ctx;
     char *text;                   /* generated text, a stop string cut off [len] */
@@ -51,9 +54,15 @@ g4_status g4_gen_new(const g4_model *m, int slot, const g4_tokenizer *tok, const
     /* temperature 0 samples the argmax of the raw logits (the softcap is monotonic); penalties
      * and suppressed ids change the logits first, so they need them all */
     g->argmax_only = (!cfg || cfg->n_suppress == 0) && p->sp.temperature == 0 && p->sp.frequency_penalty == 0 &&
-                     p->sp.presence_penalty == 0 && p->n_bias <= 0;
+                     p->sp.presence_penalty == 0 && p->n_bias <= 0 && !p->constraint;
     g4_status st = g4_sampler_new(&p->sp, g->vocab, info->final_logit_softcap, &g->sampler);
     if (!st && p->text && !(g->detok = g4_detok_stream_new(tok, 1))) st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!st && p->constraint) {
+        g->constraint = p->constraint;
+        g->mask_tokens = g4_vocab_index_size(g4_matcher_vocab(p->constraint));
+        if (!(g->mask = calloc((size_t)(g->mask_tokens + 31) / 32 + 1, sizeof *g->mask)))
+            st = g4_fail(G4_ERR_NOMEM, "out of memory");
+    }
     if (!st && p->n_bias > 0) {
         g->bias_ids = malloc((size_t)p->n_bias * sizeof *g->bias_ids);
         g->bias = malloc((size_t)p->n_bias * sizeof *g->bias);
@@ -89,6 +98,7 @@ void g4_gen_free(g4_gen *g) {
     free(g->stop);
     free(g->bias_ids);
     free(g->bias);
+    free(g->mask);
     free(g->text);
     free(g);
 }
@@ -104,6 +114,11 @@ int32_t g4_gen_next(g4_gen *g, float *logits, int32_t argmax) {
         if (g->cfg->suppress[i] >= 0 && g->cfg->suppress[i] < g->vocab) logits[g->cfg->suppress[i]] = -INFINITY;
     for (int i = 0; i < g->n_bias; i++)   /* OpenAI: -100 is a ban; the bias goes on the raw logit */
         logits[g->bias_ids[i]] = g->bias[i] <= -100 ? -INFINITY : logits[g->bias_ids[i]] + g->bias[i];
+    if (g->constraint) {   /* only what keeps the output inside the grammar; the end only where it accepts */
+        if (g4_matcher_mask(g->constraint, g->mask) <= 0 && g->cfg && g->cfg->n_eos) return g->cfg->eos[0];
+        for (int t = 0; t < g->vocab; t++)
+            if (t >= g->mask_tokens || !(g->mask[t >> 5] >> (t & 31) & 1)) logits[t] = -INFINITY;
+    }
     return g4_sampler_sample(g->sampler, logits);
 }
 
@@ -158,6 +173,7 @@ static int append_text(g4_gen *g, const char *piece, size_t plen) {
 
 g4_finish g4_gen_accept(g4_gen *g, int32_t tok, const char **text, size_t *len) {
     g4_finish fin = G4_FIN_NONE;
+    if (g->constraint) g4_matcher_accept(g->constraint, tok);
     char *piece = NULL;
     size_t plen = 0;
     if (!g->ignore_eos && is_eos(g, tok)) fin = G4_FIN_STOP;

@@ -267,6 +267,8 @@ struct g4_matcher {
     int err;
 };
 
+const g4_vocab_index *g4_matcher_vocab(const g4_matcher *m) { return m->v; }
+
 static uint32_t hash2(uint32_t a, uint32_t b) {
     uint64_t h = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
     return (uint32_t)(h >> 32);

@@ -356,8 +356,43 @@ static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
     return 0;
 }
 
+/* The grammar of a choice's output and its matcher, from r->gbnf. */
+static int constrain(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
+    if (g4_grammar_compile_gbnf(r->gbnf, strlen(r->gbnf), NULL, &r->grammar) ||
+        g4_grammar_matcher_new(r->grammar, c->vocab_index, &r->matcher))
+        return g4_api_err(err, 400, "invalid_request_error", "response_format", "invalid_value", "response_format: %s",
+                          g4_last_error()), -1;
+    return 0;
+}
+
+/* response_format json_object / json_schema ({"json_schema": {"name": ..., "schema": {...},
+ * "strict": ...}}): the output is constrained to the schema's language (src/grammar); a keyword
+ * the engine does not implement is a 400 naming it. */
+static int response_grammar(const g4_api_ctx *c, json_t *rf, int schema, g4_req *r, g4_api_error *err) {
+    if (!c->vocab_index)
+        return g4_api_err(err, 400, "invalid_request_error", "response_format", "invalid_value",
+                          "this model's tokenizer cannot be constrained (no vocabulary index)"), -1;
+    g4_status st;
+    if (schema) {
+        json_t *js = json_object_get(rf, "json_schema");
+        json_t *sc = json_is_object(js) ? json_object_get(js, "schema") : NULL;
+        if (!json_is_object(sc))
+            return g4_api_err(err, 400, "invalid_request_error", "response_format", "invalid_type",
+                              "response_format json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}"), -1;
+        char *text = json_dumps(sc, JSON_COMPACT);
+        st = text ? g4_json_schema_to_gbnf(text, strlen(text), &r->gbnf) : g4_fail(G4_ERR_NOMEM, "out of memory");
+        free(text);
+    } else {
+        st = g4_json_schema_to_gbnf(NULL, 0, &r->gbnf);
+    }
+    if (st)
+        return g4_api_err(err, st == G4_ERR_NOMEM ? 500 : 400, "invalid_request_error", "response_format", "invalid_value",
+                          "response_format: %s", g4_last_error()), -1;
+    return constrain(c, r, err);
+}
+
 /* The chat fields that shape tool use and output; the constrained ones are a later feature. */
-static int parse_chat_controls(json_t *root, g4_req *r, g4_api_error *err) {
+static int parse_chat_controls(const g4_api_ctx *c, json_t *root, g4_req *r, g4_api_error *err) {
     json_t *tools = json_object_get(root, "tools");
     if (tools && !json_is_null(tools)) {
         if (!json_is_array(tools)) return BADTYPE("tools", "an array of tools");
@@ -390,8 +425,12 @@ static int parse_chat_controls(json_t *root, g4_req *r, g4_api_error *err) {
     if (rf && !json_is_null(rf)) {
         json_t *ty = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
         if (!json_is_string(ty)) return BADTYPE("response_format", "an object with a string 'type'");
-        if (strcmp(json_string_value(ty), "text"))
-            return BAD("response_format", "response_format '%s' needs constrained decoding, which is not supported yet", json_string_value(ty));
+        const char *t = json_string_value(ty);
+        if (!strcmp(t, "json_object") || !strcmp(t, "json_schema")) {
+            if (response_grammar(c, rf, !strcmp(t, "json_schema"), r, err)) return -1;
+        } else if (strcmp(t, "text")) {
+            return BAD("response_format", "response_format type '%s' is not one of text, json_object, json_schema", t);
+        }
     }
     json_t *re = json_object_get(root, "reasoning_effort");
     if (re && !json_is_null(re)) {
@@ -436,6 +475,11 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
         memcpy(q->bias, r->bias, (size_t)r->n_bias * sizeof *q->bias);
     }
     q->n_bias = r->n_bias;
+    g4_api_error ignored;
+    if (r->gbnf && (!(q->gbnf = strdup(r->gbnf)) || constrain(c, q, &ignored))) {
+        g4_req_release(q);
+        return NULL;
+    }
     if (q->chat && g4_chat_parser_new(c->tok, (const char *const *)q->stop, q->n_stop, &q->parser)) {
         g4_req_release(q);
         return NULL;
@@ -491,7 +535,7 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     }
     if (kind == G4_API_CHAT) {
         r->chat = 1;
-        if (parse_chat_controls(root, r, err)) goto fail;
+        if (parse_chat_controls(c, root, r, err)) goto fail;
     }
 
     /* max_tokens: OpenAI's default is 16 for completions and "until the context is full" for chat */

@@ -70,6 +70,9 @@ void g4_req_release(g4_req *r) {
     free(r->bias_ids);
     free(r->bias);
     g4_chat_parser_free(r->parser);
+    g4_matcher_free(r->matcher);
+    g4_grammar_free(r->grammar);
+    free(r->gbnf);
     free(r->text);
     free(r->toks);
     g4_gen_free(r->gen);
@@ -203,6 +206,7 @@ static void setup(g4_sched *s, g4_req *r) {
     gp.bias_ids = r->bias_ids;
     gp.bias = r->bias;
     gp.n_bias = r->n_bias;
+    gp.constraint = r->matcher;
     g4_status st = g4_gen_new(s->m, r->slot, s->tok, s->gen, &gp, &r->gen);
     if (st) {
         finish(s, r, G4_FIN_ERROR, g4_last_error());

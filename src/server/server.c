@@ -74,12 +74,16 @@ static void *loader(void *arg) {
     }
     const g4_model_info *info = st ? NULL : g4_model_get_info(s->model);
     if (!st) st = g4_gen_config_load(dir, info, &s->gen);
+    /* response_format's token masks walk the vocabulary's byte trie, built once here */
+    if (!st && g4_vocab_index_new(s->tok, s->gen.eos, s->gen.n_eos, &s->vindex))
+        fprintf(stderr, "gemma4c serve: warning: no structured outputs: %s\n", g4_last_error());
     if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk, s->opts.max_queue)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
     if (!st) {
         s->api.info = info;
         s->api.tok = s->tok;
         s->api.tmpl = s->tmpl;
+        s->api.vocab_index = s->vindex;
         s->api.gen = &s->gen;
         st = g4_sched_start(s->sched);
     }
@@ -176,6 +180,7 @@ int g4_server_main(const g4_server_opts *o) {
     g4_sched_free(s->sched);
     g4_gen_config_free(&s->gen);
     g4_template_free(s->tmpl);
+    g4_vocab_index_free(s->vindex);
     g4_tokenizer_free(s->tok);
     g4_model_free(s->model);
     g4_metrics_free(s->mx);

@@ -84,6 +84,9 @@ typedef struct g4_req {
     int n_bias;
     int chat;                 /* chat completions: the output goes through the chat parser */
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
+    char *gbnf;               /* response_format: the output's grammar (GBNF), or NULL */
+    g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
+    g4_matcher *matcher;
 
     /* shared, guarded by mu */
     pthread_mutex_t mu;
@@ -146,6 +149,7 @@ typedef struct {
     const g4_model_info *info;
     const g4_tokenizer *tok;
     const g4_template *tmpl;
+    const g4_vocab_index *vocab_index;   /* the tokenizer's byte trie for response_format (or NULL) */
     const g4_gen_config *gen;
     const char *model_name;
     const char *model_path;
@@ -209,6 +213,7 @@ typedef struct {
     g4_model *model;
     g4_tokenizer *tok;
     g4_template *tmpl;          /* NULL when the checkpoint has no chat template */
+    g4_vocab_index *vindex;     /* api.vocab_index */
     g4_gen_config gen;
     g4_sched *sched;
     g4_api_ctx api;

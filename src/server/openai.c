@@ -329,14 +329,15 @@ static const char *const CHAT_FIELDS[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "stop",
     "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "stream", "stream_options", "n",
     "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort",
-    "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+    "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar",
+    NULL};
 static const char *const COMPLETION_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
     "presence_penalty", "logprobs", "stream", "stream_options", "n", "logit_bias", "echo", "suffix", "best_of",
-    "user", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+    "user", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", NULL};
 static const char *const GENERATE_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
-    "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", NULL};
+    "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", NULL};
 
 static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
     const char *const *ok = kind == G4_API_CHAT ? CHAT_FIELDS : kind == G4_API_COMPLETION ? COMPLETION_FIELDS : GENERATE_FIELDS;
@@ -356,12 +357,16 @@ static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
     return 0;
 }
 
-/* The grammar of a choice's output and its matcher, from r->gbnf. */
+/* The grammar of a choice's output and its matcher, from r->gbnf (param: the field it came from,
+ * response_format or grammar; r->grammar_param remembers it for the other choices). */
 static int constrain(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
+    const char *param = r->grammar_param ? r->grammar_param : "response_format";
+    if (!c->vocab_index)
+        return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value",
+                          "this model's tokenizer cannot be constrained (no vocabulary index)"), -1;
     if (g4_grammar_compile_gbnf(r->gbnf, strlen(r->gbnf), NULL, &r->grammar) ||
         g4_grammar_matcher_new(r->grammar, c->vocab_index, &r->matcher))
-        return g4_api_err(err, 400, "invalid_request_error", "response_format", "invalid_value", "response_format: %s",
-                          g4_last_error()), -1;
+        return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", "%s: %s", param, g4_last_error()), -1;
     return 0;
 }
 
@@ -476,6 +481,7 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
     }
     q->n_bias = r->n_bias;
     g4_api_error ignored;
+    q->grammar_param = r->grammar_param;
     if (r->gbnf && (!(q->gbnf = strdup(r->gbnf)) || constrain(c, q, &ignored))) {
         g4_req_release(q);
         return NULL;
@@ -536,6 +542,18 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     if (kind == G4_API_CHAT) {
         r->chat = 1;
         if (parse_chat_controls(c, root, r, err)) goto fail;
+    }
+    /* llama-server's "grammar": GBNF text the output must follow (the same engine as
+     * response_format's JSON) */
+    json_t *gr = json_object_get(root, "grammar");
+    if (gr && !json_is_null(gr)) {
+        if (!json_is_string(gr)) { (void)BADTYPE("grammar", "a string of GBNF"); goto fail; }
+        if (r->gbnf) { (void)BAD("grammar", "'grammar' and a JSON response_format exclude each other"); goto fail; }
+        if (json_string_length(gr)) {
+            r->grammar_param = "grammar";
+            if (!(r->gbnf = strdup(json_string_value(gr)))) { g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"); goto fail; }
+            if (constrain(c, r, err)) goto fail;
+        }
     }
 
     /* max_tokens: OpenAI's default is 16 for completions and "until the context is full" for chat */

@@ -84,7 +84,8 @@ typedef struct g4_req {
     int n_bias;
     int chat;                 /* chat completions: the output goes through the chat parser */
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
-    char *gbnf;               /* response_format: the output's grammar (GBNF), or NULL */
+    char *gbnf;               /* response_format / grammar: the output's grammar (GBNF), or NULL */
+    const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
     g4_matcher *matcher;
 

@@ -87,3 +87,34 @@ def test_bad_response_formats_are_400s_naming_the_problem(srv, rf, words):
 def test_text_format_is_unconstrained(srv):
     r = _chat(srv, max_tokens=5, temperature=0, response_format={"type": "text"})
     assert r.status_code == 200
+
+
+def test_gbnf_grammar_field_on_every_route(srv):
+    """llama-server's `grammar` field: the output follows the GBNF on chat, completions and /generate."""
+    r = _chat(srv, max_tokens=20, temperature=1.0, seed=1, n=3, grammar='root ::= "yes" | "no"')
+    assert r.status_code == 200, r.text
+    assert {ch["message"]["content"] for ch in r.json()["choices"]} <= {"yes", "no"}
+    assert all(ch["finish_reason"] == "stop" for ch in r.json()["choices"])
+    r = requests.post(srv.url + "/v1/completions", timeout=60,
+                      json={"prompt": "Number:", "max_tokens": 20, "temperature": 1.0, "seed": 2, "grammar": "root ::= [0-9]{3}"})
+    assert r.status_code == 200, r.text
+    text = r.json()["choices"][0]["text"]
+    assert len(text) == 3 and text.isdigit(), text
+    r = requests.post(srv.url + "/generate", timeout=60,
+                      json={"prompt": "Pick:", "max_tokens": 20, "temperature": 1.0, "grammar": 'root ::= "a" "b"* "c"'})
+    assert r.status_code == 200, r.text
+    t = r.json()["text"]
+    assert t.startswith("a") and (t.endswith("c") or r.json()["finish_reason"] == "length") and set(t[1:-1]) <= {"b"}, t
+
+
+@pytest.mark.parametrize("grammar,words", [("root ::= missing", "missing"), ("root ::= [", "grammar"), (5, "string")])
+def test_bad_grammars_are_400s(srv, grammar, words):
+    r = _chat(srv, max_tokens=5, grammar=grammar)
+    assert r.status_code == 400, r.text
+    e = r.json()["error"]
+    assert e["param"] == "grammar" and words in e["message"], e
+
+
+def test_grammar_and_json_response_format_exclude_each_other(srv):
+    r = _chat(srv, max_tokens=5, grammar='root ::= "x"', response_format={"type": "json_object"})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "grammar"

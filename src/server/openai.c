@@ -339,8 +339,8 @@ static const char *const GENERATE_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
     "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", NULL};
 
-static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
-    const char *const *ok = kind == G4_API_CHAT ? CHAT_FIELDS : kind == G4_API_COMPLETION ? COMPLETION_FIELDS : GENERATE_FIELDS;
+/* A 400 naming the first field of root that is not in ok (NULL-terminated). */
+static int only_fields(json_t *root, const char *const *ok, g4_api_error *err) {
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
@@ -355,6 +355,11 @@ static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
         }
     }
     return 0;
+}
+
+static int check_fields(json_t *root, g4_api_kind kind, g4_api_error *err) {
+    return only_fields(root, kind == G4_API_CHAT ? CHAT_FIELDS : kind == G4_API_COMPLETION ? COMPLETION_FIELDS : GENERATE_FIELDS,
+                       err);
 }
 
 /* The grammar of a choice's output and its matcher, from r->gbnf (param: the field it came from,
@@ -374,9 +379,6 @@ static int constrain(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
  * "strict": ...}}): the output is constrained to the schema's language (src/grammar); a keyword
  * the engine does not implement is a 400 naming it. */
 static int response_grammar(const g4_api_ctx *c, json_t *rf, int schema, g4_req *r, g4_api_error *err) {
-    if (!c->vocab_index)
-        return g4_api_err(err, 400, "invalid_request_error", "response_format", "invalid_value",
-                          "this model's tokenizer cannot be constrained (no vocabulary index)"), -1;
     g4_status st;
     if (schema) {
         json_t *js = json_object_get(rf, "json_schema");
@@ -856,23 +858,6 @@ static json_t *load_object(const char *body, size_t len, g4_api_error *err) {
         return NULL;
     }
     return root;
-}
-
-static int only_fields(json_t *root, const char *const *ok, g4_api_error *err) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(root, k, v) {
-        int known = 0;
-        for (int i = 0; ok[i] && !known; i++) known = !strcmp(ok[i], k);
-        if (!known) {
-            static _Thread_local char key[64];
-            snprintf(key, sizeof key, "%s", k);
-            g4_api_err(err, 400, "invalid_request_error", key, "unsupported_parameter",
-                       "Unrecognized request argument supplied: %s", k);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* {"content": text, "add_special": false, "with_pieces": false} -> {"tokens": [ids]} or, with

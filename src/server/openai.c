@@ -221,6 +221,31 @@ static int tokenize(const g4_api_ctx *c, const char *text, size_t len, int add_s
     return 0;
 }
 
+/* An assistant's tool call comes back with its arguments as JSON text (the OpenAI shape), but
+ * chat templates expect a mapping: Gemma 4's renders a mapping in its own argument dialect, the
+ * way the model wrote the call, and a string verbatim. Text that is a JSON object becomes that
+ * object (as vLLM does); anything else stays as it is. */
+static int tool_arguments_as_objects(json_t *msgs) {
+    size_t i, k;
+    json_t *m, *tc;
+    json_array_foreach(msgs, i, m) {
+        json_t *calls = json_object_get(m, "tool_calls");
+        if (!json_is_array(calls)) continue;
+        json_array_foreach(calls, k, tc) {
+            json_t *f = json_object_get(tc, "function");
+            json_t *a = json_object_get(f, "arguments");
+            if (!json_is_string(a)) continue;
+            json_t *obj = json_loadb(json_string_value(a), json_string_length(a), 0, NULL);
+            if (json_is_object(obj)) {
+                if (json_object_set_new(f, "arguments", obj)) return -1;
+            } else {
+                json_decref(obj);
+            }
+        }
+    }
+    return 0;
+}
+
 static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
     json_t *msgs = json_object_get(o, "messages");
     if (!msgs) return g4_api_err(err, 400, "invalid_request_error", "messages", "missing_required_parameter",
@@ -252,6 +277,7 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
             }
         }
     }
+    if (tool_arguments_as_objects(msgs)) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     json_t *vars = json_object();
     json_object_set(vars, "messages", msgs);
     json_object_set_new(vars, "add_generation_prompt", json_true());

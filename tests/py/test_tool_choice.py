@@ -2,13 +2,17 @@
 references. On the random-weight fixture nothing but the grammar makes the output a tool call, so
 every choice must come back as calls whose arguments (converted to JSON by src/chat's parser)
 satisfy the tool's parameter schema: checked here by a small validator of the schema keywords the
-tools use, written from the JSON Schema specification, not from the engine."""
+tools use, written from the JSON Schema specification, not from the engine. Then the tool loop
+end to end: the forced call, its history rendered as the official template renders it under
+jinja2 (tests/fixtures/templates, tools/reference/make_template_goldens.py), the next turn."""
+import copy
 import json
 
 import pytest
 import requests
 
-from test_server import NAME, Server
+from conftest import FIXTURES, run_g4
+from test_server import MODEL, NAME, Server
 
 USER = [{"role": "user", "content": "What is the weather in Paris?"}]
 
@@ -213,3 +217,71 @@ def test_gbnf_token_references(srv):
 ])
 def test_bad_tool_choice_is_400(srv, body, param, text):
     assert_400(chat(srv, **body), param, text)
+
+
+# ---------------------------------------------------------------- the tool loop end to end
+
+GOLDENS = {c["name"]: c for c in json.loads((FIXTURES / "templates" / "gemma4-31B-it.json").read_text())["cases"]}
+
+
+def prompt_ids(srv, text):
+    """The ids of a rendered prompt as the server tokenizes it (special-token text as the tokens)."""
+    return requests.post(srv.url + "/tokenize", json={"content": text}, timeout=60).json()["tokens"]
+
+
+def assert_prompt_is(srv, chat_body, text):
+    """The server rendered exactly `text` for chat_body: the same number of prompt tokens, and the
+    same greedy continuation as /v1/completions over the tokens of `text`."""
+    ids = prompt_ids(srv, text)
+    greedy = {"temperature": 0, "max_tokens": 6, "ignore_eos": True, "return_token_ids": True}
+    r = requests.post(srv.url + "/v1/chat/completions", timeout=120, json={"model": NAME, **chat_body, **greedy}).json()
+    ref = requests.post(srv.url + "/v1/completions", timeout=120, json={"model": NAME, "prompt": ids, **greedy}).json()
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    assert r["choices"][0]["token_ids"] == ref["choices"][0]["token_ids"]
+    return r
+
+
+@pytest.mark.parametrize("case", ["g4_tool_call_and_response", "g4_tool_response_then_answer",
+                                  "g4_tool_call_dict_args", "g4_nested_tool_args", "g4_reasoning_with_tool_calls"])
+def test_tool_history_renders_as_the_reference(srv, case):
+    """History with tool calls sent as OpenAI clients send it (arguments as JSON text) renders as
+    the official template renders it under jinja2 with the arguments as mappings (the golden)."""
+    c = copy.deepcopy(GOLDENS[case])
+    inp = c["input"]
+    for m in inp["messages"]:
+        for tc in m.get("tool_calls") or []:
+            assert isinstance(tc["function"]["arguments"], dict)
+            tc["function"]["arguments"] = json.dumps(tc["function"]["arguments"])
+    body = {"messages": inp["messages"], "tools": inp["tools"]}
+    if "enable_thinking" in inp:
+        body["chat_template_kwargs"] = {"enable_thinking": inp["enable_thinking"]}
+    assert_prompt_is(srv, body, c["expected"])
+
+
+def test_tool_loop_end_to_end(g4_bin, srv):
+    """tool_choice forces a call; the call and the tool's result go back as the next request's
+    history (the assistant message exactly as the client returned it); the next turn answers."""
+    client = srv.client()
+    tools = [WEATHER]   # bounded strings: a random model closes them
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    r1 = client.chat.completions.create(model=NAME, messages=msgs, tools=tools, parallel_tool_calls=False, seed=5,
+                                        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                        temperature=1.0, max_tokens=300)
+    assert r1.choices[0].finish_reason == "tool_calls"
+    call = r1.choices[0].message.tool_calls[0]
+    args = json.loads(call.function.arguments)
+    assert call.function.name == "get_weather" and valid(args, tools[0]["function"]["parameters"])
+    history = msgs + [r1.choices[0].message.model_dump(exclude_none=True),
+                      {"role": "tool", "tool_call_id": call.id, "content": "21 C, clear"}]
+    # the reference: the template (tested byte for byte against jinja2) over the same history, the
+    # arguments given as the mapping transformers' apply_chat_template expects
+    conv = {"messages": msgs + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": args}}]},
+        history[-1]], "tools": tools, "add_generation_prompt": True}
+    text = run_g4(g4_bin, "template", "-m", MODEL, input=json.dumps(conv).encode()).stdout.decode()
+    assert text.endswith("<tool_call|><|tool_response>response:get_weather{value:<|\"|>21 C, clear<|\"|>}<tool_response|>")
+    assert "<|tool_call>call:get_weather{city:<|\"|>" in text
+    assert_prompt_is(srv, {"messages": history, "tools": tools}, text)
+    r2 = client.chat.completions.create(model=NAME, messages=history, tools=tools, temperature=0, max_tokens=8)
+    assert r2.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    assert r2.usage.prompt_tokens == len(prompt_ids(srv, text))

@@ -547,6 +547,16 @@ typedef struct g4_matcher g4_matcher;
 /* llama.cpp GBNF text; `root` names the start rule (NULL: "root"). G4_ERR_INPUT names the line
  * and column, an undefined rule, a left-recursive rule, or one that can never finish. */
 g4_status g4_grammar_compile_gbnf(const char *src, size_t len, const char *root, g4_grammar **out);
+/* The same with llama.cpp's token references to special tokens resolved over t's vocabulary:
+ * <[id]> or <name> (e.g. <|tool_call>) matches exactly that token (and no text spelling it). */
+g4_status g4_grammar_compile_gbnf_tokens(const char *src, size_t len, const char *root, const g4_tokenizer *t,
+                                         g4_grammar **out);
+/* Gemma 4's tool-call syntax for tool_choice "required" / a named function: one or more (at most
+ * max_calls; 0: no bound) <|tool_call>call:NAME{...}<tool_call|>, then <|tool_response>, the
+ * arguments in Gemma's dialect (bare keys, <|"|>-quoted strings) constrained by each tool's
+ * parameter schema. tools_json: an OpenAI tools array; only: the one tool allowed (NULL: any).
+ * GBNF with token references: compile it with g4_grammar_compile_gbnf_tokens. */
+g4_status g4_tool_calls_to_gbnf(const char *tools_json, size_t len, const char *only, int max_calls, char **gbnf);
 /* A JSON Schema (the keywords docs/structured-outputs.md lists; any other is G4_ERR_INPUT naming
  * the keyword and where it is). */
 g4_status g4_grammar_compile_json_schema(const char *json, size_t len, g4_grammar **out);
@@ -558,8 +568,8 @@ void g4_grammar_free(g4_grammar *g);
 
 /* The byte trie of a tokenizer's vocabulary, built once per tokenizer and shared read-only by
  * matchers: each token's bytes are those it adds to the detokenized text (a byte-fallback piece
- * <0xHH> its byte); special tokens are never allowed, but `end_ids` (e.g. the eos ids) are the
- * end of output. */
+ * <0xHH> its byte); special tokens are allowed only where a grammar references them, and
+ * `end_ids` (e.g. the eos ids) are the end of output. */
 g4_status g4_vocab_index_new(const g4_tokenizer *t, const int32_t *end_ids, int n_end, g4_vocab_index **out);
 /* The same over raw byte strings pieces[i][0..lens[i]) (NULL or empty: never allowed). */
 g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *lens, int n,

@@ -158,9 +158,8 @@ def test_tool_choice(g4_bin, srv):
     assert prompt_tokens(srv, tools=TOOLS, tool_choice="auto") == with_tools
     assert prompt_tokens(srv, tools=TOOLS, tool_choice="none") == plain
     assert prompt_tokens(srv, tools=TOOLS, parallel_tool_calls=False) == with_tools
-    assert_400(post(srv, {"messages": USER, "tools": TOOLS, "tool_choice": "required"}), "tool_choice", "not supported yet")
-    assert_400(post(srv, {"messages": USER, "tools": TOOLS,
-                          "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}), "tool_choice")
+    # required / named (constrained to the call syntax): tests/py/test_tool_choice.py
+    assert prompt_tokens(srv, tools=TOOLS, tool_choice="required") == with_tools
     assert_400(post(srv, {"messages": USER, "tools": TOOLS, "tool_choice": "sometimes"}), "tool_choice")
     assert_400(post(srv, {"messages": USER, "tools": [{"type": "function"}]}), "tools")
     assert_400(post(srv, {"messages": USER, "tools": TOOLS, "parallel_tool_calls": "yes"}), "parallel_tool_calls")

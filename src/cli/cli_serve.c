@@ -11,7 +11,7 @@ static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 1] [--alias NAME]\n"
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
-               "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 2048]\n"
+               "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"

@@ -19,7 +19,7 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
     o->max_queue = 256;
-    o->cache_ram_mb = 2048;
+    o->cache_ram_mb = 8192;   /* llama-server's --cache-ram default */
     o->max_render_mb = 256;
     o->max_renders = 2;
     g4_model_opts_default(&o->mo);

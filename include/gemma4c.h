@@ -130,6 +130,28 @@ int g4_mapped_file_lost(void);
 void g4_slot_reset(g4_model *m, int slot);
 int g4_slot_pos(const g4_model *m, int slot);
 
+/* The prompt cache's KV operations (src/model/kv_snapshot.c). Full-attention layers keep rows
+ * [0, p) valid after a rewind to p; a sliding layer's ring keeps window + max_rows - 1 positions,
+ * so a slot at position pos can go back only to g4_kv_rewind_floor(m, pos) or later. Deeper
+ * needs a snapshot. Snapshots need every rank in this process: g4_kv_snap_supported() is 0
+ * under --tp-backend mpi (g4_slot_save / restore / copy then fail with G4_ERR_INPUT). */
+typedef struct g4_kv_snap g4_kv_snap;
+int g4_kv_rewind_floor(const g4_model *m, int pos);
+/* Sets the slot's next position back to pos; G4_ERR_INPUT past its position or its rings' floor. */
+g4_status g4_slot_rewind(g4_model *m, int slot, int pos);
+int g4_kv_snap_supported(const g4_model *m);
+/* Copies the slot's KV state at its position to host memory: the sliding rings' live positions,
+ * and with full != 0 the linear layers' rows [0, pos) too (restorable into any slot; without
+ * them only into this slot while its rows [0, pos) are unchanged). */
+g4_status g4_slot_save(g4_model *m, int slot, int full, g4_kv_snap **out);
+/* Writes a snapshot back into `slot`, whose position becomes the snapshot's. */
+g4_status g4_slot_restore(g4_model *m, int slot, const g4_kv_snap *s);
+/* dst's KV state and position become src's. */
+g4_status g4_slot_copy(g4_model *m, int dst, int src);
+int g4_kv_snap_pos(const g4_kv_snap *s);
+size_t g4_kv_snap_bytes(const g4_kv_snap *s);
+void g4_kv_snap_free(g4_kv_snap *s);
+
 /* Appends `n` tokens to `slot` (prefill, processed in chunks of opts.prefill_chunk) and, when
  * `logits` is not NULL, writes the last position's logits [vocab] WITHOUT the softcap (with
  * G4_NUMERICS_GGML: with it, as llama.cpp; info's final_logit_softcap then reads 0).

@@ -11,7 +11,7 @@ static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 1] [--alias NAME]\n"
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
-               "                     [--max-render-mb 256] [--max-renders 2]\n"
+               "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -20,7 +20,10 @@ static void help(FILE *f) {
                "variable G4_API_KEY give the keys clients must send as 'Authorization: Bearer KEY'\n"
                "(401 otherwise); /health and /metrics stay open unless --auth-all. --host :: listens on\n"
                "IPv6 and IPv4. Past --max-queue waiting requests (0: no cap) new ones get 429. A chat\n"
-               "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n");
+               "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n"
+               "Slots keep their KV between requests and a prompt continues from the longest prefix\n"
+               "computed before; --cache-ram MB bounds the host snapshots that make deep and cross-slot\n"
+               "reuse possible (0: no reuse at all).\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -81,6 +84,7 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) INTV(0, 1 << 20, o.max_queue);
         else if (!strcmp(a, "--max-render-mb")) INTV(1, 1 << 20, o.max_render_mb);
         else if (!strcmp(a, "--max-renders")) INTV(1, 1024, o.max_renders);
+        else if (!strcmp(a, "--cache-ram")) INTV(0, 1 << 24, o.cache_ram_mb);
         else return cli_usage_error(cmd, "unknown option '%s'", a);
 #undef INTV
 #undef NEEDV

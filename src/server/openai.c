@@ -826,8 +826,9 @@ char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **r
         n_gen += r->n_toks;
         pthread_mutex_unlock(&r->mu);
     }
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     out = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:n}", "id", o->id, "object",
                     o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
                     "model", c->model_name, "choices", choices, "usage", use, "system_fingerprint");
@@ -889,8 +890,9 @@ void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
 void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs, char **buf, size_t *len) {
     int n_gen = 0;
     for (int i = 0; i < o->n; i++) n_gen += reqs[i]->n_toks;
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", o->id, "object",
                            o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
                            (json_int_t)o->created, "model", c->model_name, "choices", "usage", use);

@@ -19,6 +19,7 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
     o->max_queue = 256;
+    o->cache_ram_mb = 8192;   /* llama-server's --cache-ram default */
     o->max_render_mb = 256;
     o->max_renders = 2;
     g4_model_opts_default(&o->mo);
@@ -77,7 +78,8 @@ static void *loader(void *arg) {
     /* response_format's token masks walk the vocabulary's byte trie, built once here */
     if (!st && g4_vocab_index_new(s->tok, s->gen.eos, s->gen.n_eos, &s->vindex))
         fprintf(stderr, "gemma4c serve: warning: no structured outputs: %s\n", g4_last_error());
-    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk, s->opts.max_queue)))
+    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk, s->opts.max_queue,
+                                                     s->opts.cache_ram_mb)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
     if (!st) {
         s->api.info = info;

@@ -29,6 +29,7 @@ typedef struct {
     int max_queue;           /* requests waiting for a slot before new ones get 429 (0: no cap) */
     int max_render_mb;       /* the chat template's memory budget per request (MiB) */
     int max_renders;         /* chat templates rendered at once; more requests wait their turn */
+    int cache_ram_mb;        /* prompt cache: MiB of slot snapshots kept (0: no prefix reuse at all) */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -51,6 +52,10 @@ void g4_metrics_cancelled(g4_metrics *mx);
 /* One batched decode step over n slots (the mean batch size shows continuous batching at work). */
 void g4_metrics_decode_step(g4_metrics *mx, int n);
 void g4_metrics_gauges(g4_metrics *mx, int queue_depth, int busy_slots, int n_slots, long kv_used, long kv_cap);
+/* The prompt cache: one placed request reusing `reused` prompt tokens (a hit when > 0); its
+ * evictions so far, snapshot bytes and entries. */
+void g4_metrics_cache_lookup(g4_metrics *mx, int reused);
+void g4_metrics_cache_state(g4_metrics *mx, unsigned long evictions, long bytes, int entries);
 /* Prometheus text exposition; malloc'ed, NUL-terminated. */
 char *g4_metrics_render(g4_metrics *mx);
 
@@ -105,8 +110,10 @@ typedef struct g4_req {
     g4_chat_parser *parser;   /* chat: the message as deltas (created at parse time) */
     double t_submit, t_first, t_done;
 
+    int n_cached;             /* prompt tokens whose KV the prompt cache supplied (set at admission) */
+
     /* scheduler-private */
-    int slot, n_prefilled, state;
+    int slot, n_prefilled, state, split;   /* split: stop the prefill here for a snapshot (0: none) */
     long seq;
     int32_t next_tok;
     double t_last;
@@ -121,10 +128,10 @@ void g4_req_cancel(g4_req *r);
 
 typedef struct g4_sched g4_sched;
 
-/* prefill_chunk: tokens per prefill slice; the model's own chunk size keeps results identical
+/* prefill_chunk: tokens per prefill slice; cache_ram_mb: the prompt cache's budget (0: off); the model's own chunk size keeps results identical
  * to one whole g4_prefill call. */
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
-                       int prefill_chunk, int max_queue);
+                       int prefill_chunk, int max_queue, int cache_ram_mb);
 g4_status g4_sched_start(g4_sched *s);
 /* Queues r (takes a reference). Returns 0, -1 when the scheduler is shutting down, or -2 when
  * max_queue requests already wait (max_queue 0: never). */

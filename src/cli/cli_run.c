@@ -249,7 +249,7 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
     return st;
 }
 
-static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, const g4_media_prompt *mp, g4_gen *g,
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out);
 
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out) {
@@ -257,7 +257,7 @@ g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen 
 }
 
 /* cli_generate, or with mp (a prompt with images) in place of ids */
-static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, const g4_media_prompt *mp, g4_gen *g,
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out) {
     const int V = g4_model_get_info(m)->vocab_size;
     const int am = g4_gen_argmax_only(g);

@@ -19,6 +19,8 @@ struct g4_media_prompt {
     int n_images;
     const g4_image **images;      /* [n_images] borrowed */
     media_span *spans;            /* [n_images] */
+    float *emb;                   /* [sum of spans' len][emb_hidden]: the soft tokens, once embedded */
+    int emb_hidden;
 };
 
 void g4_media_prompt_free(g4_media_prompt *p) {
@@ -26,6 +28,7 @@ void g4_media_prompt_free(g4_media_prompt *p) {
     free(p->ids);
     free(p->images);
     free(p->spans);
+    free(p->emb);
     free(p);
 }
 
@@ -80,8 +83,10 @@ g4_status g4_media_prompt_new(const g4_tokenizer *tok, const int32_t *ids, int n
     return G4_OK;
 }
 
-/* The soft tokens of every image, [sum of n_patches][H], embedded in order. */
-static g4_status embed_images(g4_model *m, const g4_media_prompt *p, float **out) {
+/* The soft tokens of every image, [sum of n_patches][H], embedded in order, once per prompt. */
+static g4_status embed_images(g4_model *m, g4_media_prompt *p) {
+    if (p->emb) return p->emb_hidden == m->cfg.hidden_size ? G4_OK
+                       : g4_fail(G4_ERR_INPUT, "a media prompt embedded for another model");
     const size_t H = (size_t)m->cfg.hidden_size;
     size_t rows = 0;
     for (int i = 0; i < p->n_images; i++) rows += (size_t)p->spans[i].len;
@@ -91,82 +96,120 @@ static g4_status embed_images(g4_model *m, const g4_media_prompt *p, float **out
     for (int i = 0, off = 0; i < p->n_images && !st; off += p->spans[i++].len)
         st = g4_image_embed(m, p->images[i], e + (size_t)off * H);
     if (st) { free(e); return st; }
-    *out = e;
+    p->emb = e;
+    p->emb_hidden = (int)H;
     return G4_OK;
 }
 
-static g4_status prefill_media(g4_model *m, int slot, const g4_media_prompt *p, float *logits, int32_t *next) {
-    if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
-    if (p->n_images == 0)   /* a text prompt: the ordinary path */
-        return logits || !next ? g4_prefill(m, slot, p->ids, p->n, logits) : g4_prefill_argmax(m, slot, p->ids, p->n, next);
-    if (m->comm) return g4_fail(G4_ERR_INPUT, "images under --tp > 1 are not supported yet; run with --tp 1");
-    if (p->image_id != m->cfg.mm_placeholder_ids[0])
+int g4_media_prompt_cut(const g4_media_prompt *p, int from, int n) {
+    for (int i = 0; i < p->n_images && p->spans[i].start < from + n; i++)
+        if (p->spans[i].start + p->spans[i].len > from + n)   /* the image would be cut */
+            return p->spans[i].start > from ? p->spans[i].start - from : 0;
+    return n;
+}
+
+int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n) {
+    const int cut = g4_media_prompt_cut(p, from, n);
+    if (cut) return cut;
+    for (int i = 0; i < p->n_images; i++)
+        if (p->spans[i].start == from) return p->spans[i].len;
+    return n;
+}
+
+/* Checks that hold for the whole prompt, made when its first ids are prefilled. */
+static g4_status check_prompt(const g4_model *m, int slot, const g4_media_prompt *p, int from) {
+    if (p->n_images && m->comm) return g4_fail(G4_ERR_INPUT, "images under --tp > 1 are not supported yet; run with --tp 1");
+    if (p->n_images && p->image_id != m->cfg.mm_placeholder_ids[0])
         return g4_fail(G4_ERR_INPUT, "the tokenizer's <|image|> is id %d, the model's image_token_id %d", p->image_id,
                        m->cfg.mm_placeholder_ids[0]);
-    const int n = p->n, chunk = m->opts.prefill_chunk;
-    if ((long)m->slot_pos[slot] + n > m->opts.ctx)
+    if ((long)m->slot_pos[slot] - from + p->n > m->opts.ctx)
         return g4_fail(G4_ERR_CONTEXT, "prompt of %d tokens at position %d exceeds the context of %d tokens (--ctx)",
-                       n, m->slot_pos[slot], m->opts.ctx);
+                       p->n, m->slot_pos[slot] - from, m->opts.ctx);
     for (int i = 0; i < p->n_images; i++)
-        if (p->spans[i].len > chunk)
+        if (p->spans[i].len > m->opts.prefill_chunk)
             return g4_fail(G4_ERR_INPUT, "image %d has %d soft tokens, more than a prefill chunk of %d positions "
-                           "(--prefill-chunk): an image is prefilled in one step", i + 1, p->spans[i].len, chunk);
-    for (int i = 0; i < n; i++)
+                           "(--prefill-chunk): an image is prefilled in one step", i + 1, p->spans[i].len,
+                           m->opts.prefill_chunk);
+    for (int i = 0; i < p->n; i++)
         if (p->ids[i] < 0 || p->ids[i] >= m->cfg.vocab_size)
             return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", p->ids[i], m->cfg.vocab_size);
-    float *emb = NULL;
-    g4_status st = embed_images(m, p, &emb);
-    if (st) return st;
+    return G4_OK;
+}
+
+/* One forward step over ids [from, from + R) (R <= prefill_chunk, no image cut); the slot holds
+ * the prompt's ids [0, from) */
+static void media_step(g4_model *m, int slot, const g4_media_prompt *p, int from, int R, float *logits,
+                       int32_t *next, int *slots, int *pos, int *blk_end, const float **soft) {
     const size_t H = (size_t)m->cfg.hidden_size;
-    const int R_max = m->max_rows, base = m->slot_pos[slot];
+    const int base = m->slot_pos[slot] - from;   /* the prompt's first position */
+    int i = 0, row = 0;   /* the first image not before `from`, and its first soft token's row in emb */
+    while (i < p->n_images && p->spans[i].start + p->spans[i].len <= from) row += p->spans[i++].len;
+    for (int r = 0; r < R; r++) {
+        const int t = from + r;
+        while (i < p->n_images && p->spans[i].start + p->spans[i].len <= t) row += p->spans[i++].len;
+        const int in = i < p->n_images && t >= p->spans[i].start;
+        slots[r] = slot;
+        pos[r] = base + t;
+        soft[r] = in ? p->emb + (size_t)(row + t - p->spans[i].start) * H : NULL;
+        blk_end[r] = in && m->cfg.vis_bidirectional ? base + p->spans[i].start + p->spans[i].len - 1 : -1;
+    }
+    const int last = from + R == p->n;
+    /* as session.c's prefill: --numerics ggml's llama.cpp micro-batch of these rows */
+    const int ub = p->n - from / 512 * 512 < 512 ? p->n - from / 512 * 512 : 512;
+    const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
+    m->step_soft = soft;
+    m->step_blk_end = blk_end;
+    g4_group_forward(m, R, slots, pos, p->ids + from, last ? R - 1 : R, step, last ? logits : NULL, last ? next : NULL);
+    m->step_soft = NULL;
+    m->step_blk_end = NULL;
+    m->slot_pos[slot] += R;
+}
+
+static g4_status prefill_range(g4_model *m, int slot, g4_media_prompt *p, int from, int n, float *logits,
+                               int32_t *next) {
+    if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
+    if (from < 0 || n <= 0 || from + n > p->n || m->slot_pos[slot] < from)
+        return g4_fail(G4_ERR_INPUT, "media prompt range [%d, %d) of %d ids at slot position %d", from, from + n, p->n,
+                       m->slot_pos[slot]);
+    if (g4_media_prompt_cut(p, from, n) != n) return g4_fail(G4_ERR_INPUT, "a prefill range may not cut an image");
+    if (p->n_images == 0) {   /* a text prompt: the ordinary path */
+        const int last = from + n == p->n;
+        return next && last ? g4_prefill_argmax(m, slot, p->ids + from, n, next)
+                            : g4_prefill(m, slot, p->ids + from, n, last ? logits : NULL);
+    }
+    g4_status st = G4_OK;
+    if ((st = check_prompt(m, slot, p, from))) return st;
+    if ((st = embed_images(m, p))) return st;
+    const int R_max = m->max_rows;
     int *slots = malloc((size_t)R_max * sizeof *slots), *pos = malloc((size_t)R_max * sizeof *pos);
     int *blk_end = malloc((size_t)R_max * sizeof *blk_end);
     const float **soft = malloc((size_t)R_max * sizeof *soft);
     if (!slots || !pos || !blk_end || !soft) st = g4_fail(G4_ERR_NOMEM, "out of memory");
-    int img = 0, img_row = 0;   /* the next image not wholly prefilled, and its first soft token's row in emb */
     for (int done = 0; !st && done < n;) {
-        int R = n - done < chunk ? n - done : chunk;
-        while (img < p->n_images && p->spans[img].start + p->spans[img].len <= done) img_row += p->spans[img++].len;
-        /* end the chunk before an image it would cut (the image then starts the next one) */
-        for (int i = img; i < p->n_images && p->spans[i].start < done + R; i++)
-            if (p->spans[i].start > done && p->spans[i].start + p->spans[i].len > done + R) R = p->spans[i].start - done;
-        for (int r = 0, i = img, row = img_row; r < R; r++) {
-            const int t = done + r;
-            while (i < p->n_images && p->spans[i].start + p->spans[i].len <= t) row += p->spans[i++].len;
-            const int in = i < p->n_images && t >= p->spans[i].start;
-            slots[r] = slot;
-            pos[r] = base + t;
-            soft[r] = in ? emb + (size_t)(row + t - p->spans[i].start) * H : NULL;
-            blk_end[r] = in && m->cfg.vis_bidirectional ? base + p->spans[i].start + p->spans[i].len - 1 : -1;
-        }
-        const int last = done + R == n;
-        /* as session.c's prefill: --numerics ggml's llama.cpp micro-batch of this chunk */
-        const int ub = n - done / 512 * 512 < 512 ? n - done / 512 * 512 : 512;
-        const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
-        m->step_soft = soft;
-        m->step_blk_end = blk_end;
-        g4_group_forward(m, R, slots, pos, p->ids + done, last ? R - 1 : R, step, last ? logits : NULL,
-                         last ? next : NULL);
-        m->step_soft = NULL;
-        m->step_blk_end = NULL;
+        int R = n - done < m->opts.prefill_chunk ? n - done : m->opts.prefill_chunk;
+        R = g4_media_prompt_cut(p, from + done, R);   /* > 0: no image is longer than a chunk */
+        media_step(m, slot, p, from + done, R, logits, next, slots, pos, blk_end, soft);
         if (g4_mapped_file_lost())
             st = g4_fail(G4_ERR_IO, "a memory-mapped model file shrank or was replaced while the model ran; "
                                     "restart with an intact file");
-        m->slot_pos[slot] += R;
         done += R;
     }
     free(slots);
     free(pos);
     free(blk_end);
     free(soft);
-    free(emb);
     return st;
 }
 
-g4_status g4_prefill_media(g4_model *m, int slot, const g4_media_prompt *p, float *logits) {
-    return prefill_media(m, slot, p, logits, NULL);
+g4_status g4_prefill_media_range(g4_model *m, int slot, g4_media_prompt *p, int from, int n, float *logits,
+                                 int32_t *next) {
+    return prefill_range(m, slot, p, from, n, logits, next);
 }
 
-g4_status g4_prefill_media_argmax(g4_model *m, int slot, const g4_media_prompt *p, int32_t *next) {
-    return prefill_media(m, slot, p, NULL, next);
+g4_status g4_prefill_media(g4_model *m, int slot, g4_media_prompt *p, float *logits) {
+    return prefill_range(m, slot, p, 0, p->n, logits, NULL);
+}
+
+g4_status g4_prefill_media_argmax(g4_model *m, int slot, g4_media_prompt *p, int32_t *next) {
+    return prefill_range(m, slot, p, 0, p->n, NULL, next);
 }

@@ -65,6 +65,7 @@ void g4_req_release(g4_req *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
+    g4_req_media_release(r->media);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->bias_ids);
@@ -277,11 +278,15 @@ static void *sched_main(void *arg) {
         }
         if (pr) {
             const int left = pr->n_prompt - pr->n_prefilled;
-            const int n = left < s->chunk ? left : s->chunk;
+            g4_media_prompt *mp = g4_req_media_prompt(pr->media);
+            int n = left < s->chunk ? left : s->chunk;
+            if (mp) n = g4_media_prompt_slice(mp, pr->n_prefilled, n);   /* whole images */
             const int last = n == left;
             const int am = last && argmax_only(pr);
             int32_t next = 0;
-            g4_status st = am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
+            g4_status st = mp ? g4_prefill_media_range(s->m, pr->slot, mp, pr->n_prefilled, n, last && !am ? s->logits : NULL,
+                                                       am ? &next : NULL)
+                         : am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
                               : g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
             if (st) finish(s, pr, G4_FIN_ERROR, g4_last_error());
             else {

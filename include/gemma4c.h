@@ -555,6 +555,45 @@ void g4_image_free(g4_image *im);
  * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
  * the model's worker threads: not while another call (a step) uses the same model. */
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
+/* 1 when the model has the vision embedder g4_image_embed needs (rank 0 of an HF checkpoint). */
+int g4_model_has_vision(const g4_model *m);
+
+/* ---------------------------------------------------------------- prompts with images */
+
+/* A prompt assembled as transformers' Gemma4UnifiedProcessor assembles it: every image
+ * placeholder token <|image|> in the ids becomes <|image> + N x <|image|> + <image|> (N = that
+ * image's soft tokens, the images taken in order), and g4_prefill_media then feeds the image's
+ * soft tokens in place of the N placeholders' embeddings. Built from the tokenizer alone (the
+ * marker ids are its "<|image|>", "<|image>", "<image|>"), so `tokenize` can show the expansion.
+ * The prompt borrows the images: keep them until it is freed. G4_ERR_INPUT when the number of
+ * placeholders differs from n_images, or the tokenizer has no image markers. */
+typedef struct g4_media_prompt g4_media_prompt;
+g4_status g4_media_prompt_new(const g4_tokenizer *tok, const int32_t *ids, int n, g4_image *const *images,
+                              int n_images, g4_media_prompt **out);
+void g4_media_prompt_free(g4_media_prompt *p);
+/* The expanded ids (what the model sees: soft-token positions hold <|image|>) and their count. */
+const int32_t *g4_media_prompt_ids(const g4_media_prompt *p, int *n);
+
+/* g4_prefill / g4_prefill_argmax of a prompt with images: each image through g4_image_embed (once
+ * per prompt, kept in it), its soft tokens as the placeholders' input rows (no sqrt(hidden)
+ * scaling); on a model whose text_config says use_bidirectional_attention "vision" an image's
+ * soft tokens attend to each other both ways on the sliding-window layers (within the window) and
+ * causally on the full layers, as transformers' create_masks_for_vision_model (docs/multimodal.md).
+ * A prefill chunk never cuts an image: the chunk ends before it instead, and an image of more soft
+ * tokens than opts.prefill_chunk is G4_ERR_INPUT. Images under --tp > 1 are G4_ERR_INPUT (not
+ * supported yet). */
+g4_status g4_prefill_media(g4_model *m, int slot, g4_media_prompt *p, float *logits);
+g4_status g4_prefill_media_argmax(g4_model *m, int slot, g4_media_prompt *p, int32_t *next);
+/* The same for the prompt's ids [from, from + n) alone, the slot holding ids [0, from) of it
+ * (the server's prefill slices); logits / next are written when the range ends the prompt. The
+ * range may not cut an image: g4_media_prompt_cut(p, from, n) is the longest n' <= n that does not
+ * (0 when an image starts at `from` and is longer than n). */
+g4_status g4_prefill_media_range(g4_model *m, int slot, g4_media_prompt *p, int from, int n, float *logits,
+                                 int32_t *next);
+int g4_media_prompt_cut(const g4_media_prompt *p, int from, int n);
+/* The next prefill slice from `from` of at most n ids: g4_media_prompt_cut's, or where an image
+ * starts at `from` and is longer than n, that whole image. */
+int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n);
 /* ---------------------------------------------------------------- structured outputs */
 
 /* Constrained decoding (src/grammar; docs/structured-outputs.md): a context-free grammar over

@@ -28,6 +28,7 @@ struct g4_pcache {
     int n_slots, ctx, snaps;    /* snaps: snapshots work here (not under MPI) */
     int32_t **held;             /* [n_slots][ctx] ids in each slot's KV */
     int *n_held;                /* [n_slots] == g4_slot_pos */
+    unsigned char *off;         /* [n_slots] 1: the slot's KV holds soft tokens (images), not ids */
     unsigned long *slot_used;   /* [n_slots] LRU stamps of the slots */
     entry *e;
     int n_e, cap_e;
@@ -48,7 +49,8 @@ g4_pcache *g4_pcache_new(g4_model *m, size_t budget, g4_metrics *mx) {
     c->held = calloc((size_t)c->n_slots, sizeof *c->held);
     c->n_held = calloc((size_t)c->n_slots, sizeof *c->n_held);
     c->slot_used = calloc((size_t)c->n_slots, sizeof *c->slot_used);
-    if (!c->held || !c->n_held || !c->slot_used) goto fail;
+    c->off = calloc((size_t)c->n_slots, 1);
+    if (!c->held || !c->n_held || !c->slot_used || !c->off) goto fail;
     for (int i = 0; budget && i < c->n_slots; i++)
         if (!(c->held[i] = malloc((size_t)c->ctx * sizeof(int32_t)))) goto fail;
     return c;
@@ -71,6 +73,7 @@ void g4_pcache_free(g4_pcache *c) {
     free(c->held);
     free(c->n_held);
     free(c->slot_used);
+    free(c->off);
     free(c->e);
     free(c);
 }
@@ -143,6 +146,7 @@ g4_pcache_plan g4_pcache_place(g4_pcache *c, const int *free_slots, int n_free, 
         g4_slot_reset(c->m, p.slot);
     }
     c->n_held[p.slot] = p.reused;
+    c->off[p.slot] = 0;
     c->slot_used[p.slot] = ++c->clock;
     if (c->snaps && shared > p.reused && shared >= MIN_SPLIT) p.split = shared;
     g4_metrics_cache_lookup(c->mx, p.reused);
@@ -150,7 +154,7 @@ g4_pcache_plan g4_pcache_place(g4_pcache *c, const int *free_slots, int n_free, 
 }
 
 void g4_pcache_fed(g4_pcache *c, int slot, const int32_t *ids, int n) {
-    if (!c->budget) return;
+    if (!c->budget || c->off[slot]) return;
     int *h = &c->n_held[slot];
     if (*h + n > c->ctx) n = c->ctx - *h;
     memcpy(c->held[slot] + *h, ids, (size_t)n * sizeof(int32_t));
@@ -159,7 +163,7 @@ void g4_pcache_fed(g4_pcache *c, int slot, const int32_t *ids, int n) {
 
 void g4_pcache_save(g4_pcache *c, int slot) {
     const int n = c->n_held[slot];
-    if (!c->snaps || n == 0) return;
+    if (!c->snaps || n == 0 || c->off[slot]) return;
     for (int i = 0; i < c->n_e; i++)
         if (c->e[i].n == n && !memcmp(c->e[i].ids, c->held[slot], (size_t)n * sizeof(int32_t))) {
             c->e[i].used = ++c->clock;
@@ -195,4 +199,9 @@ void g4_pcache_save(g4_pcache *c, int slot) {
 void g4_pcache_forget(g4_pcache *c, int slot) {
     c->n_held[slot] = 0;
     g4_slot_reset(c->m, slot);
+}
+
+void g4_pcache_skip(g4_pcache *c, int slot) {
+    c->n_held[slot] = 0;
+    c->off[slot] = 1;
 }

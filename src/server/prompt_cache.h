@@ -31,5 +31,8 @@ void g4_pcache_fed(g4_pcache *c, int slot, const int32_t *ids, int n);
 void g4_pcache_save(g4_pcache *c, int slot);
 /* The slot's KV is undefined (a failed step): it starts empty next time. */
 void g4_pcache_forget(g4_pcache *c, int slot);
+/* The slot's prompt holds images: their soft tokens sit at placeholder ids that say nothing of
+ * the image, so nothing of this request is recorded or reused (until the slot's next place). */
+void g4_pcache_skip(g4_pcache *c, int slot);
 
 #endif

@@ -69,6 +69,7 @@ void g4_req_release(g4_req *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
+    g4_req_media_release(r->media);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->bias_ids);
@@ -268,7 +269,9 @@ static void *sched_main(void *arg) {
         }
         for (int i = 0; i < n_adm; i++) {   /* FIFO; each to the free slot that reuses most of it */
             g4_req *r = admitted[i];
-            const g4_pcache_plan p = g4_pcache_place(s->pc, free_slots, n_free, r->prompt, r->n_prompt);
+            const int media = g4_req_media_prompt(r->media) != NULL;   /* images: a fresh slot */
+            const g4_pcache_plan p = g4_pcache_place(s->pc, free_slots, n_free, r->prompt, media ? 1 : r->n_prompt);
+            if (media) g4_pcache_skip(s->pc, p.slot);
             for (int k = 0; k < n_free; k++)
                 if (free_slots[k] == p.slot) free_slots[k] = free_slots[--n_free];
             r->slot = p.slot;
@@ -291,12 +294,16 @@ static void *sched_main(void *arg) {
         }
         if (pr) {
             const int left = pr->n_prompt - pr->n_prefilled, to_split = pr->split - pr->n_prefilled;
+            g4_media_prompt *mp = g4_req_media_prompt(pr->media);
             int n = left < s->chunk ? left : s->chunk;
             if (to_split > 0 && to_split < n) n = to_split;
+            if (mp) n = g4_media_prompt_slice(mp, pr->n_prefilled, n);   /* whole images */
             const int last = n == left;
             const int am = last && argmax_only(pr);
             int32_t next = 0;
-            g4_status st = am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
+            g4_status st = mp ? g4_prefill_media_range(s->m, pr->slot, mp, pr->n_prefilled, n, last && !am ? s->logits : NULL,
+                                                       am ? &next : NULL)
+                         : am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
                               : g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
             if (st) {
                 g4_pcache_forget(s->pc, pr->slot);

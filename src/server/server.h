@@ -30,6 +30,10 @@ typedef struct {
     int max_render_mb;       /* the chat template's memory budget per request (MiB) */
     int max_renders;         /* chat templates rendered at once; more requests wait their turn */
     int cache_ram_mb;        /* prompt cache: MiB of slot snapshots kept (0: no prefix reuse at all) */
+    const char *media_dir;   /* image_url parts may name files under this directory, a real path (NULL: none) */
+    int max_media;           /* images per request (--max-media-per-request) */
+    int max_soft_tokens;     /* per image; 0: the model's processor config */
+    long max_image_pixels;   /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -89,6 +93,7 @@ typedef struct g4_req {
     int n_bias;
     int chat;                 /* chat completions: the output goes through the chat parser */
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
+    struct g4_req_media *media;   /* the images of its image_url parts and the expanded prompt, or NULL */
     char *gbnf;               /* response_format / grammar: the output's grammar (GBNF), or NULL */
     const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
@@ -164,7 +169,28 @@ typedef struct {
     int template_specials;    /* pass bos_token/eos_token/... as template variables */
     size_t render_budget;     /* bytes of template working memory per request (0: the library's) */
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
+    const struct g4_media_cfg *media;   /* image_url parts' settings */
 } g4_api_ctx;
+
+/* ---------------------------------------------------------------- images in chat (media_parts.c) */
+
+typedef struct g4_media_cfg {
+    int vision;               /* the model has a vision embedder */
+    g4_image_opts image;      /* the processor's settings with --max-soft-tokens, --max-image-pixels */
+    const char *media_dir;    /* the real path of --media-dir, or NULL: no local files */
+    int max_media;            /* --max-media-per-request */
+} g4_media_cfg;
+
+typedef struct g4_req_media g4_req_media;
+struct json_t;
+/* An image_url content part (messages[i].content[k]) of r: its image decoded into r->media, the
+ * part rewritten to {"type": "image"} for the chat template. 0, or -1 with err filled (400). */
+int g4_media_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
+/* After the chat prompt is tokenized: r->prompt expanded for r's images (none: nothing). */
+int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err);
+g4_media_prompt *g4_req_media_prompt(const g4_req_media *md);
+g4_req_media *g4_req_media_ref(g4_req_media *md);
+void g4_req_media_release(g4_req_media *md);
 
 /* Response-shaping options of a parsed request. */
 typedef struct {
@@ -232,6 +258,7 @@ typedef struct {
     void *daemon;               /* struct MHD_Daemon * */
     int ipv6;                   /* the listening socket is IPv6 (dual stack for "::") */
     sem_t renders;              /* api.renders: --max-renders chat templates at once */
+    g4_media_cfg media;         /* api.media */
     _Atomic unsigned long id_seq;
 } g4_srv;
 

@@ -6,11 +6,13 @@ window (a snapshot), eviction under a tiny budget, and usage.prompt_tokens_detai
 Tiny random-weight fixture (sliding window 24; serve's 64-row chunks make its rings 87 long)."""
 import json
 import random
+import signal
 
 import pytest
 
 from conftest import run_g4
 from test_server import BOS, MODEL, NAME, Server, complete
+from test_tp import MPI_ENV, MPIRUN, _serve, need_mpi
 
 CTX = 1024
 
@@ -98,26 +100,62 @@ def test_shared_system_prompt_hits_across_conversations(g4_bin, cold):
         assert warm.stop() == 0, "".join(warm.log)
 
 
+def rewind_sequence(warm, cold):
+    """Prompts that share prefixes of different depths; each output checked against `cold`.
+    Returns the cached_tokens of each."""
+    base = [BOS] + ids(1, 299)
+    p4 = base[:140] + ids(5, 20)
+    prompts = [base, base[:150] + ids(2, 40), base[:150] + ids(3, 30), base + ids(4, 5), p4,
+               lambda out: p4 + out[:60] + [7], base]
+    got, out = [], None
+    for p in prompts:
+        p = p(out) if callable(p) else p
+        out, cached = gen(warm, p, 80, temperature=0)
+        assert out == gen(cold, p, 80, temperature=0)[0]
+        got.append(cached)
+    return got
+
+
+# 1: shares 150 with a slot 230 positions further on (no snapshot there yet: computed, leaving one
+#    at 150); 2: restores it; 3: the first prompt's end snapshot; 4: 150's snapshot set back 10
+#    positions; 5: in place, 19 positions back from the slot's end (within its rings); 6: the first
+#    prompt's snapshot but its last id, computed again
+WITH_SNAPSHOTS = [0, 0, 150, 300, 140, 220, 299]
+
+
 def test_rewind_deeper_than_the_window_and_partial_prefixes(g4_bin, cold):
     warm = server(g4_bin)
     try:
-        base = [BOS] + ids(1, 299)
-        p4 = base[:140] + ids(5, 20)
-        prompts = [base, base[:150] + ids(2, 40), base[:150] + ids(3, 30), base + ids(4, 5), p4,
-                   lambda out: p4 + out[:60] + [7], base]
-        got, out = [], None
-        for p in prompts:
-            p = p(out) if callable(p) else p
-            out, cached = gen(warm, p, 80, temperature=0)
-            assert out == gen(cold, p, 80, temperature=0)[0]
-            got.append(cached)
-        # 1: shares 150 with a slot 230 positions further on (no snapshot there yet: computed,
-        #    leaving one at 150); 2: restores it; 3: the first prompt's end snapshot; 4: 150's
-        #    snapshot set back 10 positions; 5: in place, 19 positions back from the slot's end
-        #    (within its rings); 6: the first prompt's snapshot but its last id, computed again
-        assert got == [0, 0, 150, 300, 140, 220, 299], got
+        assert rewind_sequence(warm, cold) == WITH_SNAPSHOTS
     finally:
         assert warm.stop() == 0, "".join(warm.log)
+
+
+class Launched(Server):
+    """A server some other launcher started (test_tp's, for mpirun)."""
+
+    def __init__(self, p, url, log):
+        self.p, self.url, self.log = p, url, log
+
+
+@pytest.mark.parametrize("backend", ["threads", "mpi"])
+def test_tensor_parallel(g4_bin, cold, backend):
+    """--tp 2: with the threads backend snapshots hold every rank's shard; under MPI the other
+    ranks' shards are in other processes, so only the in-place reuse (5) runs."""
+    args = [g4_bin, "serve", "-m", str(MODEL), "--port", "0", "--ctx", CTX, "--threads", "2", "--alias", NAME,
+            "--tp", "2", "--tp-backend", backend]
+    if backend == "mpi":
+        need_mpi()
+        args = [MPIRUN, "-np", "2", *args]
+    p, url, log = _serve([str(a) for a in args], MPI_ENV if backend == "mpi" else None)
+    try:
+        got = rewind_sequence(Launched(p, url, log), cold)
+        assert got == (WITH_SNAPSHOTS if backend == "threads" else [0, 0, 0, 0, 0, 220, 0]), got
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(60)
+    # mpirun may end rank 0 before it reports; test_tp checks the shutdown under MPI
+    assert rc == 0 or backend == "mpi", "".join(log)
 
 
 def test_eviction_keeps_within_a_tiny_budget(g4_bin, cold):

@@ -6,6 +6,7 @@ window (a snapshot), eviction under a tiny budget, and usage.prompt_tokens_detai
 Tiny random-weight fixture (sliding window 24; serve's 64-row chunks make its rings 87 long).
 Reuse stops at a 64-token chunk boundary and never takes a prompt's partial last chunk or
 decoded tokens (prompt_cache.c: rows computed as a fresh prefill computes them)."""
+import concurrent.futures as cf
 import json
 import random
 import signal
@@ -172,6 +173,37 @@ def test_eviction_keeps_within_a_tiny_budget(g4_bin, cold):
         p = [BOS] + ids(107, 250) + [7, 8]   # the latest snapshot (at 192) survived
         out, cached = gen(warm, p, 8, temperature=0)
         assert cached == 192 and out == gen(cold, p, 8, temperature=0)[0]
+    finally:
+        assert warm.stop() == 0, "".join(warm.log)
+
+
+def test_eight_clients_random_conversations(g4_bin, cold):
+    """8 clients at once over 4 slots, each a 3-turn conversation of random lengths (half of them
+    on a shared system prompt), under a budget small enough to evict: every answer is the one the
+    cache-off server gives to the same messages."""
+    warm = server(g4_bin, "--parallel", 4, "--cache-ram", 3)
+    words = "alpha beta gamma delta harbour ship crate copper timber grain tide".split()
+
+    def client(k):
+        rng = random.Random(k)
+        msgs = [{"role": "system", "content": SYSTEM if k % 2 else " ".join(rng.choices(words, k=40))}]
+        turns = []
+        for _ in range(3):
+            msgs.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randrange(3, 120)))})
+            n = rng.randrange(4, 60)
+            a, _, c = chat(warm, msgs, n, temperature=0)
+            turns.append((list(msgs), n, a, c))
+            msgs.append({"role": "assistant", "content": a})
+        return turns
+
+    try:
+        with cf.ThreadPoolExecutor(8) as ex:
+            runs = list(ex.map(client, range(8)))
+        assert sum(c for turns in runs for *_, c in turns) > 0
+        for turns in runs:
+            for msgs, n, a, _ in turns:
+                assert a == chat(cold, msgs, n, temperature=0)[0]
+        assert warm.metrics()["g4_prompt_cache_bytes"] <= 3 << 20
     finally:
         assert warm.stop() == 0, "".join(warm.log)
 

@@ -11,7 +11,9 @@ static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 1] [--alias NAME]\n"
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
-               "                     [--max-render-mb 256] [--max-renders 2]\n"
+               "                     [--max-render-mb 256] [--max-renders 2] [--timeout 60] [--max-connections 1000]\n"
+               "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
+               "                     [--max-messages 10000] [--max-tools 128]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -20,11 +22,16 @@ static void help(FILE *f) {
                "variable G4_API_KEY give the keys clients must send as 'Authorization: Bearer KEY'\n"
                "(401 otherwise); /health and /metrics stay open unless --auth-all. --host :: listens on\n"
                "IPv6 and IPv4. Past --max-queue waiting requests (0: no cap) new ones get 429. A chat\n"
-               "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n");
+               "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n"
+               "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
+               "Past --max-connections the oldest connection still sending its request is closed;\n"
+               "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
+               "--queue-timeout seconds for a slot gets 503 with Retry-After (0: it waits). --cors-origin\n"
+               "(repeatable, or '*') lets browser pages from those origins call the API.\n");
     fputs(cli_model_opts_help, f);
 }
 
-enum { MAX_API_KEYS = 64 };
+enum { MAX_API_KEYS = 64, MAX_CORS = 64 };
 
 /* Adds one key (copied; leading/trailing blanks and a trailing newline dropped). */
 static int add_key(const char *cmd, g4_server_opts *o, char **keys, const char *k, size_t n) {
@@ -51,6 +58,7 @@ static int add_key_file(const char *cmd, g4_server_opts *o, char **keys, const c
 
 int cli_serve(int argc, char **argv) {
     static char *keys[MAX_API_KEYS];
+    static const char *cors[MAX_CORS];
     g4_server_opts o;
     g4_server_opts_default(&o);
     const char *cmd = "serve";
@@ -81,6 +89,18 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) INTV(0, 1 << 20, o.max_queue);
         else if (!strcmp(a, "--max-render-mb")) INTV(1, 1 << 20, o.max_render_mb);
         else if (!strcmp(a, "--max-renders")) INTV(1, 1024, o.max_renders);
+        else if (!strcmp(a, "--timeout")) INTV(1, 86400, o.timeout_s);
+        else if (!strcmp(a, "--max-connections")) INTV(1, 1 << 20, o.max_connections);
+        else if (!strcmp(a, "--max-connections-per-ip")) INTV(0, 1 << 20, o.max_conn_per_ip);
+        else if (!strcmp(a, "--queue-timeout")) INTV(0, 86400, o.queue_timeout_s);
+        else if (!strcmp(a, "--max-messages")) INTV(0, 1 << 24, o.max_messages);
+        else if (!strcmp(a, "--max-tools")) INTV(0, 1 << 20, o.max_tools);
+        else if (!strcmp(a, "--cors-origin")) {
+            NEEDV();
+            if (!*v) return cli_usage_error(cmd, "--cors-origin needs an origin (scheme://host[:port]) or '*'");
+            if (o.n_cors == MAX_CORS) return cli_usage_error(cmd, "more than %d --cors-origin values", MAX_CORS);
+            cors[o.n_cors++] = v;
+        }
         else return cli_usage_error(cmd, "unknown option '%s'", a);
 #undef INTV
 #undef NEEDV
@@ -89,6 +109,7 @@ int cli_serve(int argc, char **argv) {
     const char *env_key = getenv("G4_API_KEY");
     if (env_key && *env_key && !add_key(cmd, &o, keys, env_key, strlen(env_key))) return 2;
     o.api_keys = keys;
+    o.cors = cors;
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (o.mo.tp_backend == G4_TP_MPI) {

@@ -29,6 +29,13 @@ typedef struct {
     int max_queue;           /* requests waiting for a slot before new ones get 429 (0: no cap) */
     int max_render_mb;       /* the chat template's memory budget per request (MiB) */
     int max_renders;         /* chat templates rendered at once; more requests wait their turn */
+    int timeout_s;           /* idle connections close; a request's headers + body arrive within it */
+    int max_connections;     /* open connections; past it the oldest still sending its request goes */
+    int max_conn_per_ip;     /* open connections per client address (0: no limit) */
+    int queue_timeout_s;     /* a request waiting this long for a slot gets 503 (0: no limit) */
+    const char **cors;       /* --cors-origin values ("*": any origin); n_cors of them */
+    int n_cors;
+    int max_messages, max_tools;   /* per request (0: no limit) */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -112,6 +119,11 @@ typedef struct g4_req {
     double t_last;
     g4_gen *gen;              /* sampling, stop ids / strings, max tokens, detokenizer */
     struct g4_req *next;      /* wait queue */
+
+    /* the HTTP side's wake-up (http.c): called under mu whenever the output part changes */
+    void (*notify)(void *arg);
+    void *notify_arg;
+    int admitted;             /* under mu: the request holds a slot */
 } g4_req;
 
 g4_req *g4_req_new(void);
@@ -157,6 +169,7 @@ typedef struct {
     int template_specials;    /* pass bos_token/eos_token/... as template variables */
     size_t render_budget;     /* bytes of template working memory per request (0: the library's) */
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
+    int max_messages, max_tools;   /* per request (0: no limit) */
 } g4_api_ctx;
 
 /* Response-shaping options of a parsed request. */
@@ -226,6 +239,7 @@ typedef struct {
     int ipv6;                   /* the listening socket is IPv6 (dual stack for "::") */
     sem_t renders;              /* api.renders: --max-renders chat templates at once */
     _Atomic unsigned long id_seq;
+    struct g4_http *http;       /* http.c's connections, wake-ups and parse workers */
 } g4_srv;
 
 /* Binds and starts serving (routes answer 503 until READY); *port gets the bound port. */

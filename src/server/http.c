@@ -47,6 +47,7 @@ struct conn_ctx {
     g4_api_kind kind;
     const char *route;
     g4_api_error err;
+    char err_param[64];           /* err.param copied: the parser may point it at its thread's storage */
     g4_api_opts o;
     g4_req *r[G4_MAX_N];          /* o.n of them once parsed */
     int n;
@@ -233,7 +234,13 @@ void http_parse_job(g4_http *h, conn_ctx *cc) {
     g4_srv *s = h->s;
     g4_req *reqs[G4_MAX_N];
     int fail = FAIL_NONE, n = 0;
-    if (!g4_api_parse(&s->api, cc->kind, cc->body ? cc->body : "", cc->len, &cc->o, reqs, &cc->err)) fail = FAIL_PARSE;
+    if (!g4_api_parse(&s->api, cc->kind, cc->body ? cc->body : "", cc->len, &cc->o, reqs, &cc->err)) {
+        fail = FAIL_PARSE;
+        if (cc->err.param) {
+            snprintf(cc->err_param, sizeof cc->err_param, "%s", cc->err.param);
+            cc->err.param = cc->err_param;
+        }
+    }
     else {
         n = cc->o.n;
         make_id(s, &cc->o);

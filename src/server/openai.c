@@ -56,7 +56,7 @@ static json_t *jstr_lossy(const char *s, size_t n) {
 char *g4_api_error_json(const g4_api_error *e) {
     json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", jstr_lossy(e->message, strlen(e->message)),
                           "type", e->type ? e->type : "invalid_request_error", "param",
-                          e->param ? json_string(e->param) : json_null(), "code",
+                          e->param ? jstr_lossy(e->param, strlen(e->param)) : json_null(), "code",
                           e->code ? json_string(e->code) : json_null());
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);

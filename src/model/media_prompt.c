@@ -118,7 +118,6 @@ int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n) {
 
 /* Checks that hold for the whole prompt, made when its first ids are prefilled. */
 static g4_status check_prompt(const g4_model *m, int slot, const g4_media_prompt *p, int from) {
-    if (p->n_images && m->comm) return g4_fail(G4_ERR_INPUT, "images under --tp > 1 are not supported yet; run with --tp 1");
     if (p->n_images && p->image_id != m->cfg.mm_placeholder_ids[0])
         return g4_fail(G4_ERR_INPUT, "the tokenizer's <|image|> is id %d, the model's image_token_id %d", p->image_id,
                        m->cfg.mm_placeholder_ids[0]);
@@ -151,17 +150,18 @@ static void media_step(g4_model *m, int slot, const g4_media_prompt *p, int from
         slots[r] = slot;
         pos[r] = base + t;
         soft[r] = in ? p->emb + (size_t)(row + t - p->spans[i].start) * H : NULL;
-        blk_end[r] = in && m->cfg.vis_bidirectional ? base + p->spans[i].start + p->spans[i].len - 1 : -1;
+        blk_end[r] = !in ? G4_ROW_TEXT : m->cfg.vis_bidirectional ? base + p->spans[i].start + p->spans[i].len - 1 : G4_ROW_SOFT;
     }
     const int last = from + R == p->n;
     /* as session.c's prefill: --numerics ggml's llama.cpp micro-batch of these rows */
     const int ub = p->n - from / 512 * 512 < 512 ? p->n - from / 512 * 512 : 512;
     const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
     m->step_soft = soft;
-    m->step_blk_end = blk_end;
-    g4_group_forward(m, R, slots, pos, p->ids + from, last ? R - 1 : R, step, last ? logits : NULL, last ? next : NULL);
+    m->step_media = blk_end;
+    g4_group_forward(m, R, slots, pos, p->ids + from, last ? R - 1 : R, step | G4_STEP_MEDIA, last ? logits : NULL,
+                     last ? next : NULL);
     m->step_soft = NULL;
-    m->step_blk_end = NULL;
+    m->step_media = NULL;
     m->slot_pos[slot] += R;
 }
 

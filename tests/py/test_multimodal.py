@@ -2,14 +2,17 @@
 by tools/reference/record_mm_goldens.py): the processor's expanded prompt ids identical
 (`tokenize --image`), last-position logits within 1e-4 relative and greedy tokens identical
 (`logits` / `run --image`), for one image, two images and an image a prefill chunk would cut; and
-the refusals (placeholder count, too many images, a bad image, an image longer than an explicit
---prefill-chunk, --tp 2, a model without vision weights)."""
+--tp 2 (threads and MPI); and the refusals (placeholder count, too many images, a bad image, an
+image longer than an explicit --prefill-chunk, a model without vision weights)."""
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import FIXTURES, run_g4
+from test_tp import MPI_ENV, MPIRUN, need_mpi
 
 MODEL = FIXTURES / "g4-cond-mm-tiny"
 MEDIA = FIXTURES / "media"
@@ -129,9 +132,27 @@ def test_image_longer_than_explicit_chunk(g4_bin):
             want="image 1 has 60 soft tokens, more than a prefill chunk of 32 positions (--prefill-chunk)")
 
 
-def test_images_under_tp_are_refused(g4_bin):
-    refused(g4_bin, "-p", "<|image|>", "--image", IMG, "--max-soft-tokens", 70, "--tp", 2,
-            want="images under --tp > 1 are not supported yet")
+@pytest.mark.parametrize("backend", ["threads", "mpi"])
+@pytest.mark.parametrize("case", [c for c in CASES if c["name"] in ("two_images", "chunk_boundary")], ids=lambda c: c["name"])
+def test_tensor_parallel(g4_bin, tmp_path, case, backend):
+    """--tp 2: rank 0 embeds the images, the soft tokens reach the other rank through the
+    embedding's all-reduce, every rank gets the rows' image spans; same tokens, logits in tolerance."""
+    out = tmp_path / "logits.f32"
+    common = ["-m", MODEL, "-p", case["prompt"], "--prefill-chunk", case["prefill_chunk"], *image_args(case)]
+    runs = [["logits", *common, "-o", out], ["run", *common, "-n", len(case["greedy"]), "--ids", "--ignore-eos"]]
+    results = []
+    for args in runs:
+        if backend == "mpi":
+            need_mpi()
+            r = subprocess.run([MPIRUN, "-np", "2", g4_bin, *map(str, args), "--tp-backend", "mpi", "--threads", "1"],
+                               capture_output=True, timeout=300, env={**os.environ, **MPI_ENV})
+        else:
+            r = run_g4(g4_bin, *args, "--tp", 2)
+        assert r.returncode == 0, r.stderr.decode()
+        results.append(r)
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL
+    assert json.loads(results[1].stdout) == case["greedy"]
 
 
 def test_model_without_vision(g4_bin):

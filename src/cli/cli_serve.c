@@ -14,6 +14,7 @@ static void help(FILE *f) {
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
                "                     [--max-render-mb 256] [--max-renders 2] [--media-dir DIR]\n"
                "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
+               "                     [--max-audio-seconds 30]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -23,7 +24,8 @@ static void help(FILE *f) {
                "(401 otherwise); /health and /metrics stay open unless --auth-all. --host :: listens on\n"
                "IPv6 and IPv4. Past --max-queue waiting requests (0: no cap) new ones get 429. A chat\n"
                "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n"
-               "Chat messages take image_url parts: data: URLs, or files under --media-dir (docs/server.md).\n");
+               "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
+               "parts (docs/server.md).\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -91,6 +93,12 @@ int cli_serve(int argc, char **argv) {
             o.media_dir = media_dir;
         }
         else if (!strcmp(a, "--max-media-per-request")) INTV(0, 1024, o.max_media);
+        else if (!strcmp(a, "--max-audio-seconds")) {
+            float sec;
+            NEEDV();
+            if (!cli_parse_float(cmd, a, v, 0.001f, 86400, &sec)) return 2;
+            o.max_audio_seconds = sec;
+        }
         else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
         else if (!strcmp(a, "--max-soft-tokens")) {
             INTV(70, 1120, o.max_soft_tokens);

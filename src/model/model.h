@@ -96,6 +96,7 @@ struct g4_model {
     struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
     struct g4_vision *vision;   /* rank 0 of an HF checkpoint with vision_config: the image embedder
                                  * (vision.c); NULL otherwise */
+    struct g4_audio_embedder *audio;   /* the same for audio_config (audio.c) */
     /* a prefill step with images (media_prompt.c; under --tp every rank gets step_media from
      * parallel/group.c), NULL otherwise: what row r is, G4_ROW_TEXT, G4_ROW_SOFT (a soft token
      * attending causally) or >= 0 (a soft token that also attends to its image's later tokens on
@@ -109,6 +110,10 @@ struct g4_model {
 typedef struct g4_vision g4_vision;
 g4_status g4_vision_bind(g4_model *m);
 void g4_vision_free(g4_vision *v);
+/* The audio embedder's projection (audio.c), bound the same way from audio_config. */
+typedef struct g4_audio_embedder g4_audio_embedder;
+g4_status g4_audio_bind(g4_model *m);
+void g4_audio_embedder_free(g4_audio_embedder *a);
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
 g4_status g4_weights_bind(g4_model *m);

@@ -76,6 +76,8 @@ static void *loader(void *arg) {
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
     mc->vision = !st && have_image_opts && g4_model_has_vision(s->model);
+    mc->audio = !st && !g4_audio_opts_load(dir, &mc->audio_opts) && g4_model_has_audio(s->model);
+    if (s->opts.max_audio_seconds > 0) mc->audio_opts.max_seconds = s->opts.max_audio_seconds;
     mc->max_media = s->opts.max_media;
     mc->media_dir = s->opts.media_dir;
     s->api.media = mc;

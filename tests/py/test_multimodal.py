@@ -23,9 +23,12 @@ REL_TOL = 1e-4
 
 
 def image_args(case):
+    """--image / --audio for the case's files (the order within each kind is the prompt's)."""
     out = ["--max-soft-tokens", case["max_soft_tokens"]]
     for f in case["images"]:
         out += ["--image", MEDIA / f]
+    for f in case.get("audio", []):
+        out += ["--audio", GOLD_DIR / f]
     return out
 
 
@@ -109,7 +112,7 @@ def test_placeholder_count_mismatch(g4_bin, tmp_path, cmd):
 
 def test_too_many_images(g4_bin):
     refused(g4_bin, "-p", "<|image|><|image|>", "--image", IMG, "--image", IMG, "--max-media-per-request", 1,
-            want="2 images, more than --max-media-per-request 1")
+            want="2 images and audio clips, more than --max-media-per-request 1")
 
 
 def test_bad_image(g4_bin, tmp_path):
@@ -175,3 +178,35 @@ def test_kernel_paths(g4_bin, tmp_path, isa):
     assert r.returncode == 0, r.stderr.decode()
     got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
     assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL
+
+
+WAV = GOLD_DIR / "audio_mono_811.wav"
+
+
+def test_audio_refusals(g4_bin, tmp_path):
+    refused(g4_bin, "-p", "no placeholder", "--audio", WAV, want="0 audio clip placeholders (<|audio|>) for 1 audio clip")
+    bad = tmp_path / "noise.wav"
+    bad.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk")
+    refused(g4_bin, "-p", "<|audio|>", "--audio", bad, want=str(bad))
+    refused(g4_bin, "-p", "<|audio|>", "--audio", WAV, "--max-audio-seconds", 0.01, want="--max-audio-seconds")
+    refused(g4_bin, "-p", "<|audio|>", "--audio", tmp_path / "missing.flac", want="missing.flac")
+    r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "-p", "<|audio|>", "--audio", WAV)
+    assert r.returncode == 2 and "no audio embedder" in r.stderr.decode(), r.stderr.decode()
+
+
+def test_audio_resampled(g4_bin, tmp_path):
+    """A clip at 8 kHz is resampled to 16 kHz (libsoxr): twice the samples, so twice the frames."""
+    import wave
+    with wave.open(str(WAV), "rb") as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    low = tmp_path / "low.wav"
+    with wave.open(str(low), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(pcm[::2].tobytes())
+    r = run_g4(g4_bin, "tokenize", "-m", MODEL, "--audio", low, input=b"<|audio|>")
+    assert r.returncode == 0, r.stderr.decode()
+    frame = json.loads((MODEL / "config.json").read_text())["audio_config"]["audio_embed_dim"]
+    n = len(pcm[::2]) * 2
+    assert json.loads(r.stdout).count(20) == (n + frame - 1) // frame   # <|audio|> soft tokens

@@ -596,7 +596,7 @@ const int32_t *g4_media_prompt_ids(const g4_media_prompt *p, int *n);
  * soft tokens attend to each other both ways on the sliding-window layers (within the window) and
  * causally on the full layers, as transformers' create_masks_for_vision_model (docs/multimodal.md).
  * A prefill chunk never cuts an image: the chunk ends before it instead, and an image of more soft
- * tokens than opts.prefill_chunk is G4_ERR_INPUT. Under --tp rank 0 embeds the images and the
+ * tokens than opts.prefill_chunk is G4_ERR_INPUT (audio, causal, is cut like text). Under --tp rank 0 embeds the images and the
  * soft tokens reach the other ranks as the embedding rows do. */
 g4_status g4_prefill_media(g4_model *m, int slot, g4_media_prompt *p, float *logits);
 g4_status g4_prefill_media_argmax(g4_model *m, int slot, g4_media_prompt *p, int32_t *next);

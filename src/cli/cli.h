@@ -91,7 +91,7 @@ int cli_parse_media_opt(const char *cmd, int argc, char **argv, int *i, cli_medi
 /* After parsing: 0, or 2 after reporting more images than --max-media-per-request. */
 int cli_media_check(const char *cmd, const cli_media *md);
 /* Loads the images and audio clips through the model directory's processor settings; *max_soft:
- * the most soft tokens of one of them (0 without media). */
+ * the most soft tokens of one image (0 without images: audio may be split across prefill steps). */
 g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
 /* The prompt `ids` with its image and audio placeholders expanded for the loaded media. */
 g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,

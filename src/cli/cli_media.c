@@ -78,10 +78,7 @@ g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft) {
         if ((st = g4_audio_opts_load(model_dir, &ao))) return st;
         if (md->max_audio_seconds > 0) ao.max_seconds = md->max_audio_seconds;
         if (!(md->audios = calloc((size_t)md->n_audios, sizeof *md->audios))) return g4_fail(G4_ERR_NOMEM, "out of memory");
-        for (int i = 0; i < md->n_audios && !st; i++) {
-            st = g4_audio_load(md->audio_paths[i], &ao, &md->audios[i]);
-            if (!st && md->audios[i]->n_frames > *max_soft) *max_soft = md->audios[i]->n_frames;
-        }
+        for (int i = 0; i < md->n_audios && !st; i++) st = g4_audio_load(md->audio_paths[i], &ao, &md->audios[i]);
         if (st) return st;
     }
     if (!md->n_images) return G4_OK;

@@ -131,9 +131,11 @@ static g4_status embed_images(g4_model *m, g4_media_prompt *p) {
     return G4_OK;
 }
 
+/* Only images must stay whole (their tokens read each other's keys); audio is causal and may be
+ * split like text. */
 int g4_media_prompt_cut(const g4_media_prompt *p, int from, int n) {
     for (int i = 0; i < p->n_media && p->spans[i].start < from + n; i++)
-        if (p->spans[i].start + p->spans[i].len > from + n)   /* the image would be cut */
+        if (p->spans[i].kind == MEDIA_IMAGE && p->spans[i].start + p->spans[i].len > from + n)   /* it would be cut */
             return p->spans[i].start > from ? p->spans[i].start - from : 0;
     return n;
 }
@@ -142,7 +144,7 @@ int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n) {
     const int cut = g4_media_prompt_cut(p, from, n);
     if (cut) return cut;
     for (int i = 0; i < p->n_media; i++)
-        if (p->spans[i].start == from) return p->spans[i].len;
+        if (p->spans[i].kind == MEDIA_IMAGE && p->spans[i].start == from) return p->spans[i].len;
     return n;
 }
 
@@ -157,11 +159,10 @@ static g4_status check_prompt(const g4_model *m, int slot, const g4_media_prompt
     if ((long)m->slot_pos[slot] - from + p->n > m->opts.ctx)
         return g4_fail(G4_ERR_CONTEXT, "prompt of %d tokens at position %d exceeds the context of %d tokens (--ctx)",
                        p->n, m->slot_pos[slot] - from, m->opts.ctx);
-    for (int i = 0; i < p->n_media; i++)
-        if (p->spans[i].len > m->opts.prefill_chunk)
-            return g4_fail(G4_ERR_INPUT, "%s %d has %d soft tokens, more than a prefill chunk of %d positions "
-                           "(--prefill-chunk): an image or audio clip is prefilled in one step",
-                           p->spans[i].kind == MEDIA_IMAGE ? "image" : "audio clip", i + 1, p->spans[i].len,
+    for (int i = 0, k = 0; i < p->n_media; i++)
+        if (p->spans[i].kind == MEDIA_IMAGE && (++k, p->spans[i].len > m->opts.prefill_chunk))
+            return g4_fail(G4_ERR_INPUT, "image %d has %d soft tokens, more than a prefill chunk of %d positions "
+                           "(--prefill-chunk): an image is prefilled in one step", k, p->spans[i].len,
                            m->opts.prefill_chunk);
     for (int i = 0; i < p->n; i++)
         if (p->ids[i] < 0 || p->ids[i] >= m->cfg.vocab_size)

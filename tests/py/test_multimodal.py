@@ -210,3 +210,13 @@ def test_audio_resampled(g4_bin, tmp_path):
     frame = json.loads((MODEL / "config.json").read_text())["audio_config"]["audio_embed_dim"]
     n = len(pcm[::2]) * 2
     assert json.loads(r.stdout).count(20) == (n + frame - 1) // frame   # <|audio|> soft tokens
+
+
+def test_audio_split_across_chunks(g4_bin, tmp_path):
+    """Audio attends causally, so a clip may be cut by prefill chunks like text (8 < its 26 frames)."""
+    case = next(c for c in CASES if c["name"] == "audio")
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", MODEL, "-p", case["prompt"], "-o", out, "--prefill-chunk", 8, *image_args(case))
+    assert r.returncode == 0, r.stderr.decode()
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL

@@ -77,6 +77,9 @@ static g4_status read_mono(SNDFILE *f, const SF_INFO *in, const char *name, cons
     const double secs = (double)in->frames / in->samplerate;
     if (in->channels < 1 || in->samplerate < 1 || in->frames < 1)
         return g4_fail(G4_ERR_INPUT, "%s: no audio samples in it", name);
+    if (in->samplerate < 1000 || in->samplerate > 768000 || in->channels > 64)   /* no real recording is outside */
+        return g4_fail(G4_ERR_INPUT, "%s: %d channels at %d Hz; gemma4c reads 1 to 64 channels at 1 to 768 kHz", name,
+                       in->channels, in->samplerate);
     if (secs > o->max_seconds)
         return g4_fail(G4_ERR_INPUT, "%s: %.1f s of audio, more than the limit of %g s (--max-audio-seconds)", name, secs,
                        o->max_seconds);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "base/threadpool.h"
 
 struct g4_audio_embedder {
     int dim, hidden;      /* audio_embed_dim (samples a frame), the language model's hidden size */
@@ -52,29 +53,44 @@ void g4_audio_embedder_free(g4_audio_embedder *a) {
 
 int g4_model_has_audio(const g4_model *m) { return m->audio != NULL; }
 
+/* One frame a task, on the model's worker threads: x = RMSNorm(frame) without weight, then
+ * out = proj · x with double sums. */
+typedef struct {
+    const g4_audio_embedder *a;
+    const g4_audio *au;
+    float *out;
+    float *x;   /* [threads][dim] */
+} audio_job;
+
+static void embed_frame(void *ctx, int f, int thread) {
+    const audio_job *j = ctx;
+    const g4_audio_embedder *a = j->a;
+    const float *s = j->au->frames + (size_t)f * a->dim;
+    float *x = j->x + (size_t)thread * a->dim;
+    /* Gemma4UnifiedRMSNorm without scale: x * (mean(x^2) + eps)^-0.5 */
+    double ss = 0;
+    for (int i = 0; i < a->dim; i++) ss += (double)s[i] * s[i];
+    const double r = 1.0 / sqrt(ss / a->dim + a->eps);
+    for (int i = 0; i < a->dim; i++) x[i] = (float)(s[i] * r);
+    float *y = j->out + (size_t)f * a->hidden;
+    for (int o = 0; o < a->hidden; o++) {
+        const float *w = a->proj + (size_t)o * a->dim;
+        double acc = 0;
+        for (int i = 0; i < a->dim; i++) acc += (double)w[i] * x[i];
+        y[o] = (float)acc;
+    }
+}
+
 g4_status g4_audio_embed(const g4_model *m, const g4_audio *au, float *out) {
     const g4_audio_embedder *a = m->audio;
     if (!a) return g4_fail(G4_ERR_INPUT, "model has no audio embedder (a GGUF, a .g4c, or a config without audio_config)");
     if (au->frame != a->dim)
         return g4_fail(G4_ERR_INPUT, "audio frames of %d samples do not fit the audio embedder's %d (audio_config.audio_embed_dim)",
                        au->frame, a->dim);
-    float *x = malloc((size_t)a->dim * sizeof(float));
-    if (!x) return g4_fail(G4_ERR_NOMEM, "out of memory embedding audio");
-    for (int f = 0; f < au->n_frames; f++) {
-        const float *s = au->frames + (size_t)f * a->dim;
-        /* Gemma4UnifiedRMSNorm without scale: x * (mean(x^2) + eps)^-0.5 */
-        double ss = 0;
-        for (int i = 0; i < a->dim; i++) ss += (double)s[i] * s[i];
-        const double r = 1.0 / sqrt(ss / a->dim + a->eps);
-        for (int i = 0; i < a->dim; i++) x[i] = (float)(s[i] * r);
-        float *y = out + (size_t)f * a->hidden;
-        for (int o = 0; o < a->hidden; o++) {
-            const float *w = a->proj + (size_t)o * a->dim;
-            double acc = 0;
-            for (int i = 0; i < a->dim; i++) acc += (double)w[i] * x[i];
-            y[o] = (float)acc;
-        }
-    }
-    free(x);
+    audio_job j = {.a = a, .au = au, .out = out};
+    j.x = malloc((size_t)g4_pool_size(m->pool) * (size_t)a->dim * sizeof(float));
+    if (!j.x) return g4_fail(G4_ERR_NOMEM, "out of memory embedding audio");
+    if (au->n_frames > 0) g4_pool_run(m->pool, au->n_frames, embed_frame, &j);
+    free(j.x);
     return G4_OK;
 }

@@ -1,7 +1,8 @@
-/* media_prompt.c — prompts with images: the processor's placeholder expansion (g4_media_prompt)
- * and their prefill, which puts each image's soft tokens in place of its placeholders' embeddings
- * and marks the rows whose attention reaches over the whole image. The embedder is vision.c, the
- * layer loop forward.c; this file only lays out the rows of each step. */
+/* media_prompt.c — prompts with images and audio: the processor's placeholder expansion
+ * (g4_media_prompt) and their prefill, which puts each image's or clip's soft tokens in place of
+ * its placeholders' embeddings and marks the rows whose attention reaches over the whole image.
+ * The embedders are vision.c and audio.c, the layer loop forward.c; this file only lays out the
+ * rows of each step. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,7 @@ g4_status g4_media_prompt_new_av(const g4_tokenizer *tok, const int32_t *ids, in
     return G4_OK;
 }
 
-/* The soft tokens of every image, [sum of n_patches][H], embedded in order, once per prompt. */
+/* The soft tokens of every image and clip, [sum of their lengths][H], embedded in prompt order, once. */
 static g4_status embed_images(g4_model *m, g4_media_prompt *p) {
     if (p->emb) return p->emb_hidden == m->cfg.hidden_size ? G4_OK
                        : g4_fail(G4_ERR_INPUT, "a media prompt embedded for another model");
@@ -120,7 +121,7 @@ static g4_status embed_images(g4_model *m, g4_media_prompt *p) {
     size_t rows = 0;
     for (int i = 0; i < p->n_media; i++) rows += (size_t)p->spans[i].len;
     float *e = malloc((rows ? rows : 1) * H * sizeof(float));
-    if (!e) return g4_fail(G4_ERR_NOMEM, "out of memory embedding %d images", p->n_media);
+    if (!e) return g4_fail(G4_ERR_NOMEM, "out of memory embedding %d images and audio clips", p->n_media);
     g4_status st = G4_OK;
     for (int i = 0, off = 0; i < p->n_media && !st; off += p->spans[i++].len)
         st = p->spans[i].kind == MEDIA_IMAGE ? g4_image_embed(m, p->spans[i].src, e + (size_t)off * H)
@@ -148,7 +149,7 @@ int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n) {
     return n;
 }
 
-/* Checks that hold for the whole prompt, made when its first ids are prefilled. */
+/* Checks that hold for the whole prompt (made for each range: the server prefills in slices). */
 static g4_status check_prompt(const g4_model *m, int slot, const g4_media_prompt *p, int from) {
     for (int i = 0; i < p->n_media; i++) {   /* the model finds its soft tokens by these ids */
         const int img = p->spans[i].kind == MEDIA_IMAGE, want = m->cfg.mm_placeholder_ids[img ? 0 : 2];

@@ -118,6 +118,8 @@ static g4_status read_mono(SNDFILE *f, const SF_INFO *in, const char *name, cons
 /* Frames of o->frame samples, the last zero-padded, as the feature extractor cuts them. */
 static g4_status frame(const float *s, long n, const char *name, const g4_audio_opts *o, const SF_INFO *in,
                        g4_audio **out) {
+    if (n < 1)   /* a few samples at a high rate resample to none */
+        return g4_fail(G4_ERR_INPUT, "%s: too short: no sample left at 16 kHz", name);
     g4_audio *a = calloc(1, sizeof *a);
     const long nf = (n + o->frame - 1) / o->frame;
     if (a) a->frames = calloc((size_t)nf * (size_t)o->frame, sizeof(float));

@@ -42,6 +42,15 @@ void g4_req_media_release(g4_req_media *md) {
 
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md) { return md ? md->prompt : NULL; }
 
+int g4_media_dir_has_vision(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    const int has = root && json_is_object(json_object_get(root, "vision_config"));
+    json_decref(root);
+    return has;
+}
+
 /* Standard base64 (RFC 4648, '=' padding optional) into a malloc'ed buffer; -1 on a bad digit. */
 static int base64_decode(const char *s, size_t n, unsigned char **out, size_t *out_n) {
     unsigned char *b = malloc(n / 4 * 3 + 3);

@@ -186,6 +186,8 @@ int g4_media_audio_part(const g4_api_ctx *c, struct json_t *part, size_t i, size
 /* After the chat prompt is tokenized: r->prompt expanded for r's images (none: nothing). */
 int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err);
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md);
+/* Whether the model directory's config.json has a vision_config (read before the model loads). */
+int g4_media_dir_has_vision(const char *dir);
 g4_req_media *g4_req_media_ref(g4_req_media *md);
 void g4_req_media_release(g4_req_media *md);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "gemma4c.h"
 #include "convert/quantize.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"

@@ -212,8 +212,9 @@ static int translate(const g4_api_ctx *c, json_t *root, json_t *chat, json_t *ec
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
+        const int empty = json_is_null(v) || (json_is_array(v) && !json_array_size(v));
         for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++)
-            if (!strcmp(k, REFUSED[i].field) && !json_is_null(v)) return BAD(REFUSED[i].field, "%s", REFUSED[i].why);
+            if (!strcmp(k, REFUSED[i].field) && !empty) return BAD(REFUSED[i].field, "%s", REFUSED[i].why);
         int known = 0;
         for (int i = 0; FIELDS[i] && !known; i++) known = !strcmp(FIELDS[i], k);
         if (!known) {
@@ -375,16 +376,19 @@ static void write_event(walk *w, json_t *ev) {
     json_decref(ev);
 }
 
-/* A JSON string from generated text (invalid UTF-8 as U+FFFD, as chat's deltas have it). */
+/* A JSON string from generated text: each byte that does not begin a valid UTF-8 sequence
+ * becomes U+FFFD (a random model's tokens can hold half a character), as chat's text does. */
 static json_t *jtext(const char *s, size_t n) {
     json_t *j = json_stringn(s, n);
     if (j) return j;
     char *o = malloc(n * 3 + 1);
     size_t k = 0;
-    for (size_t i = 0; o && i < n; i++) {
+    for (size_t i = 0; o && i < n;) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x80) o[k++] = (char)ch;
-        else { memcpy(o + k, "\xef\xbf\xbd", 3); k += 3; }
+        size_t L = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        json_t *probe = L && ch && i + L <= n ? json_stringn(s + i, L) : NULL;   /* jansson judges overlongs */
+        if (probe) { memcpy(o + k, s + i, L); k += L; i += L; json_decref(probe); }
+        else { memcpy(o + k, "\xef\xbf\xbd", 3); k += 3; i++; }
     }
     j = o ? json_stringn(o, k) : NULL;
     free(o);

@@ -268,8 +268,10 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
             if (!strcmp(type, "text")) {
                 if (!json_is_string(json_object_get(part, "text")))
                     return BAD("messages", "messages[%zu].content[%zu].text must be a string", i, k);
-            } else if (!strcmp(type, "image_url") || !strcmp(type, "image") || !strcmp(type, "input_image")) {
-                return BAD("messages", "messages[%zu].content[%zu]: image input is not supported yet", i, k);
+            } else if (!strcmp(type, "image_url")) {
+                if (g4_media_part(c, part, i, k, r, err)) return -1;
+            } else if (!strcmp(type, "image") || !strcmp(type, "input_image")) {
+                return BAD("messages", "messages[%zu].content[%zu]: images are 'image_url' parts", i, k);
             } else if (!strcmp(type, "input_audio") || !strcmp(type, "audio")) {
                 return BAD("messages", "messages[%zu].content[%zu]: audio input is not supported yet", i, k);
             } else {
@@ -323,7 +325,7 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     /* The template writes <bos> itself; transformers tokenizes its output without specials. */
     int rc = tokenize(c, text, tlen, 0, r, "messages", err);
     free(text);
-    return rc;
+    return rc ? rc : g4_media_expand(c, r, err);
 }
 
 static int parse_text_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
@@ -541,6 +543,7 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
     q->ignore_eos = r->ignore_eos;
     q->chat = r->chat;
     q->one_call = r->one_call;
+    q->media = g4_req_media_ref(r->media);
     q->prompt = malloc((size_t)r->n_prompt * sizeof *q->prompt);
     q->stop = calloc((size_t)r->n_stop + 1, sizeof *q->stop);
     q->bias_ids = malloc(((size_t)r->n_bias + 1) * sizeof *q->bias_ids);
@@ -828,8 +831,9 @@ char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **r
         n_gen += r->n_toks;
         pthread_mutex_unlock(&r->mu);
     }
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     out = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:n}", "id", o->id, "object",
                     o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
                     "model", c->model_name, "choices", choices, "usage", use, "system_fingerprint");
@@ -892,8 +896,9 @@ void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
 void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs, char **buf, size_t *len) {
     int n_gen = 0;
     for (int i = 0; i < o->n; i++) n_gen += reqs[i]->n_toks;
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", o->id, "object",
                            o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
                            (json_int_t)o->created, "model", c->model_name, "choices", "usage", use);

@@ -532,10 +532,11 @@ static int reasoning_tokens(const g4_api_ctx *c, const g4_req *r) {
     return n;
 }
 
-/* usage; cached_tokens is 0: the server reuses no prompt prefix between requests */
+/* usage; cached_tokens: the prompt tokens the prompt cache supplied; cache_write_tokens is not
+ * counted (0) */
 static json_t *usage(const g4_api_ctx *c, const g4_req *r) {
-    return json_pack("{s:i,s:{s:i,s:i},s:i,s:{s:i},s:i}", "input_tokens", r->n_prompt, "input_tokens_details", "cached_tokens", 0,
-                     "cache_write_tokens", 0,
+    return json_pack("{s:i,s:{s:i,s:i},s:i,s:{s:i},s:i}", "input_tokens", r->n_prompt, "input_tokens_details", "cached_tokens",
+                     r->n_cached, "cache_write_tokens", 0,
                      "output_tokens", r->n_toks, "output_tokens_details", "reasoning_tokens", reasoning_tokens(c, r),
                      "total_tokens", r->n_prompt + r->n_toks);
 }

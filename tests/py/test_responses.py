@@ -164,7 +164,8 @@ def test_stream_event_sequence_text(srv):
     final = check_sequence(events)
     whole = post(srv, body).json()
     assert [_item_text(o) for o in final["output"]] == [_item_text(o) for o in whole["output"]]
-    assert final["usage"] == whole["usage"] and final["status"] == whole["status"] == "incomplete"
+    counts = lambda u: (u["input_tokens"], u["output_tokens"], u["total_tokens"], u["output_tokens_details"])
+    assert counts(final["usage"]) == counts(whole["usage"]) and final["status"] == whole["status"] == "incomplete"
     types = [e["type"] for e in events]
     assert types[2:4] == ["response.output_item.added", "response.content_part.added"]
     assert types[-4:-1] == ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
@@ -259,3 +260,15 @@ def test_unsupported_is_400_naming_it(srv, body, param, text):
     assert e["param"] == param and e["type"] == "invalid_request_error", e
     if text:
         assert text in e["message"], e
+
+
+def test_cached_tokens_from_the_prompt_cache(srv):
+    """The same conversation again: the prompt cache supplies its prefix, counted as chat counts it."""
+    c = srv.client()
+    items = [{"role": "user", "content": "A fairly long question about the weather in Paris in spring"}]
+    c.responses.create(model=NAME, input=items, **GREEDY)
+    again = c.responses.create(model=NAME, input=items, **GREEDY)
+    r = requests.post(srv.url + "/v1/chat/completions", timeout=120, json={
+        "model": NAME, "messages": items, "temperature": 0, "max_tokens": 6}).json()
+    assert again.usage.input_tokens_details.cached_tokens == r["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+    assert again.usage.input_tokens_details.cached_tokens < again.usage.input_tokens

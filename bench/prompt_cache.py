@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Time to first token of a chat's second turn with the prompt cache, against the same request
 on a server without it. A conversation of >= --min-tokens prompt tokens (a long system prompt and
-user message) is answered once on a server with the cache (turn 1), then the second turn (turn 1,
-the answer, a new question) is sent to it and to a `--cache-ram 0` server, greedy and seeded.
-TTFT is the server's own (the g4_time_to_first_token_seconds sum before and after the request);
-the texts of both servers must be identical. Prints a JSON line; --md FILE writes a report.
+user message) is answered once (turn 1, greedy) on a fresh server with the cache, then the second
+turn (turn 1, the answer, a new question) is sent to it, and to a `--cache-ram 0` server; once
+greedy and once seeded, each on its own fresh cached server, --repeats times. TTFT is the
+server's own (the g4_time_to_first_token_seconds sum before and after the request); the texts of
+both servers must be identical. Prints a JSON line (medians); --md FILE appends a report.
 
   python3 bench/prompt_cache.py --bin build/gemma4c -m MODEL [--template-dir DIR] [--threads 2]
 
@@ -103,49 +104,62 @@ def main():
     ap.add_argument("--min-tokens", type=int, default=1500)
     ap.add_argument("--answer-tokens", type=int, default=100, help="turn 1's answer (past the rings' reach)")
     ap.add_argument("--gen", type=int, default=16, help="tokens generated in turn 2")
-    ap.add_argument("--md", help="write a markdown report here")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--md", help="append a markdown report here")
     args = ap.parse_args()
 
+    modes = {"greedy": {"temperature": 0}, "seeded": {"temperature": 1.0, "seed": 1234}}
+    hot = {k: [] for k in modes}
+    cold = {k: [] for k in modes}
     with tempfile.TemporaryDirectory() as tmp:
         model = with_template(args.model, args.template_dir, tmp) if args.template_dir else args.model
         text = "".join(PARAGRAPH.format(i=i, a=3 * i + 7, b=2 * i + 1, c=11 * i) for i in range(32))
         turn1 = [{"role": "system", "content": "You answer questions about the harbour log below.\n" + text},
                  {"role": "user", "content": "Which section mentions the most crates? Explain step by step."}]
-        warm = Server(args, model, 2048)
-        try:
-            answer, use1, _, _ = warm.chat(turn1, args.answer_tokens, temperature=0)
-            if use1["prompt_tokens"] < args.min_tokens:
-                raise SystemExit(f"turn 1 has {use1['prompt_tokens']} prompt tokens, fewer than {args.min_tokens}")
-            turn2 = turn1 + [{"role": "assistant", "content": answer},
-                             {"role": "user", "content": "Now list the sections in reverse order."}]
-            modes = {"greedy": {"temperature": 0}, "seeded": {"temperature": 1.0, "seed": 1234}}
-            hot = {k: warm.chat(turn2, args.gen, **kw) for k, kw in modes.items()}
-        finally:
-            warm.stop()
-        cold_srv = Server(args, model, 0)
-        try:
-            cold = {k: cold_srv.chat(turn2, args.gen, **kw) for k, kw in modes.items()}
-        finally:
-            cold_srv.stop()
+        turn2 = None
+        for _ in range(args.repeats):
+            for k, kw in modes.items():
+                warm = Server(args, model, 8192)
+                try:
+                    answer, use1, _, _ = warm.chat(turn1, args.answer_tokens, temperature=0)
+                    if use1["prompt_tokens"] < args.min_tokens:
+                        raise SystemExit(f"turn 1 has {use1['prompt_tokens']} prompt tokens, fewer than {args.min_tokens}")
+                    turn2 = turn1 + [{"role": "assistant", "content": answer},
+                                     {"role": "user", "content": "Now list the sections in reverse order."}]
+                    hot[k].append(warm.chat(turn2, args.gen, **kw))
+                finally:
+                    warm.stop()
+            cold_srv = Server(args, model, 0)
+            try:
+                for k, kw in modes.items():
+                    cold[k].append(cold_srv.chat(turn2, args.gen, **kw))
+            finally:
+                cold_srv.stop()
 
-    res = {"model": os.path.basename(os.path.normpath(args.model)), "threads": args.threads,
-           "turn1_prompt_tokens": use1["prompt_tokens"], "turn2_prompt_tokens": hot["greedy"][1]["prompt_tokens"]}
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    res = {"model": os.path.basename(os.path.normpath(args.model)), "threads": args.threads, "repeats": args.repeats,
+           "answer_tokens": args.answer_tokens, "turn1_prompt_tokens": use1["prompt_tokens"],
+           "turn2_prompt_tokens": hot["greedy"][0][1]["prompt_tokens"]}
     for k in modes:
-        res[k] = {"cached_tokens": hot[k][1]["prompt_tokens_details"]["cached_tokens"],
-                  "ttft_cached_s": round(hot[k][2], 4), "ttft_fresh_s": round(cold[k][2], 4),
-                  "speedup": round(cold[k][2] / hot[k][2], 1) if hot[k][2] > 0 else None,
-                  "identical_text": hot[k][0] == cold[k][0]}
+        tc, tf = med([h[2] for h in hot[k]]), med([c[2] for c in cold[k]])
+        res[k] = {"cached_tokens": hot[k][0][1]["prompt_tokens_details"]["cached_tokens"],
+                  "ttft_cached_s": [round(h[2], 3) for h in hot[k]], "ttft_fresh_s": [round(c[2], 3) for c in cold[k]],
+                  "speedup_of_medians": round(tf / tc, 1) if tc > 0 else None,
+                  "identical_text": all(h[0] == c[0] for h, c in zip(hot[k], cold[k]))}
     print(json.dumps(res))
     if args.md:
         with open(args.md, "a", encoding="utf-8") as f:
-            f.write(f"\n## {res['model']}\n\nturn 1: {res['turn1_prompt_tokens']} prompt tokens; turn 2: "
-                    f"{res['turn2_prompt_tokens']} prompt tokens, {args.gen} generated, {args.threads} threads.\n\n"
+            f.write(f"\n## {res['model']}\n\nturn 1: {res['turn1_prompt_tokens']} prompt tokens, answered in "
+                    f"{args.answer_tokens} tokens; turn 2: {res['turn2_prompt_tokens']} prompt tokens, {args.gen} "
+                    f"generated; {args.threads} threads; median of {args.repeats} runs (each run's value in "
+                    "brackets).\n\n"
                     "| turn 2 | cached tokens | TTFT cached (s) | TTFT fresh server (s) | sooner | identical text |\n"
                     "|---|---:|---:|---:|---:|---|\n")
             for k in modes:
                 r = res[k]
-                f.write(f"| {k} | {r['cached_tokens']} | {r['ttft_cached_s']:.3f} | {r['ttft_fresh_s']:.3f} | "
-                        f"{r['speedup']}x | {'yes' if r['identical_text'] else 'NO'} |\n")
+                f.write(f"| {k} | {r['cached_tokens']} | {med(r['ttft_cached_s']):.3f} {r['ttft_cached_s']} | "
+                        f"{med(r['ttft_fresh_s']):.3f} {r['ttft_fresh_s']} | {r['speedup_of_medians']}x | "
+                        f"{'yes' if r['identical_text'] else 'NO'} |\n")
     ok = all(res[k]["identical_text"] for k in modes)
     return 0 if ok else 1
 

@@ -11,13 +11,15 @@
 
 typedef struct g4_pcache g4_pcache;
 
-/* budget: bytes of snapshots (and their ids) kept; 0 disables reuse altogether. */
-g4_pcache *g4_pcache_new(g4_model *m, size_t budget, g4_metrics *mx);
+/* chunk: the scheduler's prefill slice (the model's prefill chunk); budget: bytes of snapshots
+ * (and their ids) kept; 0 disables reuse altogether. */
+g4_pcache *g4_pcache_new(g4_model *m, int chunk, size_t budget, g4_metrics *mx);
 void g4_pcache_free(g4_pcache *c);
 
 /* Where a new prompt goes: the slot, how many of its first ids are already in the slot's KV
- * (at most n - 1: the last one is always computed, for its logits), and a position where the
- * prefill should stop to leave a snapshot (a prefix another sequence shares; 0: none). */
+ * (a multiple of the chunk, at most n - 1: the last one is always computed, for its logits),
+ * and a chunk boundary where the prefill leaves a snapshot (a prefix another sequence shares;
+ * 0: none). */
 typedef struct {
     int slot, reused, split;
 } g4_pcache_plan;
@@ -25,9 +27,10 @@ typedef struct {
 /* Picks one of the n_free free slots for ids [n] and sets it up (rewound, restored from a
  * snapshot, or copied from another slot). Never fails: on any trouble the slot starts empty. */
 g4_pcache_plan g4_pcache_place(g4_pcache *c, const int *free_slots, int n_free, const int32_t *ids, int n);
-/* The slot's KV now also holds ids [n] (after a prefill slice or a decode step). */
-void g4_pcache_fed(g4_pcache *c, int slot, const int32_t *ids, int n);
-/* Keeps a snapshot of the slot at its position (the end of a prompt, or a plan's split). */
+/* The slot's KV now also holds ids [n] (after a prefill slice, or a decode step: prefill 0). */
+void g4_pcache_fed(g4_pcache *c, int slot, const int32_t *ids, int n, int prefill);
+/* Keeps a snapshot of the slot at its position, if that is a chunk boundary every row before
+ * which is reusable (the prompt's last one, or a plan's split). */
 void g4_pcache_save(g4_pcache *c, int slot);
 /* The slot's KV is undefined (a failed step): it starts empty next time. */
 void g4_pcache_forget(g4_pcache *c, int slot);

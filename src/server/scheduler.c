@@ -112,7 +112,7 @@ g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config
     s->dids = malloc((size_t)s->n_slots * sizeof *s->dids);
     s->dnext = malloc((size_t)s->n_slots * sizeof *s->dnext);
     s->dreqs = malloc((size_t)s->n_slots * sizeof *s->dreqs);
-    s->pc = g4_pcache_new(m, (size_t)cache_ram_mb << 20, mx);
+    s->pc = g4_pcache_new(m, s->chunk, (size_t)cache_ram_mb << 20, mx);
     if (!s->pc || !s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dnext || !s->dreqs) {
         g4_sched_free(s);
         return NULL;
@@ -294,10 +294,9 @@ static void *sched_main(void *arg) {
             if (r && r->state == ST_PREFILL && (!pr || r->seq < pr->seq)) pr = r;
         }
         if (pr) {
-            const int left = pr->n_prompt - pr->n_prefilled, to_split = pr->split - pr->n_prefilled;
+            const int left = pr->n_prompt - pr->n_prefilled;
             g4_media_prompt *mp = g4_req_media_prompt(pr->media);
             int n = left < s->chunk ? left : s->chunk;
-            if (to_split > 0 && to_split < n) n = to_split;
             if (mp) n = g4_media_prompt_slice(mp, pr->n_prefilled, n);   /* whole images */
             const int last = n == left;
             const int am = last && argmax_only(pr);
@@ -310,9 +309,11 @@ static void *sched_main(void *arg) {
                 g4_pcache_forget(s->pc, pr->slot);
                 finish(s, pr, G4_FIN_ERROR, g4_last_error());
             } else {
-                g4_pcache_fed(s->pc, pr->slot, pr->prompt + pr->n_prefilled, n);
+                g4_pcache_fed(s->pc, pr->slot, pr->prompt + pr->n_prefilled, n, 1);
                 pr->n_prefilled += n;
-                if (last || pr->n_prefilled == pr->split) g4_pcache_save(s->pc, pr->slot);
+                /* slices start on chunk boundaries, so they pass through both snapshot points */
+                if (pr->n_prefilled == pr->split || pr->n_prefilled == pr->n_prompt / s->chunk * s->chunk)
+                    g4_pcache_save(s->pc, pr->slot);
                 if (last) emit(s, pr, am ? NULL : s->logits, next);
             }
         }
@@ -335,7 +336,7 @@ static void *sched_main(void *arg) {
             g4_metrics_decode_step(s->mx, n);
             for (int i = 0; i < n; i++) {
                 if (st) g4_pcache_forget(s->pc, s->dslots[i]);
-                else g4_pcache_fed(s->pc, s->dslots[i], &s->dids[i], 1);
+                else g4_pcache_fed(s->pc, s->dslots[i], &s->dids[i], 1, 0);
                 if (st) finish(s, s->dreqs[i], G4_FIN_ERROR, g4_last_error());
                 else emit(s, s->dreqs[i], am ? NULL : s->logits + (size_t)i * s->V, am ? s->dnext[i] : 0);
             }

@@ -119,7 +119,7 @@ typedef struct g4_req {
     int n_cached;             /* prompt tokens whose KV the prompt cache supplied (set at admission) */
 
     /* scheduler-private */
-    int slot, n_prefilled, state, split;   /* split: stop the prefill here for a snapshot (0: none) */
+    int slot, n_prefilled, state, split;   /* split: a snapshot when the prefill gets here (0: none) */
     long seq;
     int32_t next_tok;
     double t_last;

@@ -14,6 +14,9 @@ static void help(FILE *f) {
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
                "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192] [--media-dir DIR]\n"
                "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
+               "                     [--timeout 60] [--max-connections 1000]\n"
+               "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
+               "                     [--max-messages 10000] [--max-tools 128]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -26,11 +29,16 @@ static void help(FILE *f) {
                "Slots keep their KV between requests and a prompt continues from the longest prefix\n"
                "computed before; --cache-ram MB bounds the host snapshots that make deep and cross-slot\n"
                "reuse possible (0: no reuse at all).\n"
-               "Chat messages take image_url parts: data: URLs, or files under --media-dir (docs/server.md).\n");
+               "Chat messages take image_url parts: data: URLs, or files under --media-dir (docs/server.md).\n"
+               "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
+               "Past --max-connections the oldest connection still sending its request is closed;\n"
+               "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
+               "--queue-timeout seconds for a slot gets 503 with Retry-After (0: it waits). --cors-origin\n"
+               "(repeatable, or '*') lets browser pages from those origins call the API.\n");
     fputs(cli_model_opts_help, f);
 }
 
-enum { MAX_API_KEYS = 64 };
+enum { MAX_API_KEYS = 64, MAX_CORS = 64 };
 
 /* Adds one key (copied; leading/trailing blanks and a trailing newline dropped). */
 static int add_key(const char *cmd, g4_server_opts *o, char **keys, const char *k, size_t n) {
@@ -57,6 +65,7 @@ static int add_key_file(const char *cmd, g4_server_opts *o, char **keys, const c
 
 int cli_serve(int argc, char **argv) {
     static char *keys[MAX_API_KEYS];
+    static const char *cors[MAX_CORS];
     g4_server_opts o;
     g4_server_opts_default(&o);
     const char *cmd = "serve";
@@ -101,6 +110,18 @@ int cli_serve(int argc, char **argv) {
             if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
                 return cli_usage_error(cmd, "--max-soft-tokens expects 70, 140, 280, 560 or 1120, got %ld", n);
         }
+        else if (!strcmp(a, "--timeout")) INTV(1, 86400, o.timeout_s);
+        else if (!strcmp(a, "--max-connections")) INTV(1, 1 << 20, o.max_connections);
+        else if (!strcmp(a, "--max-connections-per-ip")) INTV(0, 1 << 20, o.max_conn_per_ip);
+        else if (!strcmp(a, "--queue-timeout")) INTV(0, 86400, o.queue_timeout_s);
+        else if (!strcmp(a, "--max-messages")) INTV(0, 1 << 24, o.max_messages);
+        else if (!strcmp(a, "--max-tools")) INTV(0, 1 << 20, o.max_tools);
+        else if (!strcmp(a, "--cors-origin")) {
+            NEEDV();
+            if (!*v) return cli_usage_error(cmd, "--cors-origin needs an origin (scheme://host[:port]) or '*'");
+            if (o.n_cors == MAX_CORS) return cli_usage_error(cmd, "more than %d --cors-origin values", MAX_CORS);
+            cors[o.n_cors++] = v;
+        }
         else return cli_usage_error(cmd, "unknown option '%s'", a);
 #undef INTV
 #undef NEEDV
@@ -109,6 +130,7 @@ int cli_serve(int argc, char **argv) {
     const char *env_key = getenv("G4_API_KEY");
     if (env_key && *env_key && !add_key(cmd, &o, keys, env_key, strlen(env_key))) return 2;
     o.api_keys = keys;
+    o.cors = cors;
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (o.mo.tp_backend == G4_TP_MPI) {

@@ -1,8 +1,14 @@
-/* http.c — libmicrohttpd glue: one thread per connection, API keys, body size limit (refused
- * from Content-Length before any body is read), routing of the OpenAI routes, /generate,
- * /tokenize, /detokenize, /health, /metrics, SSE streaming and client-disconnect detection.
- * Parsing and response shapes live in openai.c; generation in scheduler.c. */
-#include <arpa/inet.h>
+/* http.c — libmicrohttpd glue: routing of the OpenAI routes, /generate, /tokenize, /detokenize,
+ * /health, /metrics; API keys, CORS, the body size limit (refused from Content-Length before any
+ * body is read), SSE streaming and client-disconnect detection.
+ *
+ * Connections are event-driven: a few MHD threads poll every socket (epoll where the system has
+ * it), and no MHD thread ever waits for the model. A generation request is parsed by a parse
+ * worker (template rendering can take a while), then its connection is suspended
+ * (MHD_suspend_connection) until the scheduler has news for it (g4_req.notify) or the ticker
+ * wants it looked at (client gone, queue timeout, shutdown). conn.c keeps the connection limits
+ * and the request deadline. Parsing and response shapes live in openai.c; generation in
+ * scheduler.c. */
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -16,30 +22,46 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/http_conn.h"
 #include "server/server.h"
 
-/* Per-connection request state (MHD's con_cls): the body as it arrives. */
-typedef struct {
+enum { P_NONE, P_PARSING, P_PARSED, P_RUNNING, P_STREAMING };
+enum { FAIL_NONE, FAIL_PARSE, FAIL_NOT_READY, FAIL_QUEUE_FULL };   /* what the parse worker made of a request */
+
+/* One request (MHD's con_cls), shared by the MHD thread that serves it, a parse worker, the
+ * SSE response and the scheduler's wake-ups: freed when the last of them lets go. */
+struct conn_ctx {
+    g4_http *h;
+    struct MHD_Connection *c;
+    int refs;                     /* under h->mu, as are the wake fields of h_conn */
+    h_wake w;
     char *body;
     size_t len, cap;
     int too_big;
-    int answered;   /* a response was queued from the headers alone (413 by Content-Length) */
-} conn_ctx;
-
-/* An SSE response in flight (the MHD response's cls). */
-typedef struct {
-    g4_srv *s;
-    g4_req *r[G4_MAX_N];   /* one per choice */
+    int answered;                 /* a response was queued from the headers alone (413 by Content-Length) */
+    int received;                 /* the whole request is in (the receive deadline no longer applies) */
+    int generating;               /* handed to generate(): a resumed connection goes back there */
+    /* a generation */
+    int phase;                    /* under h->mu while a parse worker holds it */
+    int fail;                     /* F_*, set by the parse worker */
+    g4_api_kind kind;
+    const char *route;
+    g4_api_error err;
+    char err_param[64];           /* err.param copied: the parser may point it at its thread's storage */
     g4_api_opts o;
+    g4_req *r[G4_MAX_N];          /* o.n of them once parsed */
+    int n;
+    double t_submit;
     int fd;
+    struct conn_ctx *jnext;       /* the parse queue */
+    /* SSE */
     char *out;
     size_t out_len, out_off;
-    size_t t_sent[G4_MAX_N];   /* text bytes (chat: parser deltas) sent */
-    int k_sent[G4_MAX_N];      /* tokens whose logprobs were sent */
-    int k_seen[G4_MAX_N];      /* tokens observed (to wait for a change) */
+    size_t t_sent[G4_MAX_N];      /* text bytes (chat: parser deltas) sent */
+    int k_sent[G4_MAX_N];         /* tokens whose logprobs were sent */
     int fin_sent[G4_MAX_N];
     int sent_first, finished;
-} stream_ctx;
+};
 
 /* The peer closed or reset its side: nothing more can reach it, so stop generating. */
 static int client_gone(int fd) {
@@ -53,14 +75,7 @@ static int conn_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
-static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(cv, mu, &ts);
-}
+static void cors_headers(g4_srv *s, struct MHD_Connection *c, struct MHD_Response *resp);
 
 /* The response `body` (malloc'ed; freed here) with `status`, plus one header where hname is set. */
 static enum MHD_Result reply_with(g4_srv *s, struct MHD_Connection *c, const char *route, int status, const char *ctype,
@@ -69,11 +84,13 @@ static enum MHD_Result reply_with(g4_srv *s, struct MHD_Connection *c, const cha
         status = 500;
         body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
         ctype = "application/json";
+        if (!body) return MHD_NO;
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     if (!resp) { free(body); return MHD_NO; }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (ctype) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (hname) MHD_add_response_header(resp, hname, hval);
+    cors_headers(s, c, resp);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     g4_metrics_request(s->mx, route, status);
@@ -120,9 +137,147 @@ static enum MHD_Result not_ready(g4_srv *s, struct MHD_Connection *c, const char
     return reply_err(s, c, route, &e);
 }
 
+/* ---------------------------------------------------------------- CORS */
+
+/* The origin to allow for this request: its Origin header when --cors-origin lists it, "*" when
+ * any origin is allowed, else NULL (no CORS headers: the browser refuses the response). */
+static const char *allowed_origin(const g4_srv *s, struct MHD_Connection *c) {
+    if (!s->opts.n_cors) return NULL;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    for (int i = 0; i < s->opts.n_cors; i++) {
+        if (!strcmp(s->opts.cors[i], "*")) return "*";
+        if (origin && !strcmp(origin, s->opts.cors[i])) return origin;
+    }
+    return NULL;
+}
+
+static void cors_headers(g4_srv *s, struct MHD_Connection *c, struct MHD_Response *resp) {
+    const char *o = allowed_origin(s, c);
+    if (!o) return;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, o);
+    if (strcmp(o, "*")) MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+}
+
+/* A preflight (OPTIONS with Access-Control-Request-Method) for a route: 204 with what the route
+ * accepts. Never needs a key: browsers send preflights without credentials. */
+static enum MHD_Result preflight(g4_srv *s, struct MHD_Connection *c, const char *rt, const char *methods) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    cors_headers(s, c, resp);
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", methods);
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, methods);
+    enum MHD_Result ret = MHD_queue_response(c, 204, resp);
+    MHD_destroy_response(resp);
+    g4_metrics_request(s->mx, rt, 204);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- request life */
+
+static conn_ctx *ctx_ref(conn_ctx *cc) {
+    pthread_mutex_lock(&cc->h->mu);
+    cc->refs++;
+    pthread_mutex_unlock(&cc->h->mu);
+    return cc;
+}
+
+/* Drops a reference; the last one stops the scheduler's wake-ups, cancels what still runs (a
+ * client that left) and frees the request. */
+static void ctx_unref(conn_ctx *cc) {
+    g4_http *h = cc->h;
+    pthread_mutex_lock(&h->mu);
+    const int left = --cc->refs;
+    pthread_mutex_unlock(&h->mu);
+    if (left) return;
+    for (int i = 0; i < cc->n; i++) {
+        g4_req *r = cc->r[i];
+        pthread_mutex_lock(&r->mu);   /* the scheduler calls notify under mu: none runs after this */
+        r->notify = NULL;
+        r->cancel |= !r->done;
+        pthread_mutex_unlock(&r->mu);
+        g4_req_release(r);
+    }
+    free(cc->body);
+    free(cc->out);
+    free(cc);
+}
+
+/* The scheduler's hook (under r->mu): the request has news. */
+static void on_news(void *arg) {
+    conn_ctx *cc = arg;
+    http_wake(cc->h, &cc->w);
+}
+
+static void cancel_all(conn_ctx *cc) {
+    for (int i = 0; i < cc->n; i++) g4_req_cancel(cc->r[i]);
+}
+
+/* Response ids from the kernel's random source: a client must not be able to guess another
+ * client's ids (the sequence number mixes in only if getrandom fails). */
+static void make_id(g4_srv *s, g4_api_opts *o) {
+    unsigned long n = ++s->id_seq;
+    uint64_t x;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
+    snprintf(o->id, sizeof o->id, "%s-%016llx", o->kind == G4_API_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)x);
+    snprintf(o->call_prefix, sizeof o->call_prefix, "call_%016llx_", (unsigned long long)x);
+    o->created = (long)time(NULL);
+}
+
+conn_ctx *http_job_next(conn_ctx *cc) { return cc->jnext; }
+void http_job_set_next(conn_ctx *cc, conn_ctx *next) { cc->jnext = next; }
+
+/* Parse worker: parses cc's body into requests (the template renders here, off the MHD
+ * threads), hooks them to cc's wake-up and submits them; then wakes the connection. */
+void http_parse_job(g4_http *h, conn_ctx *cc) {
+    g4_srv *s = h->s;
+    g4_req *reqs[G4_MAX_N];
+    int fail = FAIL_NONE, n = 0;
+    if (!g4_api_parse(&s->api, cc->kind, cc->body ? cc->body : "", cc->len, &cc->o, reqs, &cc->err)) {
+        fail = FAIL_PARSE;
+        if (cc->err.param) {
+            snprintf(cc->err_param, sizeof cc->err_param, "%s", cc->err.param);
+            cc->err.param = cc->err_param;
+        }
+    }
+    else {
+        n = cc->o.n;
+        make_id(s, &cc->o);
+        for (int i = 0; i < n; i++) {
+            reqs[i]->notify = on_news;   /* not yet shared: no lock needed */
+            reqs[i]->notify_arg = cc;
+        }
+        cc->t_submit = g4_now();
+        for (int i = 0; i < n && !fail; i++) {
+            const int q = g4_sched_submit(s->sched, reqs[i]);
+            if (!q) continue;
+            fail = q == -1 ? FAIL_NOT_READY : FAIL_QUEUE_FULL;
+            for (int j = 0; j < i; j++) g4_req_cancel(reqs[j]);
+        }
+    }
+    pthread_mutex_lock(&h->mu);
+    if (!fail) {
+        memcpy(cc->r, reqs, (size_t)n * sizeof *reqs);
+        cc->n = n;
+    }
+    cc->fail = fail;
+    cc->phase = P_PARSED;
+    pthread_mutex_unlock(&h->mu);
+    if (fail)
+        for (int i = 0; i < n; i++) {
+            pthread_mutex_lock(&reqs[i]->mu);
+            reqs[i]->notify = NULL;
+            pthread_mutex_unlock(&reqs[i]->mu);
+            g4_req_release(reqs[i]);
+        }
+    http_wake(h, &cc->w);
+    ctx_unref(cc);
+}
+
 /* ---------------------------------------------------------------- SSE streaming */
 
-static void out_append(stream_ctx *st, const char *s, size_t n) {
+static void out_append(conn_ctx *st, const char *s, size_t n) {
     char *nb = realloc(st->out, st->out_len + n + 1);
     if (!nb) return;
     st->out = nb;
@@ -131,19 +286,14 @@ static void out_append(stream_ctx *st, const char *s, size_t n) {
     nb[st->out_len] = 0;
 }
 
-static void cancel_all(stream_ctx *st) {
-    for (int i = 0; i < st->o.n; i++) g4_req_cancel(st->r[i]);
-}
-
 /* Appends the events of choice i that became ready; returns 1 when it reached its end. An error
  * ends the whole stream with an error event. */
-static int choice_events(stream_ctx *st, int i, int *error) {
+static int choice_events(conn_ctx *st, int i, int *error) {
     g4_req *r = st->r[i];
-    const g4_api_ctx *c = &st->s->api;
+    const g4_api_ctx *c = &st->h->s->api;
     pthread_mutex_lock(&r->mu);
     const size_t t1 = g4_api_ready(r);
     const int k1 = r->n_toks, done = r->done;
-    st->k_seen[i] = k1;
     if (done && r->finish == G4_FIN_ERROR) {
         g4_api_error e;
         g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
@@ -172,7 +322,7 @@ static int choice_events(stream_ctx *st, int i, int *error) {
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
-    stream_ctx *st = cls;
+    conn_ctx *st = cls;
     const int n = st->o.n;
     for (;;) {
         if (st->out_off < st->out_len) {
@@ -186,138 +336,141 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!st->sent_first) {   /* the role chunk, as OpenAI opens a chat stream */
             for (int i = 0; i < n && st->o.kind == G4_API_CHAT; i++) {
                 pthread_mutex_lock(&st->r[i]->mu);
-                g4_api_stream_chunk(&st->s->api, &st->o, st->r[i], i, 0, 0, 0, 0, 1, 0, &st->out, &st->out_len);
+                g4_api_stream_chunk(&st->h->s->api, &st->o, st->r[i], i, 0, 0, 0, 0, 1, 0, &st->out, &st->out_len);
                 pthread_mutex_unlock(&st->r[i]->mu);
             }
             st->sent_first = 1;
             continue;
         }
-        int error = 0, all_done = 1, waiting = -1;
+        int error = 0, all_done = 1;
         for (int i = 0; i < n && !error; i++) {
             if (st->fin_sent[i]) continue;
             st->fin_sent[i] = choice_events(st, i, &error);
-            if (!st->fin_sent[i]) { all_done = 0; if (waiting < 0) waiting = i; }
+            all_done &= st->fin_sent[i];
         }
         if (error) cancel_all(st);
         if (error || all_done) {
-            if (!error && st->o.include_usage) g4_api_stream_usage(&st->s->api, &st->o, st->r, &st->out, &st->out_len);
+            if (!error && st->o.include_usage) g4_api_stream_usage(&st->h->s->api, &st->o, st->r, &st->out, &st->out_len);
             out_append(st, "data: [DONE]\n\n", 14);
             st->finished = 1;
             continue;
         }
         if (st->out_len) continue;
-        /* nothing new: wait for the first unfinished choice (briefly when others may move) */
-        g4_req *r = st->r[waiting];
-        pthread_mutex_lock(&r->mu);
-        if (!r->done && g4_api_ready(r) == st->t_sent[waiting] && r->n_toks == st->k_seen[waiting])
-            wait_ms(&r->cv, &r->mu, n > 1 ? 10 : 100);
-        pthread_mutex_unlock(&r->mu);
-        if (client_gone(st->fd)) {
-            cancel_all(st);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
+        /* nothing new: sleep until the scheduler has news (or the ticker looks at the client) */
+        if (client_gone(st->fd)) break;
+        const int slept = http_sleep(st->h, &st->w, st->c, st->fd, 0);
+        if (slept > 0) return 0;
+        if (slept < 0) break;   /* shutting down */
     }
+    cancel_all(st);
+    return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 /* MHD is done with the response (sent, or the client went away): a stream that did not reach
- * its end cancels its generations so the slots free at the next step. */
+ * its end is cancelled when the last reference goes, so the slots free at the next step. */
 static void stream_free(void *cls) {
-    stream_ctx *st = cls;
-    if (!st->finished) cancel_all(st);
-    for (int i = 0; i < st->o.n; i++) g4_req_release(st->r[i]);
-    free(st->out);
-    free(st);
+    ctx_unref(cls);
 }
 
-/* ---------------------------------------------------------------- routes */
+/* ---------------------------------------------------------------- generation routes */
 
-/* Response ids from the kernel's random source: a client must not be able to guess another
- * client's ids (the sequence number mixes in only if getrandom fails). */
-static void make_id(g4_srv *s, g4_api_opts *o) {
-    unsigned long n = ++s->id_seq;
-    uint64_t x;
-    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = ((uint64_t)time(NULL) << 20) ^ (n * 0x9e3779b97f4a7c15ull);
-    snprintf(o->id, sizeof o->id, "%s-%016llx", o->kind == G4_API_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)x);
-    snprintf(o->call_prefix, sizeof o->call_prefix, "call_%016llx_", (unsigned long long)x);
-    o->created = (long)time(NULL);
+static int any_admitted_or_done(conn_ctx *cc) {
+    int yes = 0;
+    for (int i = 0; i < cc->n && !yes; i++) {
+        pthread_mutex_lock(&cc->r[i]->mu);
+        yes = cc->r[i]->admitted || cc->r[i]->done;
+        pthread_mutex_unlock(&cc->r[i]->mu);
+    }
+    return yes;
 }
 
-static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, const char *route, g4_api_kind kind,
-                                const conn_ctx *cc) {
-    if (s->state != G4_SRV_READY) return not_ready(s, c, route);
+static int all_done(conn_ctx *cc) {
+    int yes = 1;
+    for (int i = 0; i < cc->n && yes; i++) {
+        pthread_mutex_lock(&cc->r[i]->mu);
+        yes = cc->r[i]->done;
+        pthread_mutex_unlock(&cc->r[i]->mu);
+    }
+    return yes;
+}
+
+static enum MHD_Result start_stream(g4_srv *s, struct MHD_Connection *c, conn_ctx *cc) {
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, cc, stream_free);
+    if (!resp) return MHD_NO;
+    ctx_ref(cc);
+    cc->phase = P_STREAMING;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    cors_headers(s, c, resp);
+    enum MHD_Result ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    g4_metrics_request(s->mx, cc->route, 200);
+    return ret;
+}
+
+static enum MHD_Result finished_reply(g4_srv *s, struct MHD_Connection *c, conn_ctx *cc) {
     g4_api_error err;
-    g4_api_opts o;
-    g4_req *reqs[G4_MAX_N];
-    if (kind == G4_API_CHAT && !s->tmpl)
-        return reply_err(s, c, route, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
-                                                 "this model has no chat template; use /v1/completions"));
-    if (!g4_api_parse(&s->api, kind, cc->body ? cc->body : "", cc->len, &o, reqs, &err)) return reply_err(s, c, route, &err);
-    make_id(s, &o);
-    for (int i = 0; i < o.n; i++) {
-        const int q = g4_sched_submit(s->sched, reqs[i]);
-        if (q) {
-            for (int j = 0; j < o.n; j++) {
-                if (j < i) g4_req_cancel(reqs[j]);
-                g4_req_release(reqs[j]);
-            }
-            if (q == -1) return not_ready(s, c, route);
-            g4_api_err(&err, 429, "server_error", NULL, "queue_full",
-                       "%d requests are already waiting for a slot (--max-queue); retry shortly", s->opts.max_queue);
-            return reply_with(s, c, route, 429, "application/json", g4_api_error_json(&err), "Retry-After", "1");
-        }
+    for (int i = 0; i < cc->n; i++) {
+        g4_req *r = cc->r[i];
+        if (r->finish == G4_FIN_ERROR)
+            return reply_err(s, c, cc->route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", r->err));
+        if (r->finish == G4_FIN_CANCELLED) return not_ready(s, c, cc->route);
     }
-    const int fd = conn_fd(c);
-    if (o.stream) {
-        stream_ctx *st = calloc(1, sizeof *st);
-        struct MHD_Response *resp = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free) : NULL;
-        if (!resp) {
-            for (int i = 0; i < o.n; i++) {
-                g4_req_cancel(reqs[i]);
-                g4_req_release(reqs[i]);
+    return reply(s, c, cc->route, 200, "application/json", g4_api_response_json(&s->api, &cc->o, cc->r));
+}
+
+/* A generation request, called again each time its connection is resumed: hands the body to a
+ * parse worker, then waits (suspended) for a slot, then answers (or starts the stream). */
+static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *cc) {
+    g4_http *h = cc->h;
+    g4_api_error err;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        const int phase = cc->phase;
+        pthread_mutex_unlock(&h->mu);
+        double wake_at = 0;
+        if (phase == P_NONE) {
+            cc->generating = 1;
+            cc->fd = conn_fd(c);
+            cc->c = c;
+            cc->phase = P_PARSING;
+            http_queue_parse(h, ctx_ref(cc));
+            continue;
+        } else if (phase == P_PARSED) {
+            if (cc->fail == FAIL_PARSE) return reply_err(s, c, cc->route, &cc->err);
+            if (cc->fail == FAIL_NOT_READY) return not_ready(s, c, cc->route);
+            if (cc->fail == FAIL_QUEUE_FULL) {
+                g4_api_err(&err, 429, "server_error", NULL, "queue_full",
+                           "%d requests are already waiting for a slot (--max-queue); retry shortly", s->opts.max_queue);
+                return reply_with(s, c, cc->route, 429, "application/json", g4_api_error_json(&err), "Retry-After", "1");
             }
-            free(st);
-            return MHD_NO;
-        }
-        st->s = s;
-        memcpy(st->r, reqs, (size_t)o.n * sizeof *reqs);
-        st->o = o;
-        st->fd = fd;
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-        enum MHD_Result ret = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        g4_metrics_request(s->mx, route, 200);
-        return ret;
-    }
-    g4_finish fin = G4_FIN_STOP;
-    int bad = -1;
-    for (int i = 0; i < o.n; i++) {
-        g4_req *r = reqs[i];
-        pthread_mutex_lock(&r->mu);
-        while (!r->done) {
-            wait_ms(&r->cv, &r->mu, 100);
-            if (!r->done && client_gone(fd)) {
-                pthread_mutex_unlock(&r->mu);
-                for (int j = 0; j < o.n; j++) {
-                    g4_req_cancel(reqs[j]);
-                    g4_req_release(reqs[j]);
-                }
-                g4_metrics_request(s->mx, route, 499);   /* nginx's "client closed request" */
+            cc->phase = P_RUNNING;
+            continue;   /* its news may have come already: look before sleeping */
+        } else if (phase == P_RUNNING) {
+            if (cc->o.stream ? any_admitted_or_done(cc) : all_done(cc))
+                return cc->o.stream ? start_stream(s, c, cc) : finished_reply(s, c, cc);
+            if (client_gone(cc->fd)) {
+                cancel_all(cc);
+                g4_metrics_request(s->mx, cc->route, 499);   /* nginx's "client closed request" */
                 return MHD_NO;
             }
+            const int qt = s->opts.queue_timeout_s;
+            if (qt > 0 && !any_admitted_or_done(cc)) wake_at = cc->t_submit + qt;
+            if (wake_at > 0 && g4_now() >= wake_at) {
+                cancel_all(cc);
+                g4_api_err(&err, 503, "server_error", NULL, "queue_timeout",
+                           "no slot became free within %d s (--queue-timeout); retry shortly", qt);
+                return reply_with(s, c, cc->route, 503, "application/json", g4_api_error_json(&err), "Retry-After", "1");
+            }
         }
-        if ((r->finish == G4_FIN_ERROR || r->finish == G4_FIN_CANCELLED) && bad < 0) {
-            fin = r->finish;
-            bad = i;
+        /* P_PARSING, or P_RUNNING with nothing to say yet: sleep until there is news */
+        const int slept = http_sleep(h, &cc->w, c, cc->fd, wake_at);
+        if (slept > 0) return MHD_YES;
+        if (slept < 0) {   /* shutting down */
+            cancel_all(cc);
+            return MHD_NO;
         }
-        pthread_mutex_unlock(&r->mu);
     }
-    enum MHD_Result ret;
-    if (fin == G4_FIN_ERROR) ret = reply_err(s, c, route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", reqs[bad]->err));
-    else if (fin == G4_FIN_CANCELLED) ret = not_ready(s, c, route);
-    else ret = reply(s, c, route, 200, "application/json", g4_api_response_json(&s->api, &o, reqs));
-    for (int i = 0; i < o.n; i++) g4_req_release(reqs[i]);
-    return ret;
 }
 
 /* The fixed routes: path, method, and what answers them (a g4_api_kind, or a negative code) */
@@ -345,11 +498,16 @@ static enum MHD_Result unauthorized(g4_srv *s, struct MHD_Connection *c, const c
                       "Bearer");
 }
 
-static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *url, const char *method,
-                             const conn_ctx *cc) {
+static int is_preflight(const g4_srv *s, struct MHD_Connection *c, const char *method) {
+    return s->opts.n_cors && !strcmp(method, "OPTIONS") &&
+           MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method");
+}
+
+static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *url, const char *method, conn_ctx *cc) {
     g4_api_error err;
     if (!strncmp(url, "/v1/models/", 11) && url[11]) {   /* one model by id (ids may hold '/') */
         const char *rt = "/v1/models/{id}";
+        if (is_preflight(s, c, method)) return preflight(s, c, rt, "GET, HEAD");
         if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
             g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed", "%s %s is not supported; use GET",
                        method, url);
@@ -363,6 +521,7 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
         if (strcmp(url, routes[i].path)) continue;
         const char *rt = routes[i].path;
         const int get = !strcmp(routes[i].method, "GET");
+        if (is_preflight(s, c, method)) return preflight(s, c, rt, get ? "GET, HEAD" : routes[i].method);
         if (strcmp(method, routes[i].method) && !(get && !strcmp(method, "HEAD"))) {
             g4_api_err(&err, 405, "invalid_request_error", NULL, "method_not_allowed", "%s %s is not supported; use %s",
                        method, url, routes[i].method);
@@ -388,7 +547,11 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
                          strdup(st == G4_SRV_LOADING ? "{\"status\":\"loading\"}" : st == G4_SRV_FAILED ? "{\"status\":\"failed\"}"
                                                                                                          : "{\"status\":\"stopping\"}"));
         }
-        case -3: return reply(s, c, rt, 200, "text/plain; version=0.0.4; charset=utf-8", g4_metrics_render(s->mx));
+        case -3: {
+            char *m = g4_metrics_render(s->mx);
+            char *all = m ? http_append_metrics(s->http, m) : NULL;
+            return reply(s, c, rt, 200, "text/plain; version=0.0.4; charset=utf-8", all);
+        }
         case -4:
         case -5: {
             if (s->state != G4_SRV_READY) return not_ready(s, c, rt);
@@ -397,7 +560,14 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
                                              : g4_api_detokenize_json(&s->api, b, cc->len, &err);
             return out ? reply(s, c, rt, 200, "application/json", out) : reply_err(s, c, rt, &err);
         }
-        default: return generate(s, c, rt, (g4_api_kind)routes[i].kind, cc);
+        default:
+            if (s->state != G4_SRV_READY) return not_ready(s, c, rt);
+            if (routes[i].kind == G4_API_CHAT && !s->tmpl)
+                return reply_err(s, c, rt, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
+                                                      "this model has no chat template; use /v1/completions"));
+            cc->kind = (g4_api_kind)routes[i].kind;
+            cc->route = rt;
+            return generate(s, c, cc);
         }
     }
     return reply_err(s, c, "other", g4_api_err(&err, 404, "invalid_request_error", NULL, "not_found",
@@ -411,6 +581,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     conn_ctx *cc = *con_cls;
     if (!cc) {   /* headers only: set up the body buffer */
         if (!(cc = calloc(1, sizeof *cc))) return MHD_NO;
+        cc->h = s->http;
+        cc->refs = 1;
+        cc->fd = -1;
         *con_cls = cc;
         /* a declared body over the limit is refused now, before a byte of it is read */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -420,6 +593,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (cl && (errno == ERANGE || declared > s->opts.max_body)) {
             g4_api_error err;
             cc->answered = 1;
+            http_request_received(s->http, c);
             return reply_err(s, c, route_label(url), g4_api_err(&err, 413, "invalid_request_error", NULL, "request_too_large",
                                                        "the request body is larger than the limit of %zu bytes",
                                                        s->opts.max_body));
@@ -454,19 +628,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (!cc->received) {   /* the whole request is in: the receive deadline stops here */
+        cc->received = 1;
+        http_request_received(s->http, c);
+    }
+    if (cc->generating) return generate(s, c, cc);   /* resumed */
     return route(s, c, url, method, cc);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
-    (void)toe;
+    g4_srv *s = cls;
     conn_ctx *cc = *con_cls;
-    if (cc) {
-        free(cc->body);
-        free(cc);
-    }
     *con_cls = NULL;
+    http_request_done(s->http, c, toe);
+    if (!cc) return;
+    http_forget(cc->h, &cc->w);
+    ctx_unref(cc);
 }
 
 g4_status g4_http_start(g4_srv *s, int *port) {
@@ -486,7 +663,7 @@ g4_status g4_http_start(g4_srv *s, int *port) {
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ai->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    const int bad = bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128);
+    const int bad = bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024);
     s->ipv6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (bad) {
@@ -495,12 +672,14 @@ g4_status g4_http_start(g4_srv *s, int *port) {
         if (e == EADDRINUSE) return g4_fail(G4_ERR_IO, "port %d is in use", s->opts.port);
         return g4_fail(G4_ERR_IO, "cannot listen on %s:%d: %s", s->opts.host, s->opts.port, strerror(e));
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-            (s->ipv6 ? MHD_USE_IPv6 : 0),
-        0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!(s->http = http_new(s))) {
+        close(fd);
+        return g4_fail(G4_ERR_NOMEM, "out of memory starting the HTTP server");
+    }
+    struct MHD_Daemon *d = http_start_daemon(s->http, fd, handler, completed);
     if (!d) {
+        http_free(s->http);
+        s->http = NULL;
         close(fd);
         return g4_fail(G4_ERR_IO, "cannot serve on %s:%d", s->opts.host, s->opts.port);
     }
@@ -517,14 +696,9 @@ void g4_http_quiesce(g4_srv *s) {
 }
 
 void g4_http_stop(g4_srv *s) {
-    /* The scheduler has finished (or cancelled) every request, but a connection thread may still
-     * be writing a stream's last events and its closing chunk: give open connections up to 2 s
-     * to finish before the daemon closes them, so a stream cut by SIGTERM still ends cleanly. */
-    for (int i = 0; s->daemon && i < 200; i++) {
-        const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        if (!di || di->num_connections == 0) break;
-        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
-    }
-    if (s->daemon) MHD_stop_daemon(s->daemon);
+    if (!s->http) return;
+    http_stop(s->http);   /* lets streams end, resumes every suspended connection, stops the daemon */
+    http_free(s->http);
+    s->http = NULL;
     s->daemon = NULL;
 }

@@ -56,7 +56,7 @@ static json_t *jstr_lossy(const char *s, size_t n) {
 char *g4_api_error_json(const g4_api_error *e) {
     json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", jstr_lossy(e->message, strlen(e->message)),
                           "type", e->type ? e->type : "invalid_request_error", "param",
-                          e->param ? json_string(e->param) : json_null(), "code",
+                          e->param ? jstr_lossy(e->param, strlen(e->param)) : json_null(), "code",
                           e->code ? json_string(e->code) : json_null());
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -251,6 +251,10 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     if (!msgs) return g4_api_err(err, 400, "invalid_request_error", "messages", "missing_required_parameter",
                                  "'messages' is a required property"), -1;
     if (!json_is_array(msgs) || !json_array_size(msgs)) return BADTYPE("messages", "a non-empty array of messages");
+    if (c->max_messages && json_array_size(msgs) > (size_t)c->max_messages)   /* --max-messages */
+        return g4_api_err(err, 400, "invalid_request_error", "messages", "array_above_max_length",
+                          "'messages' holds %zu messages; this server takes at most %d", json_array_size(msgs),
+                          c->max_messages), -1;
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -468,6 +472,10 @@ static int parse_chat_controls(const g4_api_ctx *c, json_t *root, g4_req *r, g4_
     json_t *tools = json_object_get(root, "tools");
     if (tools && !json_is_null(tools)) {
         if (!json_is_array(tools)) return BADTYPE("tools", "an array of tools");
+        if (c->max_tools && json_array_size(tools) > (size_t)c->max_tools)   /* --max-tools */
+            return g4_api_err(err, 400, "invalid_request_error", "tools", "array_above_max_length",
+                              "'tools' holds %zu tools; this server takes at most %d", json_array_size(tools),
+                              c->max_tools), -1;
         size_t i;
         json_t *t;
         json_array_foreach(tools, i, t) {

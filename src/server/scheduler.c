@@ -130,6 +130,7 @@ static void finish(g4_sched *s, g4_req *r, g4_finish fin, const char *err) {
     r->text_ready = r->text_len;
     r->t_done = g4_now();
     pthread_cond_broadcast(&r->cv);
+    if (r->notify) r->notify(r->notify_arg);
     int n_toks = r->n_toks;
     pthread_mutex_unlock(&r->mu);
     g4_metrics_tokens(s->mx, r->n_prefilled, n_toks);
@@ -188,6 +189,7 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     }
     if (!r->t_first) r->t_first = now;
     pthread_cond_broadcast(&r->cv);
+    if (r->notify) r->notify(r->notify_arg);
     pthread_mutex_unlock(&r->mu);
     if (fin) {
         finish(s, r, fin, NULL);   /* a parser error is in r->err already */
@@ -221,6 +223,9 @@ static void setup(g4_sched *s, g4_req *r) {
     }
     r->n_prefilled = r->n_cached;
     r->state = ST_PREFILL;
+    pthread_mutex_lock(&r->mu);
+    r->admitted = 1;
+    pthread_mutex_unlock(&r->mu);
 }
 
 static int cancelled(g4_req *r) {

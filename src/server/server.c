@@ -23,6 +23,10 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_render_mb = 256;
     o->max_renders = 2;
     o->max_media = 8;
+    o->timeout_s = 60;
+    o->max_connections = 1000;
+    o->max_messages = 10000;
+    o->max_tools = 128;
     g4_model_opts_default(&o->mo);
     o->mo.ctx = 4096;
     o->mo.prefill_chunk = 64;   /* not the library's 256: running streams wait for a whole chunk */
@@ -136,6 +140,8 @@ int g4_server_main(const g4_server_opts *o) {
     s->api.model_name = s->model_name;
     s->api.model_path = o->model_path;
     s->api.render_budget = (size_t)o->max_render_mb << 20;
+    s->api.max_messages = o->max_messages;
+    s->api.max_tools = o->max_tools;
     if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();
     if (!s->mx) { free(s); return 1; }

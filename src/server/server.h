@@ -34,6 +34,13 @@ typedef struct {
     int max_media;           /* images per request (--max-media-per-request) */
     int max_soft_tokens;     /* per image; 0: the model's processor config */
     long max_image_pixels;   /* 0: the library's default */
+    int timeout_s;           /* idle connections close; a request's headers + body arrive within it */
+    int max_connections;     /* open connections; past it the oldest still sending its request goes */
+    int max_conn_per_ip;     /* open connections per client address (0: no limit) */
+    int queue_timeout_s;     /* a request waiting this long for a slot gets 503 (0: no limit) */
+    const char **cors;       /* --cors-origin values ("*": any origin); n_cors of them */
+    int n_cors;
+    int max_messages, max_tools;   /* per request (0: no limit) */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -125,6 +132,11 @@ typedef struct g4_req {
     double t_last;
     g4_gen *gen;              /* sampling, stop ids / strings, max tokens, detokenizer */
     struct g4_req *next;      /* wait queue */
+
+    /* the HTTP side's wake-up (http.c): called under mu whenever the output part changes */
+    void (*notify)(void *arg);
+    void *notify_arg;
+    int admitted;             /* under mu: the request holds a slot */
 } g4_req;
 
 g4_req *g4_req_new(void);
@@ -171,6 +183,7 @@ typedef struct {
     size_t render_budget;     /* bytes of template working memory per request (0: the library's) */
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
     const struct g4_media_cfg *media;   /* image_url parts' settings */
+    int max_messages, max_tools;   /* per request (0: no limit) */
 } g4_api_ctx;
 
 /* ---------------------------------------------------------------- images in chat (media_parts.c) */
@@ -270,6 +283,7 @@ typedef struct {
     sem_t renders;              /* api.renders: --max-renders chat templates at once */
     g4_media_cfg media;         /* api.media */
     _Atomic unsigned long id_seq;
+    struct g4_http *http;       /* http.c's connections, wake-ups and parse workers */
 } g4_srv;
 
 /* Binds and starts serving (routes answer 503 until READY); *port gets the bound port. */

@@ -269,3 +269,15 @@ def test_a_truncated_model_file_fails_requests_not_the_server(g4_bin, tmp_path):
     finally:
         s.stop()
     assert s.p.returncode == 0
+
+
+def test_long_unknown_field_names_are_a_clean_400(plain):
+    """An unknown field's name is cut to fit the error's param; a cut inside a multi-byte
+    character once made the error unserializable and the answer a 500."""
+    name = "\u00e9" * 40   # 80 bytes of UTF-8: cut at an odd byte
+    for route, body in (("/v1/completions", {"prompt": "hi"}), ("/v1/chat/completions",
+                                                                 {"messages": [{"role": "user", "content": "hi"}]})):
+        r = requests.post(plain.url + route, json={**body, name: 1}, timeout=30)
+        assert r.status_code == 400, r.text
+        e = r.json()["error"]
+        assert e["code"] == "unsupported_parameter" and e["param"].startswith("\u00e9" * 20)

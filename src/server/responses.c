@@ -89,10 +89,11 @@ static int input_messages(json_t *root, json_t *msgs, g4_api_error *err) {
     }
     if (!json_is_array(in) || !json_array_size(in)) return BAD("input", "'input' must be a string or a non-empty array of items");
     json_t *reasoning = NULL;   /* a reasoning item's text, for the next assistant message */
+#define BAD_R(...) (json_decref(reasoning), BAD(__VA_ARGS__))
     size_t i;
     json_t *it;
     json_array_foreach(in, i, it) {
-        if (!json_is_object(it)) return BAD("input", "input[%zu] must be an object", i);
+        if (!json_is_object(it)) return BAD_R("input", "input[%zu] must be an object", i);
         const char *type = json_string_value(json_object_get(it, "type"));
         const char *role = json_string_value(json_object_get(it, "role"));
         json_t *m = NULL;
@@ -100,15 +101,15 @@ static int input_messages(json_t *root, json_t *msgs, g4_api_error *err) {
             static const char *const roles[] = {"user", "assistant", "system", "developer", NULL};
             int ok = 0;
             for (int k = 0; role && roles[k]; k++) ok |= !strcmp(role, roles[k]);
-            if (!ok) return BAD("input", "input[%zu].role must be one of user, assistant, system, developer", i);
+            if (!ok) return BAD_R("input", "input[%zu].role must be one of user, assistant, system, developer", i);
             json_t *content;
-            if (message_content(json_object_get(it, "content"), i, &content, err)) return -1;
+            if (message_content(json_object_get(it, "content"), i, &content, err)) return json_decref(reasoning), -1;
             m = json_pack("{s:s,s:o}", "role", role, "content", content);
             json_array_append_new(msgs, m);
         } else if (!strcmp(type, "function_call")) {
             json_t *id = json_object_get(it, "call_id"), *name = json_object_get(it, "name"), *args = json_object_get(it, "arguments");
             if (!json_is_string(id) || !json_is_string(name) || !json_is_string(args))
-                return BAD("input", "input[%zu]: a function_call item needs string 'call_id', 'name' and 'arguments'", i);
+                return BAD_R("input", "input[%zu]: a function_call item needs string 'call_id', 'name' and 'arguments'", i);
             m = assistant_for_calls(msgs);
             json_t *calls = json_object_get(m, "tool_calls");
             if (!calls) json_object_set_new(m, "tool_calls", calls = json_array());
@@ -116,10 +117,10 @@ static int input_messages(json_t *root, json_t *msgs, g4_api_error *err) {
                                                    name, "arguments", args));
         } else if (!strcmp(type, "function_call_output")) {
             json_t *id = json_object_get(it, "call_id"), *out = json_object_get(it, "output");
-            if (!json_is_string(id)) return BAD("input", "input[%zu]: a function_call_output item needs a string 'call_id'", i);
+            if (!json_is_string(id)) return BAD_R("input", "input[%zu]: a function_call_output item needs a string 'call_id'", i);
             json_t *content;
             if (json_is_string(out)) content = json_incref(out);
-            else if (message_content(out, i, &content, err)) return -1;
+            else if (message_content(out, i, &content, err)) return json_decref(reasoning), -1;
             json_array_append_new(msgs, json_pack("{s:s,s:O,s:o}", "role", "tool", "tool_call_id", id, "content", content));
         } else if (!strcmp(type, "reasoning")) {
             size_t k;
@@ -136,7 +137,7 @@ static int input_messages(json_t *root, json_t *msgs, g4_api_error *err) {
             }
             continue;
         } else {
-            return BAD("input", "input[%zu]: items of type '%s' are not supported", i, type);
+            return BAD_R("input", "input[%zu]: items of type '%s' are not supported", i, type);
         }
         if (reasoning && json_is_string(json_object_get(m, "role")) && !strcmp(json_string_value(json_object_get(m, "role")), "assistant")) {
             json_object_set_new(m, "reasoning_content", reasoning);
@@ -145,6 +146,7 @@ static int input_messages(json_t *root, json_t *msgs, g4_api_error *err) {
     }
     json_decref(reasoning);
     return 0;
+#undef BAD_R
 }
 
 /* tools: Responses' flat function tools ({"type": "function", "name", "description",

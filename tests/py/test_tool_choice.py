@@ -93,7 +93,7 @@ def test_validator_rejects():
 def srv(g4_bin):
     s = Server(g4_bin, "--parallel", "4")
     yield s
-    s.stop()
+    assert s.stop() == 0, "".join(s.log)   # a clean exit (under ASan: no leak)
 
 
 def chat(srv, **kw):
@@ -307,4 +307,4 @@ def test_tokenizer_without_call_tokens(g4_bin, tmp_path):
             r = chat(s, tool_choice=tc, max_tokens=4)
             assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("length", "stop"), r.text
     finally:
-        s.stop()
+        assert s.stop() == 0, "".join(s.log)

@@ -49,8 +49,18 @@ static int message_content(json_t *content, size_t i, json_t **out, g4_api_error
         json_t *text = json_object_get(p, "text");
         if (type && (!strcmp(type, "input_text") || !strcmp(type, "output_text") || !strcmp(type, "text")) && json_is_string(text)) {
             json_array_append_new(parts, text_part(json_string_value(text)));
-        } else if (type && (!strcmp(type, "input_image") || !strcmp(type, "input_file") || !strcmp(type, "input_audio"))) {
-            json_array_append_new(parts, json_pack("{s:s}", "type", type));   /* chat's answer: not supported yet */
+        } else if (type && !strcmp(type, "input_image")) {
+            /* Responses' {"image_url": URL, "detail"} is chat's image_url part; chat checks the rest */
+            json_t *url = json_object_get(p, "image_url"), *detail = json_object_get(p, "detail");
+            if (!json_is_string(url)) {
+                json_decref(parts);
+                return BAD("input", "input[%zu].content[%zu]: an input_image needs an 'image_url' (this server stores no files)", i, k);
+            }
+            json_t *iu = json_pack("{s:O}", "url", url);
+            if (detail && !json_is_null(detail)) json_object_set(iu, "detail", detail);
+            json_array_append_new(parts, json_pack("{s:s,s:o}", "type", "image_url", "image_url", iu));
+        } else if (type && !strcmp(type, "input_audio")) {
+            json_array_append_new(parts, json_deep_copy(p));   /* the same shape as chat's */
         } else {
             json_decref(parts);
             return BAD("input", "input[%zu].content[%zu]: content parts of type '%s' are not supported", i, k, type ? type : "(none)");

@@ -273,3 +273,27 @@ def test_cached_tokens_from_the_prompt_cache(srv):
         "model": NAME, "messages": items, "temperature": 0, "max_tokens": 6}).json()
     assert again.usage.input_tokens_details.cached_tokens == r["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
     assert again.usage.input_tokens_details.cached_tokens < again.usage.input_tokens
+
+
+def test_image_and_audio_parts_are_chat_media(g4_bin):
+    """input_image (a data: URL) and input_audio parts are chat's image_url / input_audio parts:
+    the same prompt tokens and greedy tokens as /v1/chat/completions on the multimodal fixture."""
+    from test_multimodal_server import JPEG, MODEL as MM, audio_part, data_url
+    s = Server(g4_bin, "--ctx", 512, "--max-soft-tokens", 70, model_dir=MM)
+    try:
+        url = data_url(JPEG, "image/jpeg")
+        audio = audio_part()
+        parts = [{"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": url, "detail": "auto"}, audio]
+        chat_parts = [{"type": "text", "text": "Describe"}, {"type": "image_url", "image_url": {"url": url, "detail": "auto"}}, audio]
+        r = post(s, {"input": [{"role": "user", "content": parts}], "temperature": 0, "max_output_tokens": 6})
+        assert r.status_code == 200, r.text
+        c = requests.post(s.url + "/v1/chat/completions", timeout=120, json={
+            "model": NAME, "messages": [{"role": "user", "content": chat_parts}], "temperature": 0, "max_tokens": 6}).json()
+        assert r.json()["usage"]["input_tokens"] == c["usage"]["prompt_tokens"] > 100   # the soft tokens counted
+        assert r.json()["output"][0]["content"][0]["text"] == c["choices"][0]["message"]["content"]
+        e = post(s, {"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]}).json()["error"]
+        assert e["param"] == "input" and "image_url" in e["message"]
+        e = post(s, {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": url, "detail": "high"}]}]}).json()["error"]
+        assert e["param"] == "input" and "detail" in e["message"]
+    finally:
+        assert s.stop() == 0, "".join(s.log)

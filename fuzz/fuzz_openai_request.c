@@ -1,6 +1,6 @@
 /* fuzz_openai_request.c — libFuzzer target for the server's request handling past the socket
- * (src/server/openai.c): the first byte picks the route (chat, completions, /generate, /tokenize,
- * /detokenize), the rest is the request body, parsed through the same entry points http.c calls
+ * (src/server/openai.c, responses.c): the first byte picks the route (chat, completions, /generate,
+ * /tokenize, /detokenize, /v1/responses), the rest is the request body, parsed through the same entry points http.c calls
  * with the tiny fixture model's tokenizer, chat template and vocabulary index (loaded once;
  * G4_FUZZ_MODEL overrides the directory). A request must parse or be refused with a 4xx/5xx
  * error whose JSON is well formed; a parsed one must serialize its SSE opening chunk. */
@@ -61,11 +61,11 @@ static void check_error(const g4_api_error *e) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_once();
     if (!size) return 0;
-    const int route = data[0] % 5;
+    const int route = data[0] % 6;   /* 5: /v1/responses */
     const char *body = (const char *)data + 1;
     const size_t len = size - 1;
     g4_api_error err;
-    if (route >= 3) {
+    if (route == 3 || route == 4) {
         char *out = route == 3 ? g4_api_tokenize_json(&ctx, body, len, &err) : g4_api_detokenize_json(&ctx, body, len, &err);
         if (out) free(out);
         else check_error(&err);
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g4_api_opts o;
     g4_req *reqs[G4_MAX_N];
     memset(&o, 0, sizeof o);
-    if (!g4_api_parse(&ctx, (g4_api_kind)route, body, len, &o, reqs, &err)) {
+    if (!g4_api_parse(&ctx, route == 5 ? G4_API_RESPONSES : (g4_api_kind)route, body, len, &o, reqs, &err)) {
         check_error(&err);
         return 0;
     }
@@ -87,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         g4_api_stream_chunk(&ctx, &o, reqs[i], i, 0, 0, 0, 0, 1, 0, &buf, &bl);
         pthread_mutex_unlock(&reqs[i]->mu);
         free(buf);
+        if (route == 5) free(g4_api_response_json(&ctx, &o, &reqs[i]));   /* the Response object, no output yet */
         g4_req_release(reqs[i]);
     }
     return 0;

@@ -27,6 +27,13 @@ seeds = [
     (2, {"prompt": "hi", "max_tokens": 3, "temperature": 0}),
     (3, {"content": "Hello world", "add_special": True}),
     (4, {"tokens": [2, 100, 200, 300]}),
+    (5, {"model": "g4-cond-tiny", "instructions": "Be brief.", "input": [
+         {"role": "user", "content": [{"type": "input_text", "text": "weather?"}]},
+         {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"},
+         {"type": "function_call_output", "call_id": "c1", "output": "sunny"}],
+         "tools": [{"type": "function", "name": "get_weather", "parameters": tool["function"]["parameters"]}],
+         "tool_choice": "required", "reasoning": {"effort": "low"}, "max_output_tokens": 8, "stream": True}),
+    (5, {"input": "hi", "text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}}),
 ]
 for i, (route, body) in enumerate(seeds):
     (out / f"seed-{i}").write_bytes(bytes([route]) + json.dumps(body).encode())

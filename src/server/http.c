@@ -479,6 +479,7 @@ static const struct { const char *path, *method; int kind; } routes[] = {
     {"/generate", "POST", G4_API_GENERATE},        {"/v1/models", "GET", -1},
     {"/health", "GET", -2},                        {"/metrics", "GET", -3},
     {"/tokenize", "POST", -4},                     {"/detokenize", "POST", -5},
+    {"/v1/responses", "POST", G4_API_RESPONSES},
 };
 
 /* The route a URL is counted under in the metrics */

@@ -583,6 +583,7 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
 
 g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, size_t len, g4_api_opts *o,
                      g4_req **reqs, g4_api_error *err) {
+    if (kind == G4_API_RESPONSES) return g4_responses_parse(c, body, len, o, reqs, err);
     memset(o, 0, sizeof *o);
     o->kind = kind;
     o->logprobs = -1;
@@ -808,6 +809,7 @@ static json_t *chat_message(const g4_api_opts *o, const g4_req *r, int index) {
 }
 
 char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs) {
+    if (o->kind == G4_API_RESPONSES) return g4_responses_json(c, o, reqs[0]);
     json_t *out;
     if (o->kind == G4_API_GENERATE) {
         g4_req *r = reqs[0];
@@ -868,6 +870,7 @@ static void append_event(char **buf, size_t *len, json_t *o) {
 
 void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, int index, size_t t0, size_t t1,
                          int k0, int k1, int first, int fin, char **buf, size_t *len) {
+    if (o->kind == G4_API_RESPONSES) { g4_responses_events(c, o, r, t0, t1, fin, buf, len); return; }
     const char *fr = fin ? finish_name(r) : NULL;
     json_t *choice = json_object();
     json_object_set_new(choice, "index", json_integer(index));

@@ -78,6 +78,7 @@ void g4_req_release(g4_req *r) {
     g4_matcher_free(r->matcher);
     g4_grammar_free(r->grammar);
     free(r->gbnf);
+    free(r->api_echo);
     free(r->text);
     free(r->toks);
     g4_gen_free(r->gen);

@@ -106,6 +106,7 @@ typedef struct g4_req {
     const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
     g4_matcher *matcher;
+    char *api_echo;           /* /v1/responses: the request fields its response object repeats (JSON) */
 
     /* shared, guarded by mu */
     pthread_mutex_t mu;
@@ -160,7 +161,7 @@ void g4_sched_free(g4_sched *s);
 
 /* ---------------------------------------------------------------- OpenAI codec */
 
-typedef enum { G4_API_CHAT, G4_API_COMPLETION, G4_API_GENERATE } g4_api_kind;
+typedef enum { G4_API_CHAT, G4_API_COMPLETION, G4_API_GENERATE, G4_API_RESPONSES } g4_api_kind;
 
 typedef struct {
     int status;               /* HTTP status */
@@ -245,6 +246,15 @@ void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **req
 size_t g4_api_ready(const g4_req *r);
 /* The finish reason as the OpenAI API names it (NULL while running). */
 const char *g4_finish_name(g4_finish f);
+/* /v1/responses (responses.c): the body as a chat request (kind G4_API_CHAT's g4_req, o->kind
+ * G4_API_RESPONSES); the Response object; the SSE events for the parser's deltas [t0, t1) (the
+ * opening events when t0 is 0, the closing ones with fin). g4_api_parse, g4_api_response_json
+ * and g4_api_stream_chunk hand G4_API_RESPONSES to these. */
+g4_req *g4_responses_parse(const g4_api_ctx *c, const char *body, size_t len, g4_api_opts *o, g4_req **reqs,
+                           g4_api_error *err);
+char *g4_responses_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req *r);
+void g4_responses_events(const g4_api_ctx *c, const g4_api_opts *o, const g4_req *r, size_t t0, size_t t1, int fin,
+                         char **buf, size_t *len);
 /* /v1/models body. */
 char *g4_api_models_json(const g4_api_ctx *c, long created);
 /* /v1/models/{id}: the model object, or NULL with err filled (404 model_not_found). */

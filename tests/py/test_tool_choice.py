@@ -93,7 +93,7 @@ def test_validator_rejects():
 def srv(g4_bin):
     s = Server(g4_bin, "--parallel", "4")
     yield s
-    s.stop()
+    assert s.stop() == 0, "".join(s.log)   # a clean exit (under ASan: no leak)
 
 
 def chat(srv, **kw):
@@ -285,3 +285,26 @@ def test_tool_loop_end_to_end(g4_bin, srv):
     r2 = client.chat.completions.create(model=NAME, messages=history, tools=tools, temperature=0, max_tokens=8)
     assert r2.choices[0].finish_reason in ("stop", "length", "tool_calls")
     assert r2.usage.prompt_tokens == len(prompt_ids(srv, text))
+
+
+def test_tokenizer_without_call_tokens(g4_bin, tmp_path):
+    """A chat format without <|tool_call> (as Gemma 3's): a forced call is a 400, "none" and
+    "auto" work as plain chat."""
+    import shutil
+    d = tmp_path / "no-call-tokens"
+    shutil.copytree(MODEL, d)
+    tj = json.loads((d / "tokenizer.json").read_text())
+    for a in tj["added_tokens"]:
+        if a["content"] == "<|tool_call>":
+            a["content"] = "<|unused_call>"
+    tj["model"]["vocab"]["<|unused_call>"] = tj["model"]["vocab"].pop("<|tool_call>")
+    (d / "tokenizer.json").write_text(json.dumps(tj))
+    s = Server(g4_bin, model_dir=d)
+    try:
+        r = chat(s, tool_choice="required")
+        assert_400(r, "tool_choice", "no tool-call tokens")
+        for tc in ("none", "auto"):
+            r = chat(s, tool_choice=tc, max_tokens=4)
+            assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("length", "stop"), r.text
+    finally:
+        assert s.stop() == 0, "".join(s.log)

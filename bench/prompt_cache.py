@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,7 +137,7 @@ def main():
             finally:
                 cold_srv.stop()
 
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+    med = statistics.median
     res = {"model": os.path.basename(os.path.normpath(args.model)), "threads": args.threads, "repeats": args.repeats,
            "answer_tokens": args.answer_tokens, "turn1_prompt_tokens": use1["prompt_tokens"],
            "turn2_prompt_tokens": hot["greedy"][0][1]["prompt_tokens"]}

@@ -1,8 +1,9 @@
 /* test_kv_snapshot.c — the prompt cache's KV operations (src/model/kv_snapshot.c) on the tiny
  * fixture (sliding window 24; 64-row chunks make its rings 87 long), one rank and two (threads
  * backend): a snapshot restored into another slot gives the same logits, bit for bit, as the
- * same computation that never left the slot; a copied slot decodes as its source; a rewind within
- * the rings matches recomputing; rewinds past the rings or the slot's position are refused. */
+ * same computation that never left the slot, and so do the rings alone restored into a slot whose
+ * full-layer rows are unchanged; a copied slot decodes as its source; a rewind within the rings
+ * matches recomputing; rewinds past the rings or the slot's position are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,6 +74,16 @@ static void snapshot_ops(int tp) {
     assert_int_equal(g4_slot_restore(m, 0, snap), G4_OK);
     assert_int_equal(g4_slot_pos(m, 0), SPLIT);
     assert_int_equal(g4_prefill(m, 0, ids + SPLIT, N - SPLIT, got), G4_OK);
+    assert_memory_equal(got, ref, sizeof(float) * V);
+    g4_kv_snap_free(snap);
+
+    /* rings only, back into the slot whose full-layer rows [0, SPLIT) stayed as they were */
+    g4_slot_reset(m, 1);
+    assert_int_equal(g4_prefill(m, 1, ids, SPLIT, NULL), G4_OK);
+    assert_int_equal(g4_slot_save(m, 1, 0, &snap), G4_OK);
+    assert_int_equal(g4_prefill(m, 1, other, PAST, NULL), G4_OK);
+    assert_int_equal(g4_slot_restore(m, 1, snap), G4_OK);
+    assert_int_equal(g4_prefill(m, 1, ids + SPLIT, N - SPLIT, got), G4_OK);
     assert_memory_equal(got, ref, sizeof(float) * V);
     g4_kv_snap_free(snap);
 

@@ -189,8 +189,8 @@ def test_eight_clients_random_conversations(g4_bin, cold):
         msgs = [{"role": "system", "content": SYSTEM if k % 2 else " ".join(rng.choices(words, k=40))}]
         turns = []
         for _ in range(3):
-            msgs.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randrange(3, 120)))})
-            n = rng.randrange(4, 60)
+            msgs.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randrange(2, 25)))})
+            n = rng.randrange(4, 40)
             a, _, c = chat(warm, msgs, n, temperature=0)
             turns.append((list(msgs), n, a, c))
             msgs.append({"role": "assistant", "content": a})

@@ -141,24 +141,29 @@ def test_waiting_requests_hold_no_thread(g4_bin):
 
 
 def test_queue_timeout_answers_503_with_retry_after(g4_bin):
-    s = Server(g4_bin, "--parallel", 1, "--queue-timeout", 1, "--ctx", 4096)
+    """One slot held by a long request, room for one waiting request: each later request waits
+    --queue-timeout for a slot, then gets 503 with Retry-After (a stream too, before it starts),
+    and leaves the queue, so the next one waits its turn instead of getting 429."""
+    s = Server(g4_bin, "--parallel", 1, "--max-queue", 1, "--queue-timeout", 1, "--ctx", 16384)
     try:
-        long = {"prompt": "hi", "max_tokens": 3500, "temperature": 0, "ignore_eos": True}
-        with cf.ThreadPoolExecutor(3) as ex:
-            first = ex.submit(requests.post, s.url + "/v1/completions", json=long, timeout=300)
-            time.sleep(0.5)
+        long = {"prompt": "hi", "max_tokens": 16000, "temperature": 0, "ignore_eos": True, "stream": True}
+        first = requests.post(s.url + "/v1/completions", json=long, timeout=300, stream=True)
+        assert first.status_code == 200   # a stream starts once it holds the slot
+        for stream in (False, True, False):
             t0 = time.time()
-            waits = [ex.submit(requests.post, s.url + "/v1/completions", timeout=30,
-                               json={"prompt": "hi", "max_tokens": 2, "stream": st}) for st in (False, True)]
-            for w in waits:
-                r = w.result()
-                if first.done():
-                    pytest.skip("the first request ended before the queue timeout (machine too fast)")
-                assert r.status_code == 503, r.text
-                assert r.headers.get("Retry-After") == "1"
-                assert r.json()["error"]["code"] == "queue_timeout"
-            assert 0.9 < time.time() - t0 < 5
-            assert first.result().status_code == 200
+            r = requests.post(s.url + "/v1/completions", timeout=30,
+                              json={"prompt": "hi", "max_tokens": 2, "stream": stream})
+            assert r.status_code == 503, r.text
+            assert r.headers.get("Retry-After") == "1"
+            assert r.json()["error"]["code"] == "queue_timeout"
+            assert 0.9 < time.time() - t0 < 3
+            t0 = time.time()   # it left the queue (at the scheduler's next step)
+            while s.metrics()["g4_queue_depth"] and time.time() - t0 < 2:
+                time.sleep(0.01)
+            assert s.metrics()["g4_queue_depth"] == 0
+        first.close()   # the client leaves: its slot frees and the server serves again
+        r = requests.post(s.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, timeout=30)
+        assert r.status_code == 200
     finally:
         s.stop()
 

@@ -1,7 +1,8 @@
 """Helpers shared by the side-by-side report scripts (bench/compare_report.py,
 bench/compare_quant_report.py, bench/compare_batched_report.py): reading the raw outputs their shell drivers leave in one directory
-(llama-bench JSON, gemma4c bench's JSON line, lscpu, load averages) and formatting medians.
-Standard library only; owns no output format beyond these pieces."""
+(llama-bench JSON, gemma4c bench's JSON line, lscpu, load averages), formatting medians, and
+listing a GGUF file's tensor types (`python3 bench/common.py gguf-types FILE`, for compare_quant.sh).
+Standard library only, so that no Python package has to be found; owns no output format beyond these pieces."""
 
 from __future__ import annotations
 
@@ -10,6 +11,17 @@ import json
 import os
 import re
 import statistics
+import struct
+import sys
+from collections import Counter
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def shown_path(path: str) -> str:
+    """`path` relative to the repository when it lies inside it (a report names no checkout's location)."""
+    p = os.path.abspath(path)
+    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else path
 
 
 def read(path: str, default: str = "") -> str:
@@ -95,3 +107,65 @@ def lscpu_summary(text: str) -> str:
         simd = [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in f]
         lines.append("SIMD: " + " ".join(simd))
     return "\n".join(lines)
+
+
+# ggml's type ids (ggml.h enum ggml_type) -> names, for the types a GGUF of this model can hold
+GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1", 10: "Q2_K",
+              11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 24: "I8", 25: "I16", 26: "I32", 27: "I64",
+              28: "F64", 30: "BF16"}
+
+
+def gguf_tensors(path: str) -> list[tuple[str, list[int], str]]:
+    """(name, dims, type name) of every tensor of a GGUF file (version 2 or 3), read from its header."""
+    with open(path, "rb") as f:
+        def u(fmt):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
+
+        def string():
+            return f.read(u("Q")).decode("utf-8", "replace")
+
+        scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+        def skip_value(vt):
+            if vt in scalar:
+                f.read(struct.calcsize("<" + scalar[vt]))
+            elif vt == 8:
+                string()
+            elif vt == 9:
+                et, n = u("I"), u("Q")
+                for _ in range(n):
+                    skip_value(et)
+            else:
+                raise ValueError(f"{path}: unknown GGUF value type {vt}")
+
+        if f.read(4) != b"GGUF":
+            raise ValueError(f"{path}: not a GGUF file")
+        version = u("I")
+        if version not in (2, 3):
+            raise ValueError(f"{path}: GGUF version {version} (this reader knows 2 and 3)")
+        n_tensors, n_kv = u("Q"), u("Q")
+        for _ in range(n_kv):
+            string()
+            skip_value(u("I"))
+        out = []
+        for _ in range(n_tensors):
+            name = string()
+            dims = [u("Q") for _ in range(u("I"))]
+            t = u("I")
+            u("Q")   # offset
+            out.append((name, dims, GGML_TYPES.get(t, f"type{t}")))
+        return out
+
+
+def gguf_types_summary(path: str) -> str:
+    """The matrices' types with counts, and the token embedding's (the tied LM head) type."""
+    ts = gguf_tensors(path)
+    c = Counter(t for _, dims, t in ts if len(dims) >= 2)
+    emb = [t for name, _, t in ts if name == "token_embd.weight"]
+    return ", ".join(f"{n} x{k}" for n, k in sorted(c.items())) + f"; token_embd (tied LM head) {emb[0] if emb else '?'}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "gguf-types":
+        sys.exit("usage: python3 bench/common.py gguf-types FILE.gguf")
+    print(gguf_types_summary(sys.argv[2]))

@@ -1,49 +1,63 @@
 #!/usr/bin/env bash
 # compare_batched.sh — batched decode side by side: several sequences decoding together, as a
-# server under load runs them. Alternates `gemma4c bench -p 0 -n NGEN --batch B` with llama.cpp's
-# `llama-batched-bench -npp 16 -ntg NGEN -npl B` (its S_TG: generated tokens per second over all
-# sequences) for every B in BATCHES, ROUNDS rounds, at equal threads, on the same checkpoint and its
-# bf16 GGUF; prints a markdown table (median over rounds, and the paired ratio) and writes it to
-# $OUT/BATCHED.md and a new file under bench/results/. llama.cpp is built from a checkout OUTSIDE the repository (the target
-# llama-batched-bench beside compare_llamacpp.sh's llama-bench); nothing of it enters the repository.
+# server under load runs them. For every B in BATCHES and ROUNDS rounds, `gemma4c bench -p 0 -n NGEN
+# --batch B` and llama.cpp's `llama-batched-bench -npp 16 -ntg NGEN -npl B` (its S_TG: generated
+# tokens per second over all sequences) run back to back at equal threads on the same checkpoint and
+# its bf16 GGUF, gemma4c first in odd rounds and llama.cpp first in even ones, so that a shared
+# host's drift favours neither. gemma4c bench measures the read bandwidth before each run; the report
+# (bench/compare_batched_report.py) gives both engines' tokens/s, the paired ratio and each engine's
+# fraction of that round's bandwidth roofline (a step reads the weights once for all B sequences).
+# llama-batched-bench is built in a local llama.cpp checkout OUTSIDE the repository; nothing of it
+# enters the repository.
 #
-# Usage:  bench/compare_batched.sh      (after compare_llamacpp.sh has made the GGUF and the build)
-# Knobs (environment): THREADS=2 ROUNDS=2 REPS=2 NGEN_BATCHED=32 BATCHES=1,4,8,16
-#   MODEL=/tmp/g4-bench GGUF=/tmp/g4-bench-bf16.gguf LLAMA_DIR=/tmp/llama.cpp G4_BIN=build/gemma4c
-#   OUT=/tmp/g4-batched-DATE RESULTS=bench/results/DATE-compare-batched-COMMIT.md
+# Usage:  bench/compare_batched.sh      (the checkpoint and its bf16 GGUF are made as compare_llamacpp.sh makes them)
+#         QUICK=1 bench/compare_batched.sh   (a tiny end-to-end check: BATCHES=1,2, 8 tokens, 1 rep, 2 rounds)
+# Knobs (environment), besides bench/common.sh's (THREADS MODEL GGUF G4_BENCH_DATA LLAMA_CPP_DIR
+#   LLAMA_GIT G4_BIN G4_REF_PY QUICK OUT SAVE RESULTS): ROUNDS=2 REPS=2 NGEN_BATCHED=32 BATCHES=1,4,8,16
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
 bench_init compare_batched.sh batched 2 2 g4-batched
+if [ "$QUICK" = 1 ]; then NGEN_BATCHED=${NGEN_BATCHED:-8} BATCHES=${BATCHES:-1,2}; fi
 NGEN=${NGEN_BATCHED:-32}
 BATCHES=${BATCHES:-1,4,8,16}
-GGUF=${GGUF:-/tmp/g4-bench-bf16.gguf}
 
-outside_repo "$LLAMA_DIR" "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it"
 need_g4_bin
-[ -f "$MODEL/config.json" ] || die "no checkpoint at $MODEL (run bench/compare_llamacpp.sh first)"
-[ -f "$GGUF" ] || die "no GGUF at $GGUF (run bench/compare_llamacpp.sh first)"
-[ -d "$LLAMA_DIR/build" ] || die "no llama.cpp build in $LLAMA_DIR/build (run bench/compare_llamacpp.sh first)"
 mkdir -p "$OUT"
-if [ ! -x "$LLAMA_DIR/build/bin/llama-batched-bench" ]; then
-  log "building llama-batched-bench in $LLAMA_DIR/build"
-  cmake --build "$LLAMA_DIR/build" --target llama-batched-bench -j"$(nproc)" > "$OUT/llama-build.log"
-fi
+llama_tools llama-batched-bench
+bench_model
+bf16_gguf
 record_machine
 record_g4_commit
+date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
+LBB="$LLAMA_CPP_DIR/build/bin/llama-batched-bench"
+{ echo "$(show_cmd "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN")--batch B $(show_cmd --reps "$REPS" --threads "$THREADS")"
+  echo "$(show_cmd "$LBB" -m "$GGUF")-c CTX $(show_cmd -b 2048 -ub 512 -npp 16 -ntg "$NGEN")-npl B $(show_cmd -t "$THREADS" --output-format jsonl)   # CTX = (16 + $NGEN) x B + 64"
+} > "$OUT/cmds.txt"
 
-ctx=$(( (16 + NGEN) * ${BATCHES##*,} + 64 ))
+run_g4() {  # round batch
+  log "round $1/$ROUNDS: gemma4c --batch $2"
+  "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN" --batch "$2" --reps "$REPS" --threads "$THREADS" \
+    > "$OUT/gemma4c-r$1-b$2.txt" 2> "$OUT/gemma4c-r$1-b$2.log" ||
+    { tail -20 "$OUT/gemma4c-r$1-b$2.log" >&2; die "gemma4c bench failed (log: $OUT/gemma4c-r$1-b$2.log)"; }
+  tail -1 "$OUT/gemma4c-r$1-b$2.txt" > "$OUT/gemma4c-r$1-b$2.json"
+}
+run_llama() {  # round batch
+  log "round $1/$ROUNDS: llama-batched-bench -npl $2"
+  "$LBB" -m "$GGUF" -c $(((16 + NGEN) * $2 + 64)) -b 2048 -ub 512 -npp 16 -ntg "$NGEN" -npl "$2" -t "$THREADS" \
+    --output-format jsonl > "$OUT/llama-r$1-b$2.txt" 2> "$OUT/llama-r$1-b$2.log" ||
+    { tail -20 "$OUT/llama-r$1-b$2.log" >&2; die "llama-batched-bench failed (log: $OUT/llama-r$1-b$2.log)"; }
+  grep '^{' "$OUT/llama-r$1-b$2.txt" > "$OUT/llama-r$1-b$2.jsonl" || die "no JSON line from llama-batched-bench (output: $OUT/llama-r$1-b$2.txt)"
+}
 for r in $(seq 1 "$ROUNDS"); do
   record_load "$r"
   for b in ${BATCHES//,/ }; do
-    log "round $r/$ROUNDS: gemma4c --batch $b"
-    "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN" --batch "$b" --reps "$REPS" --threads "$THREADS" --no-peaks \
-      2> "$OUT/gemma4c-r$r-b$b.log" | tail -1 > "$OUT/gemma4c-r$r-b$b.json"
+    if [ $((r % 2)) -eq 1 ]; then run_g4 "$r" "$b"; run_llama "$r" "$b"
+    else run_llama "$r" "$b"; run_g4 "$r" "$b"; fi
   done
-  log "round $r/$ROUNDS: llama-batched-bench"
-  "$LLAMA_DIR/build/bin/llama-batched-bench" -m "$GGUF" -c "$ctx" -b 2048 -ub 512 -npp 16 -ntg "$NGEN" \
-    -npl "$BATCHES" -t "$THREADS" --output-format jsonl 2> "$OUT/llama-r$r.log" | grep '^{' > "$OUT/llama-r$r.jsonl"
 done
-python3 "$REPO/bench/compare_batched_report.py" "$OUT" | tee "$OUT/BATCHED.md"
-write_results "Batched decode side by side with llama.cpp (compare_batched.sh)" "$OUT/BATCHED.md"
+uptime > "$OUT/uptime.txt"
+python3 "$REPO/bench/compare_batched_report.py" "$OUT" > "$OUT/report.md"
+write_results "Batched decode side by side with llama.cpp (compare_batched.sh)" "$OUT/report.md"
 log "wrote $RESULTS (raw outputs in $OUT)"
+cat "$RESULTS"

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # compare_llamacpp.sh — side-by-side CPU benchmark of gemma4c against llama.cpp on the
-# same random-weight Gemma 4 unified checkpoint at equal threads. Builds llama.cpp (llama-bench
-# only) from a checkout OUTSIDE this repository, converts the checkpoint with llama.cpp's own
-# convert_hf_to_gguf.py to a bf16 GGUF, then alternates `llama-bench` and `gemma4c bench`
-# (pp64, pp512, tg128) for ROUNDS rounds and writes a new file under bench/results/ (median over
-# rounds) via bench/compare_report.py. Nothing from llama.cpp is ever copied into the repository.
+# same random-weight Gemma 4 unified checkpoint at equal threads. Builds llama-bench in a local
+# llama.cpp checkout OUTSIDE this repository (LLAMA_CPP_DIR), converts the checkpoint with
+# llama.cpp's own convert_hf_to_gguf.py to a bf16 GGUF, then alternates `llama-bench` and
+# `gemma4c bench` (pp64, pp512, tg128) for ROUNDS rounds and writes the report (median over
+# rounds) via bench/compare_report.py to $OUT/results.md, or with SAVE=1 to a new file under
+# bench/results/. Nothing from llama.cpp is ever copied into the repository.
 #
-# Usage:  bench/compare_llamacpp.sh            (every step is skipped when its output exists)
-# Knobs (environment): THREADS=2 ROUNDS=3 REPS=3 PROMPTS=64,512 NGEN=128
-#   MODEL=/tmp/g4-bench GGUF=/tmp/g4-bench-bf16.gguf LLAMA_DIR=/tmp/llama.cpp
-#   LLAMA_GIT=<clone url or local mirror> G4_BIN=build/gemma4c G4_ARGS="--prefill-chunk 64"
-#   G4_REF_PY=<python> (transformers with gemma4_unified and torch; makes MODEL, lends torch to the converter)
-#   CONVERT_VENV=/tmp/llama-venv (llama.cpp's converter requirements) OUT=/tmp/g4-compare-DATE
-#   RESULTS=bench/results/DATE-compare-llamacpp-COMMIT.md
+# Usage:  LLAMA_CPP_DIR=~/src/llama.cpp bench/compare_llamacpp.sh   (every step is skipped when its output exists)
+#         QUICK=1 bench/compare_llamacpp.sh                          (a tiny end-to-end check of the pipeline)
+# Knobs (environment), besides bench/common.sh's (THREADS PROMPTS NGEN MODEL GGUF G4_BENCH_DATA
+#   LLAMA_CPP_DIR LLAMA_GIT G4_BIN G4_REF_PY QUICK OUT SAVE RESULTS): ROUNDS=3 REPS=3
+#   G4_ARGS="--prefill-chunk 64" (added to gemma4c's command)
+#   CONVERT_VENV=$G4_BENCH_DATA/llama-venv (llama.cpp's converter requirements; torch from G4_REF_PY)
 #   BF16=auto|1|0: also run `gemma4c bench --prefill-bf16 -n 0` in every round (the opt-in bf16
 #   prefill against the same llama-bench prompts; auto: where the CPU has AVX512-BF16 or AMX-BF16)
 #   G4_BIN_BASE=<a baseline gemma4c binary, e.g. a build of the code before a change>: also run
@@ -22,12 +22,8 @@ set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
 bench_init compare_llamacpp.sh compare 3 3 g4-compare
-GGUF=${GGUF:-/tmp/g4-bench-bf16.gguf}
-LLAMA_GIT=${LLAMA_GIT:-https://github.com/ggml-org/llama.cpp}
 G4_ARGS=${G4_ARGS:-}
-CONVERT_VENV=${CONVERT_VENV:-/tmp/llama-venv}
 
-outside_repo "$LLAMA_DIR" "LLAMA_DIR=$LLAMA_DIR is inside the repository; use a path outside it"
 for p in "$MODEL" "$GGUF"; do
   outside_repo "$p" "$p is inside the repository; large files stay outside it"
 done
@@ -36,53 +32,13 @@ G4_BIN_BASE=${G4_BIN_BASE:-}
 [ -z "$G4_BIN_BASE" ] || [ -x "$G4_BIN_BASE" ] || die "no baseline gemma4c binary at G4_BIN_BASE=$G4_BIN_BASE"
 mkdir -p "$OUT"
 
-# 1. llama.cpp checkout + llama-bench (CPU only, native ISA, no CURL)
-if [ ! -x "$LLAMA_DIR/build/bin/llama-bench" ]; then
-  if [ ! -f "$LLAMA_DIR/CMakeLists.txt" ]; then
-    log "cloning $LLAMA_GIT into $LLAMA_DIR"
-    git clone --depth 1 "$LLAMA_GIT" "$LLAMA_DIR"
-  fi
-  log "building llama-bench in $LLAMA_DIR/build"
-  cmake -S "$LLAMA_DIR" -B "$LLAMA_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF > "$OUT/llama-cmake.log"
-  cmake --build "$LLAMA_DIR/build" --target llama-bench -j"$(nproc)" > "$OUT/llama-build.log"
-fi
-LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
+# 1. llama-bench from the local llama.cpp checkout (CPU only, native ISA)
+llama_tools llama-bench
+LLAMA_BENCH="$LLAMA_CPP_DIR/build/bin/llama-bench"
 
-# 2. the random-weight checkpoint (transformers save_pretrained)
-if [ ! -f "$MODEL/config.json" ]; then
-  log "writing the benchmark checkpoint to $MODEL"
-  need_ref_py
-  "$REF_PY" "$REPO/tools/reference/make_bench_model.py" "$MODEL"
-fi
-
-# 3. bf16 GGUF with llama.cpp's own converter, in a venv with its pinned requirements
-#    (transformers 4.57.6 does not know gemma4_unified, so the converter reads config.json as
-#    written; a transformers 5.x AutoConfig re-serializes it without global_head_dim and the
-#    converter stops with KeyError: 'global_head_dim').
-if [ ! -f "$GGUF" ]; then
-  if [ ! -x "$CONVERT_VENV/bin/python" ]; then
-    log "creating $CONVERT_VENV with llama.cpp's converter requirements"
-    python3 -m venv "$CONVERT_VENV"
-    # Its pinned requirements minus torch (whose CPU wheel index, download.pytorch.org, may be
-    # unreachable); torch then comes from REF_PY's environment through a .pth file, which Python
-    # appends AFTER the venv's own site-packages, so the venv's transformers/numpy pins win.
-    REQ="$LLAMA_DIR/requirements"
-    grep -hv -E '^[[:space:]]*(#|-r|--|torch)' "$REQ/requirements-convert_hf_to_gguf.txt" \
-      "$REQ/requirements-convert_legacy_llama.txt" | grep -v '^[[:space:]]*$' > "$OUT/convert-reqs.txt"
-    "$CONVERT_VENV/bin/pip" install -q -r "$OUT/convert-reqs.txt"
-    if ! "$CONVERT_VENV/bin/python" -c 'import torch' 2>/dev/null; then
-      need_ref_py
-      TORCH_SITE=$("$REF_PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-      SITE=$("$CONVERT_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-      echo "$TORCH_SITE" > "$SITE/zz-torch-from-ref-py.pth"
-    fi
-  fi
-  log "converting $MODEL -> $GGUF (bf16)"
-  "$CONVERT_VENV/bin/python" "$LLAMA_DIR/convert_hf_to_gguf.py" "$MODEL" --outtype bf16 --outfile "$GGUF" \
-    > "$OUT/convert.log" 2>&1 || { tail -20 "$OUT/convert.log" >&2; die "conversion failed (log: $OUT/convert.log)"; }
-fi
+# 2. the random-weight checkpoint, 3. its bf16 GGUF by llama.cpp's own converter
+bench_model
+bf16_gguf
 
 # 4. alternate the two engines, ROUNDS times, equal threads
 record_machine
@@ -98,13 +54,13 @@ G4_BF16_CMD=("${G4_CMD[@]}" --prefill-bf16)
 for i in "${!G4_BF16_CMD[@]}"; do   # prompts only: decode is the exact mode's
   [ "${G4_BF16_CMD[$i]}" = -n ] && G4_BF16_CMD[$((i + 1))]=0
 done
-printf '%q ' "${LLAMA_CMD[@]}" > "$OUT/llama-cmd.txt"
-printf '%q ' "${G4_CMD[@]}" > "$OUT/gemma4c-cmd.txt"
+show_cmd "${LLAMA_CMD[@]}" > "$OUT/llama-cmd.txt"
+show_cmd "${G4_CMD[@]}" > "$OUT/gemma4c-cmd.txt"
 rm -f "$OUT"/gemma4c-bf16-r*.txt "$OUT/gemma4c-bf16-cmd.txt"
-[ "$BF16" = 1 ] && printf '%q ' "${G4_BF16_CMD[@]}" > "$OUT/gemma4c-bf16-cmd.txt"
+[ "$BF16" = 1 ] && show_cmd "${G4_BF16_CMD[@]}" > "$OUT/gemma4c-bf16-cmd.txt"
 G4_BASE_CMD=("$G4_BIN_BASE" "${G4_CMD[@]:1}")   # the same arguments as gemma4c's
 rm -f "$OUT"/gemma4c-base-r*.txt "$OUT/gemma4c-base-cmd.txt"
-[ -n "$G4_BIN_BASE" ] && printf '%q ' "${G4_BASE_CMD[@]}" > "$OUT/gemma4c-base-cmd.txt"
+[ -n "$G4_BIN_BASE" ] && show_cmd "${G4_BASE_CMD[@]}" > "$OUT/gemma4c-base-cmd.txt"
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 run_llama() {
   log "round $1/$ROUNDS: llama-bench"
@@ -148,8 +104,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 uptime > "$OUT/uptime.txt"
 
-# 5. the table, in a new file under bench/results/
-python3 "$REPO/bench/compare_report.py" "$OUT" > "$OUT/RESULTS.md"
-write_results "gemma4c vs llama.cpp, bf16, side by side (compare_llamacpp.sh)" "$OUT/RESULTS.md"
+# 5. the table: $OUT/results.md, or with SAVE=1 a new file under bench/results/
+python3 "$REPO/bench/compare_report.py" "$OUT" > "$OUT/report.md"
+write_results "gemma4c vs llama.cpp, bf16, side by side (compare_llamacpp.sh)" "$OUT/report.md"
 log "wrote $RESULTS (raw outputs in $OUT)"
 cat "$RESULTS"

@@ -15,9 +15,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads  # noqa: E402
+from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads, shown_path  # noqa: E402
 
-GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (convert_hf_to_gguf --outtype q8_0)", "q4_0": "Q4_0 (llama-quantize)",
+GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (llama-quantize)", "q4_0": "Q4_0 (llama-quantize)",
              "q4_k": "Q4_K_M (llama-quantize)"}
 
 
@@ -37,8 +37,8 @@ def main():
 
     w("## Quantized weights\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_quant.sh` (raw outputs were "
-      f"in `{out}`) and `bench/quant_accuracy.py`. The same random-weight checkpoint as above (`/tmp/g4-bench`, "
-      "983 M parameters, real 262k vocabulary), quantized three ways and run three ways: **gemma4c on its own pack** "
+      f"in `{shown_path(out)}`) and `bench/quant_accuracy.py`. The random-weight bench checkpoint "
+      "(`tools/reference/make_bench_model.py`: 983 M parameters, real 262k vocabulary), quantized and run three ways: **gemma4c on its own pack** "
       "(`gemma4c pack --dtype D`, every 2-D matrix including the tied embedding / LM head in D), **gemma4c on "
       "llama.cpp's GGUF** of the same checkpoint, and **llama-bench on that same GGUF**.\n\n")
     w(f"Median over {n_rounds} rounds; per round and type the order is llama-bench, gemma4c on the GGUF, gemma4c on the "
@@ -113,15 +113,15 @@ def main():
 
     w("\n### Files\n\n")
     w("| weights | pack (.g4c, tokenizer included) | GGUF | GGUF tensor types |\n|---|---:|---:|---|\n")
-    sizes = {}
-    for ln in read(os.path.join(out, "files.txt")).splitlines():
+    sizes = {}   # type -> (GGUF bytes, pack bytes)
+    for ln in read(os.path.join(out, "sizes.txt")).splitlines():
         f = ln.split()
-        if len(f) >= 9:
-            sizes[f[-1]] = int(f[4])
+        if len(f) == 3:
+            sizes[f[0]] = (int(f[1]), int(f[2]))
     for t in types:
-        gname = {"bf16": "g4-bench-bf16.gguf", "q8_0": "g4-bench-q8_0.gguf", "q4_0": "g4-bench-q4_0.gguf", "q4_k": "g4-bench-q4_k_m.gguf"}[t]
-        psz = "HF directory" if t == "bf16" else f"{sizes.get(f'g4-bench-{t}.g4c', 0) / 1e6:.0f} MB"
-        w(f"| {t} | {psz} | {sizes.get(gname, 0) / 1e6:.0f} MB, "
+        gb, pb = sizes.get(t, (0, 0))
+        psz = "HF directory" if t == "bf16" else f"{pb / 1e6:.0f} MB"
+        w(f"| {t} | {psz} | {gb / 1e6:.0f} MB, "
           f"{GGUF_NAME[t]} | {read(os.path.join(out, f'gguf-types-{t}.txt'), '?')} |\n")
     w("\nOur packs quantize every matrix to the named type (q4_k: all of this model's rows are multiples of "
       "256 wide, so nothing falls back); llama-quantize's recipes keep the tied token embedding / LM head in Q6_K "

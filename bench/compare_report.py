@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads  # noqa: E402
+from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads, shown_path  # noqa: E402
 
 LLAMA_META = ("build_commit", "build_number", "cpu_info", "backends", "model_type", "model_size", "model_n_params",
               "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "flash_attn", "use_mmap", "poll")
@@ -43,7 +43,7 @@ def main() -> None:
     w = sys.stdout.write
     w("# gemma4c vs llama.cpp — CPU side-by-side\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_llamacpp.sh` "
-      f"(raw outputs were in `{out}`).\n\n")
+      f"(raw outputs were in `{shown_path(out)}`).\n\n")
     order = ("the three engines' order rotating so that each runs once in each position every 3 rounds"
              if baseruns else "ABBA order")
     w(f"Median over {n_rounds} alternating rounds ({order}); within a round gemma4c reports the median of "

@@ -1,9 +1,12 @@
 /* fuzz_grammar.c — libFuzzer target for the grammar engine (src/grammar): the first byte picks GBNF
- * or JSON Schema, the rest is the grammar text. It must be refused with an error, or compile into
- * a matcher whose masks over a small byte vocabulary agree, token by token, with the matcher's
- * direct simulation while a few bytes of the input are fed through it. */
+ * (token references resolved over the g4-cond-tiny fixture's tokenizer, when it loads), JSON
+ * Schema, or an OpenAI tools array (Gemma 4's tool-call grammar); the rest is the text. It must be
+ * refused with an error, or compile into a matcher whose masks over a small byte vocabulary agree,
+ * token by token, with the matcher's direct simulation while a few bytes of the input are fed
+ * through it. Run from the repository root. */
 #include <assert.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemma4c.h"
@@ -16,8 +19,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1 || size > 2048) return 0;
     const char *src = (const char *)data + 1;
     size_t n = size - 1;
+    static g4_tokenizer *tk;
+    static int tried;
+    if (!tried++ && g4_tokenizer_load("tests/fixtures/g4-cond-tiny", &tk) != G4_OK) tk = NULL;
     g4_grammar *g = NULL;
-    g4_status st = (data[0] & 1) ? g4_grammar_compile_json_schema(src, n, &g) : g4_grammar_compile_gbnf(src, n, NULL, &g);
+    g4_status st;
+    if (data[0] & 2) {   /* tools -> GBNF with token references -> compiled over the tokenizer */
+        char *text = NULL;
+        st = g4_tool_calls_to_gbnf(src, n, (data[0] & 4) ? "f" : NULL, data[0] >> 3 & 3, &text);
+        assert((st == G4_OK) == (text != NULL));
+        if (st == G4_OK) {
+            st = g4_grammar_compile_gbnf_tokens(text, strlen(text), NULL, tk, &g);
+            assert(st == G4_OK || !tk);   /* what the converter writes always compiles */
+            free(text);
+        }
+    } else {
+        st = (data[0] & 1) ? g4_grammar_compile_json_schema(src, n, &g) : g4_grammar_compile_gbnf_tokens(src, n, NULL, tk, &g);
+    }
     if (st != G4_OK) {
         assert(g == NULL && g4_last_error()[0]);
         return 0;

@@ -2,7 +2,7 @@
 # Runs the grammar-engine fuzz target (built by `make fuzz-build`: libFuzzer + ASan + UBSan) for a
 # bounded time. Usage: fuzz/run_grammar.sh [seconds] [extra libFuzzer flags]  (default 60 s)
 # Seeds: the GBNF grammars and JSON Schemas of tests/py/test_grammar.py's tables and
-# tests/fixtures/grammar (first byte 0: GBNF, 1: JSON Schema).
+# tests/fixtures/grammar (first byte 0: GBNF, 1: JSON Schema, 2: an OpenAI tools array).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
@@ -14,5 +14,7 @@ printf '\000root ::= "a" [b-d]+ "x"? | "q"{2,3}\n' > "$corpus/seed-gbnf-1"
 printf '\000root ::= "{" ws ( s ":" ws s ws )? "}"\ns ::= "\\"" [^"\\\\]* "\\""\nws ::= | " "\n' > "$corpus/seed-gbnf-2"
 printf '\001{"enum": ["a", 1, null, {"k": [true]}]}' > "$corpus/seed-enum"
 printf '\001{"type": "string", "pattern": "^[a-c]{2}(x|yz)*$"}' > "$corpus/seed-pattern"
+printf '\000root ::= <|tool_call> "call:f{}" <[13]>\n' > "$corpus/seed-tokref"
+printf '\002[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}, "b": {"enum": [1, "x"]}}, "required": ["a"]}}}]' > "$corpus/seed-tools"
 "$out/fuzz_grammar" -max_total_time="$secs" -max_len=2048 -rss_limit_mb=2048 -timeout=10 \
   -artifact_prefix="$out/" "$@" "$corpus" 2>&1 | tail -5

@@ -130,6 +130,28 @@ int g4_mapped_file_lost(void);
 void g4_slot_reset(g4_model *m, int slot);
 int g4_slot_pos(const g4_model *m, int slot);
 
+/* The prompt cache's KV operations (src/model/kv_snapshot.c). Full-attention layers keep rows
+ * [0, p) valid after a rewind to p; a sliding layer's ring keeps window + max_rows - 1 positions,
+ * so a slot at position pos can go back only to g4_kv_rewind_floor(m, pos) or later. Deeper
+ * needs a snapshot. Snapshots need every rank in this process: g4_kv_snap_supported() is 0
+ * under --tp-backend mpi (g4_slot_save / restore / copy then fail with G4_ERR_INPUT). */
+typedef struct g4_kv_snap g4_kv_snap;
+int g4_kv_rewind_floor(const g4_model *m, int pos);
+/* Sets the slot's next position back to pos; G4_ERR_INPUT past its position or its rings' floor. */
+g4_status g4_slot_rewind(g4_model *m, int slot, int pos);
+int g4_kv_snap_supported(const g4_model *m);
+/* Copies the slot's KV state at its position to host memory: the sliding rings' live positions,
+ * and with full != 0 the linear layers' rows [0, pos) too (restorable into any slot; without
+ * them only into this slot while its rows [0, pos) are unchanged). */
+g4_status g4_slot_save(g4_model *m, int slot, int full, g4_kv_snap **out);
+/* Writes a snapshot back into `slot`, whose position becomes the snapshot's. */
+g4_status g4_slot_restore(g4_model *m, int slot, const g4_kv_snap *s);
+/* dst's KV state and position become src's. */
+g4_status g4_slot_copy(g4_model *m, int dst, int src);
+int g4_kv_snap_pos(const g4_kv_snap *s);
+size_t g4_kv_snap_bytes(const g4_kv_snap *s);
+void g4_kv_snap_free(g4_kv_snap *s);
+
 /* Appends `n` tokens to `slot` (prefill, processed in chunks of opts.prefill_chunk) and, when
  * `logits` is not NULL, writes the last position's logits [vocab] WITHOUT the softcap (with
  * G4_NUMERICS_GGML: with it, as llama.cpp; info's final_logit_softcap then reads 0).
@@ -533,6 +555,45 @@ void g4_image_free(g4_image *im);
  * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
  * the model's worker threads: not while another call (a step) uses the same model. */
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
+/* 1 when the model has the vision embedder g4_image_embed needs (rank 0 of an HF checkpoint). */
+int g4_model_has_vision(const g4_model *m);
+
+/* ---------------------------------------------------------------- prompts with images */
+
+/* A prompt assembled as transformers' Gemma4UnifiedProcessor assembles it: every image
+ * placeholder token <|image|> in the ids becomes <|image> + N x <|image|> + <image|> (N = that
+ * image's soft tokens, the images taken in order), and g4_prefill_media then feeds the image's
+ * soft tokens in place of the N placeholders' embeddings. Built from the tokenizer alone (the
+ * marker ids are its "<|image|>", "<|image>", "<image|>"), so `tokenize` can show the expansion.
+ * The prompt borrows the images: keep them until it is freed. G4_ERR_INPUT when the number of
+ * placeholders differs from n_images, or the tokenizer has no image markers. */
+typedef struct g4_media_prompt g4_media_prompt;
+g4_status g4_media_prompt_new(const g4_tokenizer *tok, const int32_t *ids, int n, g4_image *const *images,
+                              int n_images, g4_media_prompt **out);
+void g4_media_prompt_free(g4_media_prompt *p);
+/* The expanded ids (what the model sees: soft-token positions hold <|image|>) and their count. */
+const int32_t *g4_media_prompt_ids(const g4_media_prompt *p, int *n);
+
+/* g4_prefill / g4_prefill_argmax of a prompt with images: each image through g4_image_embed (once
+ * per prompt, kept in it), its soft tokens as the placeholders' input rows (no sqrt(hidden)
+ * scaling); on a model whose text_config says use_bidirectional_attention "vision" an image's
+ * soft tokens attend to each other both ways on the sliding-window layers (within the window) and
+ * causally on the full layers, as transformers' create_masks_for_vision_model (docs/multimodal.md).
+ * A prefill chunk never cuts an image: the chunk ends before it instead, and an image of more soft
+ * tokens than opts.prefill_chunk is G4_ERR_INPUT. Images under --tp > 1 are G4_ERR_INPUT (not
+ * supported yet). */
+g4_status g4_prefill_media(g4_model *m, int slot, g4_media_prompt *p, float *logits);
+g4_status g4_prefill_media_argmax(g4_model *m, int slot, g4_media_prompt *p, int32_t *next);
+/* The same for the prompt's ids [from, from + n) alone, the slot holding ids [0, from) of it
+ * (the server's prefill slices); logits / next are written when the range ends the prompt. The
+ * range may not cut an image: g4_media_prompt_cut(p, from, n) is the longest n' <= n that does not
+ * (0 when an image starts at `from` and is longer than n). */
+g4_status g4_prefill_media_range(g4_model *m, int slot, g4_media_prompt *p, int from, int n, float *logits,
+                                 int32_t *next);
+int g4_media_prompt_cut(const g4_media_prompt *p, int from, int n);
+/* The next prefill slice from `from` of at most n ids: g4_media_prompt_cut's, or where an image
+ * starts at `from` and is longer than n, that whole image. */
+int g4_media_prompt_slice(const g4_media_prompt *p, int from, int n);
 /* ---------------------------------------------------------------- structured outputs */
 
 /* Constrained decoding (src/grammar; docs/structured-outputs.md): a context-free grammar over
@@ -547,6 +608,16 @@ typedef struct g4_matcher g4_matcher;
 /* llama.cpp GBNF text; `root` names the start rule (NULL: "root"). G4_ERR_INPUT names the line
  * and column, an undefined rule, a left-recursive rule, or one that can never finish. */
 g4_status g4_grammar_compile_gbnf(const char *src, size_t len, const char *root, g4_grammar **out);
+/* The same with llama.cpp's token references to special tokens resolved over t's vocabulary:
+ * <[id]> or <name> (e.g. <|tool_call>) matches exactly that token (and no text spelling it). */
+g4_status g4_grammar_compile_gbnf_tokens(const char *src, size_t len, const char *root, const g4_tokenizer *t,
+                                         g4_grammar **out);
+/* Gemma 4's tool-call syntax for tool_choice "required" / a named function: one or more (at most
+ * max_calls; 0: no bound) <|tool_call>call:NAME{...}<tool_call|>, then <|tool_response>, the
+ * arguments in Gemma's dialect (bare keys, <|"|>-quoted strings) constrained by each tool's
+ * parameter schema. tools_json: an OpenAI tools array; only: the one tool allowed (NULL: any).
+ * GBNF with token references: compile it with g4_grammar_compile_gbnf_tokens. */
+g4_status g4_tool_calls_to_gbnf(const char *tools_json, size_t len, const char *only, int max_calls, char **gbnf);
 /* A JSON Schema (the keywords docs/structured-outputs.md lists; any other is G4_ERR_INPUT naming
  * the keyword and where it is). */
 g4_status g4_grammar_compile_json_schema(const char *json, size_t len, g4_grammar **out);
@@ -558,8 +629,8 @@ void g4_grammar_free(g4_grammar *g);
 
 /* The byte trie of a tokenizer's vocabulary, built once per tokenizer and shared read-only by
  * matchers: each token's bytes are those it adds to the detokenized text (a byte-fallback piece
- * <0xHH> its byte); special tokens are never allowed, but `end_ids` (e.g. the eos ids) are the
- * end of output. */
+ * <0xHH> its byte); special tokens are allowed only where a grammar references them, and
+ * `end_ids` (e.g. the eos ids) are the end of output. */
 g4_status g4_vocab_index_new(const g4_tokenizer *t, const int32_t *end_ids, int n_end, g4_vocab_index **out);
 /* The same over raw byte strings pieces[i][0..lens[i]) (NULL or empty: never allowed). */
 g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *lens, int n,

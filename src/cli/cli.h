@@ -70,6 +70,29 @@ g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen 
  * the generation prompt, encoded without the tokenizer's special tokens; *ids malloc'ed. */
 g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n);
 
+/* The media options of run, logits and tokenize (cli_media.c). */
+enum { CLI_MEDIA_MAX = 256, CLI_MEDIA_DEFAULT_MAX = 8 };
+typedef struct {
+    const char *paths[CLI_MEDIA_MAX];   /* --image, in order */
+    int n_images;
+    int max_soft_tokens;                /* 0: the model's processor config */
+    long max_pixels;                    /* 0: the library's default */
+    int max_media, max_media_set;       /* --max-media-per-request */
+    g4_image **images;                  /* [n_images] once loaded */
+} cli_media;
+extern const char *const cli_media_opts_help;
+/* As cli_parse_model_opt, for --image, --max-soft-tokens, --max-image-pixels, --max-media-per-request. */
+int cli_parse_media_opt(const char *cmd, int argc, char **argv, int *i, cli_media *md);
+/* After parsing: 0, or 2 after reporting more images than --max-media-per-request. */
+int cli_media_check(const char *cmd, const cli_media *md);
+/* Loads the images through the model directory's processor settings; *max_soft: the most soft
+ * tokens of one of them (0 without images). */
+g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
+/* The prompt `ids` with its image placeholders expanded for the loaded images. */
+g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,
+                           g4_media_prompt **out);
+void cli_media_free(cli_media *md);
+
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);
 

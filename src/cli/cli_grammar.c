@@ -89,12 +89,13 @@ int cli_grammar(int argc, char **argv) {
     }
     if (!model) { free(gsrc); return cli_usage_error(cmd, "-m MODEL_OR_TOKENIZER_DIR is required"); }
     g4_grammar *g = NULL;
-    g4_status st = schema ? g4_grammar_compile_json_schema(gsrc, glen, &g)
-                 : gbnf   ? g4_grammar_compile_gbnf(gsrc, glen, "root", &g)
-                          : g4_grammar_compile_json_object(&g);
-    free(gsrc);
-    if (st) return cli_report(st);
     g4_tokenizer *tk = NULL;
+    g4_status st = g4_tokenizer_load(model, &tk);   /* first: GBNF's token references need it */
+    if (!st) st = schema ? g4_grammar_compile_json_schema(gsrc, glen, &g)
+                  : gbnf ? g4_grammar_compile_gbnf_tokens(gsrc, glen, "root", tk, &g)
+                         : g4_grammar_compile_json_object(&g);
+    free(gsrc);
+    if (st) { g4_tokenizer_free(tk); return cli_report(st); }
     g4_vocab_index *vi = NULL;
     g4_matcher *m = NULL;
     char *text = NULL;
@@ -103,7 +104,6 @@ int cli_grammar(int argc, char **argv) {
     double *times = NULL;
     json_t *out = NULL;
     int rc = 0;
-    if ((st = g4_tokenizer_load(model, &tk))) goto fail;
     if (!n_end) {
         static const char *const ends[] = {"<eos>", "<end_of_turn>", "<turn|>"};
         for (int i = 0; i < 3; i++) {

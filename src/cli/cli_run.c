@@ -20,18 +20,22 @@ typedef struct {
     int ids_out, ignore_eos, verbose, chat;
     g4_sampler_params sp;
     g4_model_opts mo;
+    int chunk_set;             /* --prefill-chunk given: images must fit it */
+    cli_media md;
 } run_opts;
 
 static void usage(const char *cmd) {
     if (!strcmp(cmd, "logits"))
-        printf("usage: gemma4c logits -m MODEL --prompt-ids 1,2,3 -o FILE [model options]\n"
+        printf("usage: gemma4c logits -m MODEL (-p TEXT | --prompt-ids 1,2,3) -o FILE [--image FILE ...]\n"
+               "                      [model options]\n"
                "  writes the last position's logits (softcapped, float32 little-endian) to FILE\n");
     else
         printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
                "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
-               "                   [-v] [model options]\n"
+               "                   [--image FILE ...] [-v] [model options]\n"
                "  generates greedily (unless --temp) until an eos id of generation_config.json, -n tokens\n"
                "  or the end of the context; --ids prints the generated ids as one JSON array\n");
+    fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
 
@@ -93,6 +97,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 64;
     g4_model_opts_default(&o->mo);
+    const int default_chunk = o->mo.prefill_chunk;
+    o->mo.prefill_chunk = 0;   /* unset: the default, raised to fit the largest image */
     o->mo.tp = 0;   /* unset: 1, or the mpirun size */
     g4_sampler_params_default(&o->sp);
     o->sp.temperature = 0.0f;   /* the CLI is greedy unless --temp is given */
@@ -101,7 +107,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int r;
         if (cli_is_help(a)) { usage(cmd); return -1; }
-        if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp))) {
+        if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp)) ||
+            (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md))) {
             if (r < 0) return 0;
             continue;
         }
@@ -122,7 +129,48 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     if (!o->model) { cli_usage_error(cmd, "-m MODEL is required"); return 0; }
     if (!o->prompt_ids == !o->prompt) { cli_usage_error(cmd, "give exactly one of -p TEXT and --prompt-ids IDS"); return 0; }
     if (o->chat && !o->prompt) { cli_usage_error(cmd, "--chat needs -p TEXT"); return 0; }
+    if (cli_media_check(cmd, &o->md)) return 0;
+    o->chunk_set = o->mo.prefill_chunk > 0;
+    if (!o->chunk_set) o->mo.prefill_chunk = default_chunk;
     return 1;
+}
+
+/* The prompt's ids (-p through the tokenizer, or --prompt-ids), the tokenizer where the prompt
+ * is text or has images, and with --image the expanded prompt; the images are loaded before the
+ * model so that an unset --prefill-chunk can grow to hold the largest one. */
+typedef struct {
+    int32_t *ids;
+    int n;
+    g4_tokenizer *tok;
+    g4_media_prompt *mp;
+} run_prompt;
+
+static void prompt_free(run_prompt *p) {
+    free(p->ids);
+    g4_tokenizer_free(p->tok);
+    g4_media_prompt_free(p->mp);
+}
+
+static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t **ids, int *n);
+
+static g4_status images_before_load(run_opts *o) {
+    int max_soft = 0;
+    g4_status st = cli_media_load(&o->md, o->model, &max_soft);
+    if (!st && !o->chunk_set && max_soft > o->mo.prefill_chunk) o->mo.prefill_chunk = max_soft;
+    return st;
+}
+
+static g4_status prompt_after_load(const run_opts *o, int need_tok, run_prompt *p) {
+    g4_status st = G4_OK;
+    if (need_tok || o->prompt || o->md.n_images) {   /* text in or out, or images, need the tokenizer */
+        if ((st = g4_tokenizer_load(o->model, &p->tok)) == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
+        if (!st && o->prompt) st = text_to_ids(o, p->tok, &p->ids, &p->n);
+    }
+    if (!st && o->md.n_images) {
+        st = cli_media_prompt(&o->md, p->tok, p->ids, p->n, &p->mp);
+        if (!st) g4_media_prompt_ids(p->mp, &p->n);
+    }
+    return st;
 }
 
 static int load(const run_opts *o, g4_model **m) { return cli_load_model(o->model, &o->mo, m); }
@@ -132,16 +180,18 @@ int cli_logits(int argc, char **argv) {
     int pr = parse_opts("logits", argc, argv, &o);
     if (pr <= 0) return pr < 0 ? 0 : 2;
     if (!o.out) return cli_usage_error("logits", "-o FILE is required");
-    if (!o.prompt_ids) return cli_usage_error("logits", "--prompt-ids is required");
-    int32_t *ids;
-    int n;
-    if (!parse_ids("logits", o.prompt_ids, &ids, &n)) return 2;
+    if (o.chat) return cli_usage_error("logits", "--chat is not an option of logits");
+    run_prompt p = {0};
+    if (o.prompt_ids && !parse_ids("logits", o.prompt_ids, &p.ids, &p.n)) return 2;
+    g4_status st = images_before_load(&o);
+    if (st) { prompt_free(&p); cli_media_free(&o.md); return cli_report(st); }
     g4_model *m;
     int rc = load(&o, &m);
-    if (rc) { free(ids); return rc < 0 ? 0 : rc; }
+    if (rc) { prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
     const int V = g4_model_get_info(m)->vocab_size;
     float *logits = malloc((size_t)V * sizeof(float));
-    g4_status st = logits ? g4_prefill(m, 0, ids, n, logits) : g4_fail(G4_ERR_NOMEM, "out of memory");
+    st = logits ? prompt_after_load(&o, 0, &p) : g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!st) st = p.mp ? g4_prefill_media(m, 0, p.mp, logits) : g4_prefill(m, 0, p.ids, p.n, logits);
     if (!st) {
         g4_softcap(m, logits, V);
         FILE *f = fopen(o.out, "wb");
@@ -151,7 +201,8 @@ int cli_logits(int argc, char **argv) {
     }
     rc = cli_report(st);
     free(logits);
-    free(ids);
+    prompt_free(&p);
+    cli_media_free(&o.md);
     g4_model_free(m);
     return rc;
 }
@@ -198,7 +249,16 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
     return st;
 }
 
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
+                          int ids_out, cli_gen_out *out);
+
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out) {
+    return generate(m, slot, ids, n, NULL, g, ids_out, out);
+}
+
+/* cli_generate, or with mp (a prompt with images) in place of ids */
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
+                          int ids_out, cli_gen_out *out) {
     const int V = g4_model_get_info(m)->vocab_size;
     const int am = g4_gen_argmax_only(g);
     float *logits = am ? NULL : malloc((size_t)V * sizeof(float));
@@ -208,7 +268,8 @@ g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen 
     out->n_gen = 0;
     double t0 = g4_now();
     /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
-    g4_status st = am ? g4_prefill_argmax(m, slot, ids, n, &next) : g4_prefill(m, slot, ids, n, logits);
+    g4_status st = mp ? (am ? g4_prefill_media_argmax(m, slot, mp, &next) : g4_prefill_media(m, slot, mp, logits))
+                      : am ? g4_prefill_argmax(m, slot, ids, n, &next) : g4_prefill(m, slot, ids, n, logits);
     out->prefill_s = g4_now() - t0;
     t0 = g4_now();
     if (ids_out) printf("[");
@@ -249,22 +310,21 @@ int cli_run(int argc, char **argv) {
     run_opts o;
     int pr = parse_opts("run", argc, argv, &o);
     if (pr <= 0) return pr < 0 ? 0 : 2;
-    int32_t *ids = NULL;
-    int n = 0;
-    g4_tokenizer *tok = NULL;
-    g4_status st = G4_OK;
-    if (o.prompt_ids) {
-        if (!parse_ids("run", o.prompt_ids, &ids, &n)) return 2;
-    }
+    run_prompt p = {0};
+    if (o.prompt_ids && !parse_ids("run", o.prompt_ids, &p.ids, &p.n)) return 2;
+    g4_status st = images_before_load(&o);
+    if (st) { prompt_free(&p); cli_media_free(&o.md); return cli_report(st); }
     g4_model *m;
     double t0 = g4_now();
     int rc = load(&o, &m);
-    if (rc) { free(ids); return rc < 0 ? 0 : rc; }
-    if (!o.ids_out || o.prompt) {   /* text in or text out needs the model's tokenizer */
-        if ((st = g4_tokenizer_load(o.model, &tok)) == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
-        if (!st && o.prompt) st = text_to_ids(&o, tok, &ids, &n);
-        if (st) { g4_tokenizer_free(tok); g4_model_free(m); free(ids); return cli_report(st); }
+    if (rc) { prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
+    if ((st = prompt_after_load(&o, !o.ids_out, &p))) {
+        prompt_free(&p);
+        cli_media_free(&o.md);
+        g4_model_free(m);
+        return cli_report(st);
     }
+    const int n = p.n;
     const g4_model_info *info = g4_model_get_info(m);
     g4_gen_config cfg = {0};
     g4_gen *g = NULL;
@@ -277,8 +337,8 @@ int cli_run(int argc, char **argv) {
     cli_gen_out out = {0};
     double t1 = g4_now();
     st = g4_gen_config_load(o.model, info, &cfg);
-    if (!st) st = g4_gen_new(m, 0, tok, &cfg, &gp, &g);
-    if (!st && o.n_predict > 0) st = cli_generate(m, 0, ids, n, g, o.ids_out, &out);
+    if (!st) st = g4_gen_new(m, 0, p.tok, &cfg, &gp, &g);
+    if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.n, p.mp, g, o.ids_out, &out);
     else if (!st) printf(o.ids_out ? "[]\n" : "\n");
     if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
         fprintf(stderr, "gemma4c run: stopped at the context limit (--ctx %d)\n", info->ctx);
@@ -289,8 +349,8 @@ int cli_run(int argc, char **argv) {
     rc = cli_report(st);
     g4_gen_free(g);
     g4_gen_config_free(&cfg);
-    free(ids);
-    g4_tokenizer_free(tok);
+    prompt_free(&p);
+    cli_media_free(&o.md);
     g4_model_free(m);
     return rc;
 }

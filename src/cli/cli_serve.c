@@ -1,5 +1,6 @@
 /* cli_serve.c — `gemma4c serve`: parses the options and hands over to the HTTP server
  * (src/server). Owns nothing but the option table. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,9 @@ static void help(FILE *f) {
     fprintf(f, "usage: gemma4c serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 1] [--alias NAME]\n"
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
-               "                     [--max-render-mb 256] [--max-renders 2] [--timeout 60] [--max-connections 1000]\n"
+               "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192] [--media-dir DIR]\n"
+               "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
+               "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
@@ -23,6 +26,10 @@ static void help(FILE *f) {
                "(401 otherwise); /health and /metrics stay open unless --auth-all. --host :: listens on\n"
                "IPv6 and IPv4. Past --max-queue waiting requests (0: no cap) new ones get 429. A chat\n"
                "template renders within --max-render-mb of memory (413 past it), --max-renders at once.\n"
+               "Slots keep their KV between requests and a prompt continues from the longest prefix\n"
+               "computed before; --cache-ram MB bounds the host snapshots that make deep and cross-slot\n"
+               "reuse possible (0: no reuse at all).\n"
+               "Chat messages take image_url parts: data: URLs, or files under --media-dir (docs/server.md).\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
@@ -89,6 +96,20 @@ int cli_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) INTV(0, 1 << 20, o.max_queue);
         else if (!strcmp(a, "--max-render-mb")) INTV(1, 1 << 20, o.max_render_mb);
         else if (!strcmp(a, "--max-renders")) INTV(1, 1024, o.max_renders);
+        else if (!strcmp(a, "--cache-ram")) INTV(0, 1 << 24, o.cache_ram_mb);
+        else if (!strcmp(a, "--media-dir")) {
+            static char media_dir[PATH_MAX];
+            NEEDV();
+            if (!realpath(v, media_dir)) return cli_usage_error(cmd, "--media-dir %s: no such directory", v);
+            o.media_dir = media_dir;
+        }
+        else if (!strcmp(a, "--max-media-per-request")) INTV(0, 1024, o.max_media);
+        else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
+        else if (!strcmp(a, "--max-soft-tokens")) {
+            INTV(70, 1120, o.max_soft_tokens);
+            if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
+                return cli_usage_error(cmd, "--max-soft-tokens expects 70, 140, 280, 560 or 1120, got %ld", n);
+        }
         else if (!strcmp(a, "--timeout")) INTV(1, 86400, o.timeout_s);
         else if (!strcmp(a, "--max-connections")) INTV(1, 1 << 20, o.max_connections);
         else if (!strcmp(a, "--max-connections-per-ip")) INTV(0, 1 << 20, o.max_conn_per_ip);

@@ -28,26 +28,71 @@ static int parse_opts(const char *cmd, const char *flag, int argc, char **argv, 
     return 0;
 }
 
+/* tokenize's options: parse_opts' and the media options (--image FILE: the printed ids are the
+ * prompt expanded as the processor expands it for those images) */
+static int parse_tokenize_opts(int argc, char **argv, const char **model, int *bos, cli_media *md) {
+    *model = NULL;
+    *bos = 0;
+    memset(md, 0, sizeof *md);
+    for (int i = 1; i < argc; i++) {
+        int r = cli_parse_media_opt("tokenize", argc, argv, &i, md);
+        if (r) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) return cli_usage_error("tokenize", "%s expects a path", argv[i]);
+            *model = argv[++i];
+        } else if (!strcmp(argv[i], "--bos")) {
+            *bos = 1;
+        } else if (cli_is_help(argv[i])) {
+            printf("usage: gemma4c tokenize -m MODEL_OR_TOKENIZER_DIR [--bos] [--image FILE ...]\n");
+            fputs(cli_media_opts_help, stdout);
+            return -1;
+        } else {
+            return cli_usage_error("tokenize", "unknown option '%s'", argv[i]);
+        }
+    }
+    if (!*model) return cli_usage_error("tokenize", "-m MODEL_OR_TOKENIZER_DIR is required");
+    return cli_media_check("tokenize", md);
+}
+
 int cli_tokenize(int argc, char **argv) {
     const char *model;
-    int bos, rc = parse_opts("tokenize", "--bos", argc, argv, &model, &bos);
+    int bos;
+    cli_media md;
+    int rc = parse_tokenize_opts(argc, argv, &model, &bos, &md);
     if (rc) return rc < 0 ? 0 : rc;
-    g4_tokenizer *t;
-    g4_status st = g4_tokenizer_load(model, &t);
-    if (st) return cli_report(st);
+    int max_soft;
+    g4_status st = cli_media_load(&md, model, &max_soft);
+    g4_tokenizer *t = NULL;
+    if (!st) st = g4_tokenizer_load(model, &t);
     size_t len;
-    char *text = cli_read_stdin(&len);
-    if (!text) { g4_tokenizer_free(t); return cli_report(g4_fail(G4_ERR_IO, "stdin: read failed")); }
-    int32_t *ids;
-    size_t n;
-    st = g4_tokenize(t, text, len, bos, &ids, &n);
+    char *text = st ? NULL : cli_read_stdin(&len);
+    if (!st && !text) st = g4_fail(G4_ERR_IO, "stdin: read failed");
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!st) st = g4_tokenize(t, text, len, bos, &ids, &n);
     free(text);
-    g4_tokenizer_free(t);
-    if (st) return cli_report(st);
-    fputc('[', stdout);
-    for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", ids[i]);
-    fputs("]\n", stdout);
+    g4_media_prompt *mp = NULL;
+    const int32_t *out = ids;
+    if (!st && md.n_images) {
+        int nn;
+        if (!(st = cli_media_prompt(&md, t, ids, (int)n, &mp))) {
+            out = g4_media_prompt_ids(mp, &nn);
+            n = (size_t)nn;
+        }
+    }
+    if (!st) {
+        fputc('[', stdout);
+        for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", out[i]);
+        fputs("]\n", stdout);
+    }
+    g4_media_prompt_free(mp);
     free(ids);
+    g4_tokenizer_free(t);
+    cli_media_free(&md);
+    if (st) return cli_report(st);
     return fflush(stdout) ? 1 : 0;
 }
 

@@ -1,6 +1,6 @@
 /* gbnf.c — compiles llama.cpp-compatible GBNF text into a g4_grammar: rules, alternation, groups,
  * the quantifiers * + ? {m} {m,} {m,n}, string literals, code-point classes with ranges and
- * negation, escapes, '.'; then refuses grammars the matcher cannot walk exactly (undefined rules,
+ * negation, escapes, '.', special-token references <[id]> / <name>; then refuses grammars the matcher cannot walk exactly (undefined rules,
  * left recursion, rules that can never finish, empty classes). */
 #include "grammar/grammar.h"
 
@@ -20,6 +20,7 @@ typedef struct {
     int n_cls, cap_cls;
     const char *src, *end, *p;  /* the text being parsed */
     int depth;
+    const g4_tokenizer *tok;    /* resolves <[id]> and <name> token references (NULL: none) */
     g4_status err;
 } builder;
 
@@ -335,6 +336,38 @@ static int parse_int(builder *b, long *out) {
     return 0;
 }
 
+/* A token reference, llama.cpp's <[id]> or <name> (the special token whose text is "<name>"),
+ * as the token's reference bytes (grammar.h). Only special tokens: an ordinary token's text is
+ * written as a literal, which also admits its other spellings. */
+static int parse_token_ref(builder *b, ivec *a) {
+    const char *s = b->p, *e = memchr(s, '>', (size_t)(b->end - s));
+    if (!e) return perr(b, "unterminated token reference '<...>'");
+    if (!b->tok) return perr(b, "token references need the model's vocabulary");
+    long id = -1;
+    if (e - s > 3 && s[1] == '[' && e[-1] == ']') {
+        char *q;
+        id = strtol(s + 2, &q, 10);
+        if (q != e - 1 || s[2] < '0' || s[2] > '9') return perr(b, "token reference <[id]> needs a decimal id");
+        if (id >= g4_tokenizer_vocab_size(b->tok)) return perr(b, "token reference outside the vocabulary");
+    } else {
+        char name[256];
+        size_t n = (size_t)(e - s) + 1;
+        if (n >= sizeof name) return perr(b, "token reference longer than 255 bytes");
+        memcpy(name, s, n);
+        name[n] = 0;
+        id = g4_token_to_id(b->tok, name);
+        if (id < 0) return perr(b, "token reference names no token of the vocabulary");
+    }
+    if (!g4_token_is_special(b->tok, (int32_t)id) || id >= GR_TOKREF_MAX)
+        return perr(b, "token reference to an ordinary token (write its text as a string literal)");
+    unsigned char u[GR_TOKREF_LEN];
+    gr_tokref((int32_t)id, u);
+    for (int i = 0; i < GR_TOKREF_LEN; i++)
+        if (push_bytes(b, a, u[i], u[i])) return -1;
+    b->p = e + 1;
+    return 0;
+}
+
 /* One sequence into alternative a of rule r. */
 static int parse_sequence(builder *b, int r, ivec *a, int nested) {
     int last = -1;  /* where the last item's elements begin in a, for a quantifier */
@@ -386,6 +419,11 @@ static int parse_sequence(builder *b, int r, ivec *a, int nested) {
             if (b->r[cr].n == 1 && b->r[cr].alt[0].n == 1) {
                 if (iv_push(a, b->r[cr].alt[0].v[0])) return oom(b);
             } else if (iv_push(a, cr * 2 + 1)) return oom(b);
+        } else if (c == '<') {
+            last = a->n;
+            if (parse_token_ref(b, a)) return -1;
+        } else if (c == '!' && b->end - b->p > 1 && b->p[1] == '<') {
+            return perr(b, "negated token references '!<...>' are not supported");
         } else if (is_word(c)) {
             const char *s = b->p;
             while (b->p < b->end && is_word(*b->p)) b->p++;
@@ -593,10 +631,16 @@ void g4_grammar_free(g4_grammar *g) {
 }
 
 g4_status g4_grammar_compile_gbnf(const char *src, size_t len, const char *root, g4_grammar **out) {
+    return g4_grammar_compile_gbnf_tokens(src, len, root, NULL, out);
+}
+
+g4_status g4_grammar_compile_gbnf_tokens(const char *src, size_t len, const char *root, const g4_tokenizer *tok,
+                                         g4_grammar **out) {
     *out = NULL;
     if (!root) root = "root";
     builder b;
     memset(&b, 0, sizeof b);
+    b.tok = tok;
     b.src = b.p = src;
     b.end = src + len;
     g4_status st = G4_OK;

@@ -30,4 +30,17 @@ struct g4_grammar {
     char **names;        /* rule names, for errors */
 };
 
+/* A special token inside the byte language (GBNF's <[id]> and <|name|> token references): the
+ * byte 0xFE, which valid UTF-8 never holds, then the id in four 6-bit continuation bytes. The
+ * vocabulary index gives each special token these bytes, so a grammar position can allow exactly
+ * that token and no text can spell it. */
+#define GR_TOKREF_LEAD 0xFE
+#define GR_TOKREF_LEN 5
+#define GR_TOKREF_MAX (1 << 24)
+
+static inline void gr_tokref(int32_t id, unsigned char out[GR_TOKREF_LEN]) {
+    out[0] = GR_TOKREF_LEAD;
+    for (int i = 0; i < 4; i++) out[1 + i] = (unsigned char)(0x80 | ((id >> (18 - 6 * i)) & 63));
+}
+
 #endif

@@ -1,4 +1,5 @@
-/* json_schema.c — JSON Schema (and OpenAI's json_object) to GBNF text, which gbnf.c compiles: the
+/* json_schema.c — JSON Schema (and OpenAI's json_object; and, in Gemma 4's argument dialect, a tool
+ * call's arguments for tool_choice) to GBNF text, which gbnf.c compiles: the
  * keywords of OpenAI's strict structured outputs plus integer ranges, lengths, string formats and
  * patterns; any other keyword is refused by name, never ignored. Whitespace between tokens is
  * bounded so that a model cannot pad forever. */
@@ -54,6 +55,7 @@ typedef struct {
     int *ref_rule;
     int n_refs;
     int depth;
+    int gemma;          /* Gemma 4's tool-call argument dialect instead of JSON (see GEMMA_PRIMITIVES) */
     g4_status err;
 } ctx;
 
@@ -83,6 +85,26 @@ static const char PRIMITIVES[] =
     "boolean ::= \"true\" | \"false\"\n"
     "null ::= \"null\"\n";
 
+/* Gemma 4's argument dialect (the chat template's format_argument, what src/chat parses back to
+ * JSON): bare keys, strings between <|"|> tokens holding any text as it is (no escapes), JSON's
+ * numbers, true / false / null, nested {} and []; no whitespace. */
+static const char GEMMA_PRIMITIVES[] =
+    "ws ::= \"\"\n"
+    "value ::= object | array | string | number | boolean | null\n"
+    "object ::= \"{\" ( kv ( \",\" kv )* )? \"}\"\n"
+    "kv ::= key \":\" value\n"
+    "key ::= [a-zA-Z_] [a-zA-Z0-9_.-]{0,63}\n"
+    "array ::= \"[\" ( value ( \",\" value )* )? \"]\"\n"
+    "string ::= <|\"|> char* <|\"|>\n"
+    "char ::= [^\\x00]\n"
+    "number ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"
+    "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
+    "boolean ::= \"true\" | \"false\"\n"
+    "null ::= \"null\"\n";
+
+/* A string's opening / closing quote as GBNF: JSON's '"' or Gemma's <|"|> token. */
+static const char *quote(const ctx *c) { return c->gemma ? "<|\"|>" : "\"\\\"\""; }
+
 /* A GBNF string literal matching exactly the bytes s[0..n). */
 static void lit(sbuf *b, const char *s, size_t n) {
     sb_put(b, "\"", 1);
@@ -93,6 +115,20 @@ static void lit(sbuf *b, const char *s, size_t n) {
         else sb_put(b, (const char *)&c, 1);
     }
     sb_put(b, "\"", 1);
+}
+
+static int lit_json(ctx *c, sbuf *b, json_t *v);
+
+/* An object's key: a JSON string; in Gemma's dialect bare where the parser reads it back as
+ * written (no delimiters, no surrounding space), else quoted. */
+static int key_lit(ctx *c, sbuf *b, const char *k) {
+    size_t n = strlen(k);
+    if (c->gemma && n && !strpbrk(k, "{}[],:") && k[0] > ' ' && k[n - 1] > ' ') { lit(b, k, n); return 0; }
+    json_t *ks = json_string(k);
+    if (!ks) return fail(c, G4_ERR_NOMEM, "out of memory");
+    int rc = lit_json(c, b, ks);
+    json_decref(ks);
+    return rc;
 }
 
 /* A JSON value exactly (enum / const): scalars as their compact serialization, arrays and objects
@@ -114,15 +150,19 @@ static int lit_json(ctx *c, sbuf *b, json_t *v) {
                 k = json_object_iter_key(it);
                 x = json_object_iter_value(it);
                 it = json_object_iter_next(v, it);
-                json_t *ks = json_string(k);
-                if (!ks || lit_json(c, b, ks)) { json_decref(ks); return fail(c, G4_ERR_NOMEM, "out of memory"); }
-                json_decref(ks);
+                if (key_lit(c, b, k)) return -1;
                 sb_put(b, " ws \":\" ws ", 11);
             }
             if (lit_json(c, b, x)) return -1;
             sb_put(b, " ws", 3);
         }
         sb_put(b, arr ? " \"]\"" : " \"}\"", 4);
+        return 0;
+    }
+    if (c->gemma && json_is_string(v)) {   /* the text as it is, between the quote tokens */
+        sb_printf(b, "%s ", quote(c));
+        lit(b, json_string_value(v), json_string_length(v));
+        sb_printf(b, " %s", quote(c));
         return 0;
     }
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -264,9 +304,9 @@ static int emit_class(ctx *c, sbuf *b, cpr *rg, int n, int neg, const char *path
     for (int i = 0; i < np; i++) {
         uint32_t lo = pos[i].lo < 0x20 ? 0x20 : pos[i].lo, hi = pos[i].hi;
         if (lo > hi) continue;
-        /* cut out '"' (0x22) and '\' (0x5C): they go in as escapes */
+        /* cut out '"' (0x22) and '\' (0x5C): they go in as escapes (Gemma's strings have none) */
         uint32_t cuts[2] = {'"', '\\'};
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < (c->gemma ? 0 : 2); j++)
             if (lo <= cuts[j] && cuts[j] <= hi) {
                 if (j == 0) quote = 1; else bslash = 1;
                 if (lo < cuts[j]) {
@@ -319,8 +359,9 @@ static int class_escape(char e, cpr *rg, int *n, int *neg) {
     }
 }
 
-static void json_char_lit(sbuf *b, uint32_t cp) {
-    if (cp == '"') sb_put(b, "\"\\\\\\\"\"", 6);
+static void json_char_lit(const ctx *c, sbuf *b, uint32_t cp) {
+    if (c->gemma) { sb_put(b, "[", 1); cp_esc(b, cp); sb_put(b, "]", 1); }
+    else if (cp == '"') sb_put(b, "\"\\\\\\\"\"", 6);
     else if (cp == '\\') sb_put(b, "\"\\\\\\\\\"", 6);
     else if (cp == '\n') sb_put(b, "\"\\\\n\"", 5);
     else if (cp == '\t') sb_put(b, "\"\\\\t\"", 5);
@@ -395,12 +436,12 @@ static int rx_atom(rx *r, sbuf *b) {
         if ((e >= '0' && e <= '9') || e == 'b' || e == 'B' || e == 'k' || e == 'p' || e == 'P')
             return fail(c, G4_ERR_INPUT, "%s/pattern: escape \\%c is not supported", r->path, e);
         r->p++;
-        json_char_lit(b, e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : (uint32_t)(unsigned char)e);
+        json_char_lit(r->c, b, e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : (uint32_t)(unsigned char)e);
         return 0;
     }
     if (ch == '^' || ch == '$') return fail(c, G4_ERR_INPUT, "%s/pattern: '%c' is supported only at the pattern's start / end", r->path, ch);
     if (ch == '*' || ch == '+' || ch == '?' || ch == '{') return fail(c, G4_ERR_INPUT, "%s/pattern: quantifier without an item", r->path);
-    json_char_lit(b, (uint32_t)rx_cp(r));
+    json_char_lit(r->c, b, (uint32_t)rx_cp(r));
     return 0;
 }
 
@@ -443,14 +484,14 @@ static int pattern_body(ctx *c, const char *pat, const char *path, sbuf *b) {
     int anch_start = n && pat[0] == '^';
     int anch_end = n && pat[n - 1] == '$' && (n < 2 || pat[n - 2] != '\\');
     if (anch_start) r.p++;
-    sb_put(b, "\"\\\"\" ", 5);
+    sb_printf(b, "%s ", quote(c));
     if (!anch_start) sb_put(b, "char* ", 6);
     sb_put(b, "( ", 2);
     if (rx_alt(&r, b)) return -1;
     if (r.p < r.end && *r.p == ')') return fail(c, G4_ERR_INPUT, "%s/pattern: unbalanced ')'", path);
     sb_put(b, " ) ", 3);
     if (!anch_end) sb_put(b, "char* ", 6);
-    sb_put(b, "\"\\\"\"", 4);
+    sb_put(b, quote(c), strlen(quote(c)));
     return 0;
 }
 
@@ -485,7 +526,7 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if (!json_is_string(fmt)) return fail(c, G4_ERR_INPUT, "%s/format is not a string", path);
         for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
             if (!strcmp(json_string_value(fmt), FORMATS[i].name)) {
-                sb_printf(b, "\"\\\"\" %s \"\\\"\"", FORMATS[i].gbnf);
+                sb_printf(b, "%s %s %s", quote(c), FORMATS[i].gbnf, quote(c));
                 return 0;
             }
         return fail(c, G4_ERR_INPUT, "%s/format: unsupported format '%s' (supported: date, time, date-time, uuid, email)", path, json_string_value(fmt));
@@ -496,8 +537,8 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
     }
     if (!hmn && !hmx) { sb_put(b, "string", 6); return 0; }
     if (hmx && mx < mn) return fail(c, G4_ERR_INPUT, "%s: maxLength %ld < minLength %ld", path, mx, mn);
-    if (hmx) sb_printf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", mn, mx);
-    else sb_printf(b, "\"\\\"\" char{%ld,} \"\\\"\"", mn);
+    if (hmx) sb_printf(b, "%s char{%ld,%ld} %s", quote(c), mn, mx, quote(c));
+    else sb_printf(b, "%s char{%ld,} %s", quote(c), mn, quote(c));
     return 0;
 }
 
@@ -523,7 +564,8 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         snprintf(sub, sizeof sub, "%s/additionalProperties", path);
         int v = gen(c, ap, sub);
         if (v < 0) return -1;
-        sb_printf(b, "\"{\" ws ( string ws \":\" ws r%d ws ( \",\" ws string ws \":\" ws r%d ws )* )? \"}\"", v, v);
+        const char *key = c->gemma ? "key" : "string";
+        sb_printf(b, "\"{\" ws ( %s ws \":\" ws r%d ws ( \",\" ws %s ws \":\" ws r%d ws )* )? \"}\"", key, v, key, v);
         return 0;
     }
     if (ap && !json_is_false(ap))
@@ -545,9 +587,7 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if (v < 0) { free(kv); free(opt); return -1; }
         kv[i] = new_rule(c);
         sbuf kb = {0};
-        json_t *ks = json_string(key);
-        lit_json(c, &kb, ks);
-        json_decref(ks);
+        if (key_lit(c, &kb, key)) { free(kb.s); free(kv); free(opt); return -1; }
         sb_printf(&kb, " ws \":\" ws r%d ws", v);
         emit_rule(c, kv[i], &kb);
         free(kb.s);
@@ -808,3 +848,76 @@ g4_status g4_grammar_compile_json_schema(const char *json, size_t len, g4_gramma
 }
 
 g4_status g4_grammar_compile_json_object(g4_grammar **out) { return compile(NULL, 0, out); }
+
+/* ---------------------------------------------------------------- Gemma 4 tool calls */
+
+/* The call's arguments: the parameter schema in Gemma's dialect. No schema is an empty parameter
+ * list (as OpenAI defines an omitted one); an empty schema takes any object, as a function's
+ * arguments are always one. */
+static int tool_params(ctx *c, json_t *params, const char *path) {
+    json_t *ty = json_is_object(params) ? json_object_get(params, "type") : NULL;
+    if (ty && !(json_is_string(ty) && !strcmp(json_string_value(ty), "object")))
+        return fail(c, G4_ERR_INPUT, "%s/type: a function's parameters must be an object schema", path);
+    int none = !params || json_is_null(params);
+    if (none || (json_is_object(params) && !json_object_size(params))) {
+        int r = new_rule(c);
+        sbuf b = {0};
+        if (none) sb_put(&b, "\"{}\"", 4);
+        else sb_put(&b, "object", 6);
+        emit_rule(c, r, &b);
+        free(b.s);
+        return r;
+    }
+    c->root = params;
+    for (int i = 0; i < c->n_refs; i++) free(c->ref_name[i]);   /* $refs are local to each schema */
+    c->n_refs = 0;
+    return gen(c, params, path);
+}
+
+g4_status g4_tool_calls_to_gbnf(const char *tools_json, size_t len, const char *only, int max_calls, char **gbnf) {
+    *gbnf = NULL;
+    json_error_t je;
+    json_t *tools = json_loadb(tools_json, len, 0, &je);
+    if (!json_is_array(tools)) { json_decref(tools); return g4_fail(G4_ERR_INPUT, "tools: not a JSON array"); }
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.gemma = 1;
+    sb_put(&c.out, GEMMA_PRIMITIVES, sizeof GEMMA_PRIMITIVES - 1);
+    sbuf alts = {0};
+    int n = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *f = json_object_get(t, "function");
+        const char *name = json_string_value(json_object_get(f, "name"));
+        if (!name) { fail(&c, G4_ERR_INPUT, "tools[%zu] has no function name", i); break; }
+        if (only && strcmp(name, only)) continue;
+        /* the chat parser reads a name up to '{', refusing space and delimiters */
+        if (!*name || strpbrk(name, " \t\r\n{}[],\"'")) {
+            fail(&c, G4_ERR_INPUT, "tools[%zu]: the function name '%s' cannot be written in Gemma's tool-call syntax", i, name);
+            break;
+        }
+        char path[64];
+        snprintf(path, sizeof path, "tools[%zu].function.parameters", i);
+        int r = tool_params(&c, json_object_get(f, "parameters"), path);
+        if (r < 0) break;
+        if (n++) sb_put(&alts, " | ", 3);
+        lit(&alts, name, strlen(name));
+        sb_printf(&alts, " r%d", r);
+    }
+    if (!c.err && !n) fail(&c, G4_ERR_INPUT, only ? "tools: no function named '%s'" : "tools: no function to call%s", only ? only : "");
+    if (!c.err) {
+        sb_printf(&c.out, "call ::= <|tool_call> \"call:\" ( %s ) <tool_call|>\n", alts.s);
+        if (max_calls > 0) sb_printf(&c.out, "root ::= call{1,%d} <|tool_response>\n", max_calls);
+        else sb_put(&c.out, "root ::= call+ <|tool_response>\n", 32);
+    }
+    if (!c.err && (c.out.oom || alts.oom)) c.err = g4_fail(G4_ERR_NOMEM, "tools: out of memory");
+    for (int k = 0; k < c.n_refs; k++) free(c.ref_name[k]);
+    free(c.ref_name);
+    free(c.ref_rule);
+    free(alts.s);
+    json_decref(tools);
+    if (c.err) { free(c.out.s); return c.err; }
+    *gbnf = c.out.s;
+    return G4_OK;
+}

@@ -199,7 +199,9 @@ g4_status g4_vocab_index_from_pieces(const char *const *pieces, const size_t *le
 }
 
 /* The bytes a token contributes to the detokenized text: a byte-fallback piece <0xHH> its byte,
- * any other its own detokenization; special tokens none (never allowed, the end ids aside). */
+ * any other its own detokenization; a special token its token-reference bytes (grammar.h), so
+ * that only a grammar naming it allows it (the end ids stay the end of output). A piece holding
+ * the reference's lead byte is left out: no UTF-8 grammar could allow it anyway. */
 g4_status g4_vocab_index_new(const g4_tokenizer *tk, const int32_t *end_ids, int n_end, g4_vocab_index **out) {
     int n = g4_tokenizer_vocab_size(tk);
     char **p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
@@ -208,7 +210,16 @@ g4_status g4_vocab_index_new(const g4_tokenizer *tk, const int32_t *end_ids, int
     g4_status st = G4_OK;
     for (int32_t i = 0; i < n && !st; i++) {
         const char *s = g4_id_to_token(tk, i);
-        if (!s || g4_token_is_special(tk, i)) continue;
+        if (!s) continue;
+        if (g4_token_is_special(tk, i)) {
+            int is_end = 0;
+            for (int k = 0; k < n_end; k++) is_end |= end_ids[k] == i;
+            if (is_end || i >= GR_TOKREF_MAX) continue;
+            if (!(p[i] = malloc(GR_TOKREF_LEN))) { st = g4_fail(G4_ERR_NOMEM, "vocab index: out of memory"); break; }
+            gr_tokref(i, (unsigned char *)p[i]);
+            l[i] = GR_TOKREF_LEN;
+            continue;
+        }
         size_t sl = strlen(s);
         unsigned hv;
         char tail;
@@ -216,10 +227,11 @@ g4_status g4_vocab_index_new(const g4_tokenizer *tk, const int32_t *end_ids, int
             p[i] = malloc(1);
             if (!p[i]) { st = g4_fail(G4_ERR_NOMEM, "vocab index: out of memory"); break; }
             p[i][0] = (char)hv;
-            l[i] = 1;
+            l[i] = hv != GR_TOKREF_LEAD;
             continue;
         }
         st = g4_detokenize(tk, &i, 1, 0, &p[i], &l[i]);
+        if (!st && memchr(p[i], GR_TOKREF_LEAD, l[i])) { free(p[i]); p[i] = NULL; l[i] = 0; }
     }
     if (!st) st = g4_vocab_index_from_pieces((const char *const *)p, l, n, end_ids, n_end, out);
     for (int i = 0; i < n; i++) free(p[i]);

@@ -286,6 +286,8 @@ g4_status g4_config_parse(const char *json, size_t len, const char *path, g4_con
         cfg->mm_placeholder_ids[i] = !cfg->conditional ? -1 : json_is_integer(v) ? (int)json_integer_value(v)
                                      : v && json_is_null(v) ? -1 : mm_defaults[i];
     }
+    json_t *bidir = json_object_get(c.tc, "use_bidirectional_attention");
+    cfg->vis_bidirectional = json_is_string(bidir) && !strcmp(json_string_value(bidir), "vision");
 done:
     json_decref(root);
     return st;

@@ -45,6 +45,9 @@ typedef struct {
     int has_vision;
     int vis_patch_size, vis_pooling_kernel, vis_embed_dim, vis_posemb_size, vis_proj_dims;
     float vis_rms_norm_eps;
+    /* text_config.use_bidirectional_attention == "vision": an image's soft tokens attend to each
+     * other both ways on the sliding layers (model/media_prompt.c) */
+    int vis_bidirectional;
 } g4_config;
 
 /* Reads dir/config.json. Every field the engine needs is required or has the transformers

@@ -118,6 +118,10 @@ static void embed(g4_model *m, int R, const int32_t *ids) {
     const int H = c->hidden_size;
     for (int r = 0; r < R; r++) {
         float *x = m->x + (size_t)r * H;
+        if (m->step_soft && m->step_soft[r]) {   /* an image's soft token: as embedded, unscaled */
+            memcpy(x, m->step_soft[r], (size_t)H * sizeof(float));
+            continue;
+        }
         int id = ids[r];
         for (int k = 0; k < 3; k++)   /* text-only: placeholders embed as <pad>, as HF does */
             if (id == c->mm_placeholder_ids[k] && c->pad_id >= 0) id = c->pad_id;

@@ -96,6 +96,11 @@ struct g4_model {
     struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
     struct g4_vision *vision;   /* rank 0 of an HF checkpoint with vision_config: the image embedder
                                  * (vision.c); NULL otherwise */
+    /* a prefill step with images (media_prompt.c), NULL otherwise: row r's input embedding when
+     * step_soft[r] is set (a soft token, [H]), and the last position of its image, whose tokens
+     * it also attends to on sliding layers, in step_blk_end[r] (-1: causal) */
+    const float *const *step_soft;   /* [R] */
+    const int *step_blk_end;         /* [R] */
 };
 
 /* The vision embedder's weights (vision.c): bound on rank 0 from an HF checkpoint whose config has

@@ -254,3 +254,5 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
     free(j.rows);
     return st;
 }
+
+int g4_model_has_vision(const g4_model *m) { return m->vision != NULL; }

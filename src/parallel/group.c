@@ -256,6 +256,16 @@ void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, cons
     rank_step(m, logits, next);
 }
 
+int g4_group_rank_models(g4_model *m, g4_model **out) {
+    if (!m->group) {
+        if (m->comm) return 0;
+        if (out) out[0] = m;
+        return 1;
+    }
+    for (int r = 0; out && r < m->group->n; r++) out[r] = r ? m->group->boots[r].m : m;
+    return m->group->n;
+}
+
 int g4_model_rank(const g4_model *m) { return m->comm ? m->comm->rank : 0; }
 
 g4_status g4_model_work(g4_model *m) {

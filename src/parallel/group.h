@@ -24,6 +24,11 @@ size_t g4_group_cmd_bytes(int max_rows);
 void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids, int row0, int step,
                       float *logits, int32_t *next);
 
+/* The threads backend's rank models, rank 0 (m) first, into out [tp] (may be NULL); their count,
+ * 1 for a model of one rank, 0 under MPI (the other ranks are other processes). Only between
+ * steps: the other ranks then wait for rank 0's next broadcast (kv_snapshot.c copies their KV). */
+int g4_group_rank_models(g4_model *m, g4_model **out);
+
 /* At free: the driver releases the other ranks from g4_model_work, and joins their threads (the
  * threads backend). A no-op on a rank without a group. */
 void g4_group_stop(g4_model *m);

@@ -34,6 +34,9 @@ struct g4_metrics {
     histo ttft, itl;
     int queue, busy, slots;
     long kv_used, kv_cap;
+    unsigned long cache_hits, cache_misses, cache_tokens, cache_evictions;   /* the prompt cache */
+    long cache_bytes;
+    int cache_entries;
 };
 
 g4_metrics *g4_metrics_new(void) {
@@ -113,6 +116,22 @@ void g4_metrics_gauges(g4_metrics *mx, int queue, int busy, int slots, long kv_u
     pthread_mutex_unlock(&mx->mu);
 }
 
+void g4_metrics_cache_lookup(g4_metrics *mx, int reused) {
+    pthread_mutex_lock(&mx->mu);
+    if (reused > 0) mx->cache_hits++;
+    else mx->cache_misses++;
+    mx->cache_tokens += (unsigned long)(reused > 0 ? reused : 0);
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_cache_state(g4_metrics *mx, unsigned long evictions, long bytes, int entries) {
+    pthread_mutex_lock(&mx->mu);
+    mx->cache_evictions = evictions;
+    mx->cache_bytes = bytes;
+    mx->cache_entries = entries;
+    pthread_mutex_unlock(&mx->mu);
+}
+
 typedef struct {
     char *p;
     size_t len, cap;
@@ -175,6 +194,18 @@ char *g4_metrics_render(g4_metrics *mx) {
             "g4_kv_cache_capacity_tokens %ld\n", mx->kv_cap);
     put(&b, "# HELP g4_kv_cache_usage_ratio Fraction of KV positions in use.\n# TYPE g4_kv_cache_usage_ratio gauge\n"
             "g4_kv_cache_usage_ratio %.6f\n", mx->kv_cap ? (double)mx->kv_used / (double)mx->kv_cap : 0.0);
+    put(&b, "# HELP g4_prompt_cache_hits_total Requests that reused a cached prompt prefix.\n"
+            "# TYPE g4_prompt_cache_hits_total counter\ng4_prompt_cache_hits_total %lu\n", mx->cache_hits);
+    put(&b, "# HELP g4_prompt_cache_misses_total Requests that computed their whole prompt.\n"
+            "# TYPE g4_prompt_cache_misses_total counter\ng4_prompt_cache_misses_total %lu\n", mx->cache_misses);
+    put(&b, "# HELP g4_prompt_cache_tokens_total Prompt tokens taken from the cache instead of computed.\n"
+            "# TYPE g4_prompt_cache_tokens_total counter\ng4_prompt_cache_tokens_total %lu\n", mx->cache_tokens);
+    put(&b, "# HELP g4_prompt_cache_evictions_total Snapshots dropped to stay within --cache-ram.\n"
+            "# TYPE g4_prompt_cache_evictions_total counter\ng4_prompt_cache_evictions_total %lu\n", mx->cache_evictions);
+    put(&b, "# HELP g4_prompt_cache_bytes Host memory held by prompt-cache snapshots.\n"
+            "# TYPE g4_prompt_cache_bytes gauge\ng4_prompt_cache_bytes %ld\n", mx->cache_bytes);
+    put(&b, "# HELP g4_prompt_cache_entries Prompt-cache snapshots held.\n"
+            "# TYPE g4_prompt_cache_entries gauge\ng4_prompt_cache_entries %d\n", mx->cache_entries);
     pthread_mutex_unlock(&mx->mu);
     return b.p;
 }

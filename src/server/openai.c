@@ -221,6 +221,31 @@ static int tokenize(const g4_api_ctx *c, const char *text, size_t len, int add_s
     return 0;
 }
 
+/* An assistant's tool call comes back with its arguments as JSON text (the OpenAI shape), but
+ * chat templates expect a mapping: Gemma 4's renders a mapping in its own argument dialect, the
+ * way the model wrote the call, and a string verbatim. Text that is a JSON object becomes that
+ * object (as vLLM does); anything else stays as it is. */
+static int tool_arguments_as_objects(json_t *msgs) {
+    size_t i, k;
+    json_t *m, *tc;
+    json_array_foreach(msgs, i, m) {
+        json_t *calls = json_object_get(m, "tool_calls");
+        if (!json_is_array(calls)) continue;
+        json_array_foreach(calls, k, tc) {
+            json_t *f = json_object_get(tc, "function");
+            json_t *a = json_object_get(f, "arguments");
+            if (!json_is_string(a)) continue;
+            json_t *obj = json_loadb(json_string_value(a), json_string_length(a), 0, NULL);
+            if (json_is_object(obj)) {
+                if (json_object_set_new(f, "arguments", obj)) return -1;
+            } else {
+                json_decref(obj);
+            }
+        }
+    }
+    return 0;
+}
+
 static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
     json_t *msgs = json_object_get(o, "messages");
     if (!msgs) return g4_api_err(err, 400, "invalid_request_error", "messages", "missing_required_parameter",
@@ -247,8 +272,10 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
             if (!strcmp(type, "text")) {
                 if (!json_is_string(json_object_get(part, "text")))
                     return BAD("messages", "messages[%zu].content[%zu].text must be a string", i, k);
-            } else if (!strcmp(type, "image_url") || !strcmp(type, "image") || !strcmp(type, "input_image")) {
-                return BAD("messages", "messages[%zu].content[%zu]: image input is not supported yet", i, k);
+            } else if (!strcmp(type, "image_url")) {
+                if (g4_media_part(c, part, i, k, r, err)) return -1;
+            } else if (!strcmp(type, "image") || !strcmp(type, "input_image")) {
+                return BAD("messages", "messages[%zu].content[%zu]: images are 'image_url' parts", i, k);
             } else if (!strcmp(type, "input_audio") || !strcmp(type, "audio")) {
                 return BAD("messages", "messages[%zu].content[%zu]: audio input is not supported yet", i, k);
             } else {
@@ -256,6 +283,7 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
             }
         }
     }
+    if (tool_arguments_as_objects(msgs)) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     json_t *vars = json_object();
     json_object_set(vars, "messages", msgs);
     json_object_set_new(vars, "add_generation_prompt", json_true());
@@ -301,7 +329,7 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     /* The template writes <bos> itself; transformers tokenizes its output without specials. */
     int rc = tokenize(c, text, tlen, 0, r, "messages", err);
     free(text);
-    return rc;
+    return rc ? rc : g4_media_expand(c, r, err);
 }
 
 static int parse_text_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_error *err) {
@@ -373,7 +401,7 @@ static int constrain(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
     if (!c->vocab_index)
         return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value",
                           "this model's tokenizer cannot be constrained (no vocabulary index)"), -1;
-    if (g4_grammar_compile_gbnf(r->gbnf, strlen(r->gbnf), NULL, &r->grammar) ||
+    if (g4_grammar_compile_gbnf_tokens(r->gbnf, strlen(r->gbnf), NULL, c->tok, &r->grammar) ||
         g4_grammar_matcher_new(r->grammar, c->vocab_index, &r->matcher))
         return g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", "%s: %s", param, g4_last_error()), -1;
     return 0;
@@ -402,7 +430,44 @@ static int response_grammar(const g4_api_ctx *c, json_t *rf, int schema, g4_req 
     return constrain(c, r, err);
 }
 
-/* The chat fields that shape tool use and output; the constrained ones are a later feature. */
+/* tool_choice "required" / {"type": "function", "function": {"name"}}: the output constrained to
+ * Gemma 4's tool-call syntax, the arguments to each tool's parameter schema (src/grammar). */
+static int tool_grammar(const g4_api_ctx *c, json_t *tools, const char *only, int one_call, g4_req *r,
+                        g4_api_error *err) {
+    if (!json_is_array(tools) || !json_array_size(tools))
+        return BAD("tool_choice", "tool_choice '%s' needs 'tools'", only ? only : "required");
+    static const char *const need[] = {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|tool_response>"};
+    int have = 1;
+    for (int i = 0; i < 4; i++) have &= g4_token_to_id(c->tok, need[i]) >= 0;
+    if (!have)
+        return BAD("tool_choice", "this model's chat format has no tool-call tokens; tool_choice can only be 'auto' or 'none'");
+    char *text = json_dumps(tools, JSON_COMPACT);
+    g4_status st = text ? g4_tool_calls_to_gbnf(text, strlen(text), only, one_call ? 1 : 0, &r->gbnf)
+                        : g4_fail(G4_ERR_NOMEM, "out of memory");
+    free(text);
+    if (st)
+        return g4_api_err(err, st == G4_ERR_NOMEM ? 500 : 400, "invalid_request_error", "tool_choice", "invalid_value",
+                          "tool_choice: %s", g4_last_error()), -1;
+    r->grammar_param = "tool_choice";
+    return constrain(c, r, err);
+}
+
+/* tool_choice "none": the model may not call a tool, whatever it has learned (the tools are also
+ * left out of the prompt): the call token is banned as logit_bias -100 bans a token. */
+static int ban_tool_calls(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
+    int32_t id = g4_token_to_id(c->tok, "<|tool_call>");
+    if (id < 0) return 0;
+    int32_t *ni = realloc(r->bias_ids, ((size_t)r->n_bias + 1) * sizeof *ni);
+    if (ni) r->bias_ids = ni;
+    float *nb = realloc(r->bias, ((size_t)r->n_bias + 1) * sizeof *nb);
+    if (nb) r->bias = nb;
+    if (!ni || !nb) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    r->bias_ids[r->n_bias] = id;
+    r->bias[r->n_bias++] = -100;
+    return 0;
+}
+
+/* The chat fields that shape tool use and output. */
 static int parse_chat_controls(const g4_api_ctx *c, json_t *root, g4_req *r, g4_api_error *err) {
     json_t *tools = json_object_get(root, "tools");
     if (tools && !json_is_null(tools)) {
@@ -422,21 +487,31 @@ static int parse_chat_controls(const g4_api_ctx *c, json_t *root, g4_req *r, g4_
         }
     }
     json_t *tc = json_object_get(root, "tool_choice");
-    if (tc && !json_is_null(tc)) {
-        if (json_is_string(tc) && (!strcmp(json_string_value(tc), "none") || !strcmp(json_string_value(tc), "auto"))) {
-            /* none: the tools are left out of the prompt; auto: the model decides */
-        } else if (json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
-            return BAD("tool_choice", "tool_choice 'required' needs constrained decoding, which is not supported yet; use 'auto' or 'none'");
-        } else if (json_is_object(tc)) {
-            return BAD("tool_choice", "a named tool_choice needs constrained decoding, which is not supported yet; use 'auto' or 'none'");
-        } else {
-            return BAD("tool_choice", "'tool_choice' must be 'none', 'auto', 'required' or a named function");
-        }
-    }
     int b = 1;
     if (get_bool(root, "parallel_tool_calls", &b, err) < 0) return -1;
     r->one_call = !b;
     json_t *rf = json_object_get(root, "response_format");
+    const int text_format = !rf || json_is_null(rf) ||
+                            (json_is_string(json_object_get(rf, "type")) && !strcmp(json_string_value(json_object_get(rf, "type")), "text"));
+    if (tc && !json_is_null(tc)) {
+        const char *name = NULL;
+        json_t *fn = json_is_object(tc) ? json_object_get(tc, "function") : NULL;
+        if (json_is_object(tc)) {
+            name = json_string_value(json_object_get(fn, "name"));
+            if (!json_is_string(json_object_get(tc, "type")) || strcmp(json_string_value(json_object_get(tc, "type")), "function") || !name)
+                return BAD("tool_choice", "a named tool_choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        if (json_is_string(tc) && !strcmp(json_string_value(tc), "auto")) {
+            /* the model decides */
+        } else if (json_is_string(tc) && !strcmp(json_string_value(tc), "none")) {
+            if (ban_tool_calls(c, r, err)) return -1;
+        } else if (name || (json_is_string(tc) && !strcmp(json_string_value(tc), "required"))) {
+            if (!text_format) return BAD("tool_choice", "tool_choice '%s' and a JSON response_format exclude each other", name ? name : "required");
+            if (tool_grammar(c, tools, name, r->one_call, r, err)) return -1;
+        } else {
+            return BAD("tool_choice", "'tool_choice' must be 'none', 'auto', 'required' or a named function");
+        }
+    }
     if (rf && !json_is_null(rf)) {
         json_t *ty = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
         if (!json_is_string(ty)) return BADTYPE("response_format", "an object with a string 'type'");
@@ -476,6 +551,7 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
     q->ignore_eos = r->ignore_eos;
     q->chat = r->chat;
     q->one_call = r->one_call;
+    q->media = g4_req_media_ref(r->media);
     q->prompt = malloc((size_t)r->n_prompt * sizeof *q->prompt);
     q->stop = calloc((size_t)r->n_stop + 1, sizeof *q->stop);
     q->bias_ids = malloc(((size_t)r->n_bias + 1) * sizeof *q->bias_ids);
@@ -558,7 +634,7 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     json_t *gr = json_object_get(root, "grammar");
     if (gr && !json_is_null(gr)) {
         if (!json_is_string(gr)) { (void)BADTYPE("grammar", "a string of GBNF"); goto fail; }
-        if (r->gbnf) { (void)BAD("grammar", "'grammar' and a JSON response_format exclude each other"); goto fail; }
+        if (r->gbnf) { (void)BAD("grammar", "'grammar' excludes a JSON response_format and a required tool_choice"); goto fail; }
         if (json_string_length(gr)) {
             r->grammar_param = "grammar";
             if (!(r->gbnf = strdup(json_string_value(gr)))) { g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"); goto fail; }
@@ -761,8 +837,9 @@ char *g4_api_response_json(const g4_api_ctx *c, const g4_api_opts *o, g4_req **r
         n_gen += r->n_toks;
         pthread_mutex_unlock(&r->mu);
     }
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     out = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:n}", "id", o->id, "object",
                     o->kind == G4_API_CHAT ? "chat.completion" : "text_completion", "created", (json_int_t)o->created,
                     "model", c->model_name, "choices", choices, "usage", use, "system_fingerprint");
@@ -824,8 +901,9 @@ void g4_api_stream_chunk(const g4_api_ctx *c, const g4_api_opts *o, const g4_req
 void g4_api_stream_usage(const g4_api_ctx *c, const g4_api_opts *o, g4_req **reqs, char **buf, size_t *len) {
     int n_gen = 0;
     for (int i = 0; i < o->n; i++) n_gen += reqs[i]->n_toks;
-    json_t *use = json_pack("{s:i,s:i,s:i}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
-                            "total_tokens", reqs[0]->n_prompt + n_gen);
+    json_t *use = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", reqs[0]->n_prompt, "completion_tokens", n_gen,
+                            "total_tokens", reqs[0]->n_prompt + n_gen, "prompt_tokens_details", "cached_tokens",
+                            reqs[0]->n_cached);
     json_t *ev = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", o->id, "object",
                            o->kind == G4_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
                            (json_int_t)o->created, "model", c->model_name, "choices", "usage", use);

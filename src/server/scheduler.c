@@ -4,13 +4,16 @@
  * g4_decode over every decoding slot; requests join and leave between steps. Each request's
  * sampling, stop ids / strings, max_tokens and detokenizing are its g4_gen's (src/generate, as
  * `run` and `chat` use it); a chat request's ids also go through its chat parser (src/chat),
- * which may end the message. This file publishes the results. Knows nothing of HTTP. */
+ * which may end the message. This file publishes the results. Knows nothing of HTTP. A slot keeps
+ * its KV after a request: the prompt cache (prompt_cache.c) places each new prompt in the slot
+ * that holds the longest prefix of it, and prefill starts after that prefix. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "server/prompt_cache.h"
 #include "server/server.h"
 
 enum { ST_ADMITTED = 1, ST_PREFILL, ST_DECODE };
@@ -20,6 +23,7 @@ struct g4_sched {
     const g4_tokenizer *tok;
     const g4_gen_config *gen;
     g4_metrics *mx;
+    g4_pcache *pc;             /* prefix reuse (scheduler thread only) */
     const g4_model_info *info;
     int V, n_slots, chunk;
     pthread_t th;
@@ -65,6 +69,7 @@ void g4_req_release(g4_req *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
+    g4_req_media_release(r->media);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->bias_ids);
@@ -86,7 +91,7 @@ void g4_req_cancel(g4_req *r) {
 }
 
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
-                       int prefill_chunk, int max_queue) {
+                       int prefill_chunk, int max_queue, int cache_ram_mb) {
     g4_sched *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->max_queue = max_queue;
@@ -106,7 +111,8 @@ g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config
     s->dids = malloc((size_t)s->n_slots * sizeof *s->dids);
     s->dnext = malloc((size_t)s->n_slots * sizeof *s->dnext);
     s->dreqs = malloc((size_t)s->n_slots * sizeof *s->dreqs);
-    if (!s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dnext || !s->dreqs) {
+    s->pc = g4_pcache_new(m, s->chunk, (size_t)cache_ram_mb << 20, mx);
+    if (!s->pc || !s->slot_req || !s->logits || !s->dslots || !s->dids || !s->dnext || !s->dreqs) {
         g4_sched_free(s);
         return NULL;
     }
@@ -193,9 +199,9 @@ static int emit(g4_sched *s, g4_req *r, float *logits, int32_t argmax) {
     return 0;
 }
 
-/* A fresh slot and the request's generation state (sampler, stop ids and strings, detokenizer). */
+/* The request's generation state (sampler, stop ids and strings, detokenizer); its slot already
+ * holds the first n_cached prompt ids (g4_pcache_place). */
 static void setup(g4_sched *s, g4_req *r) {
-    g4_slot_reset(s->m, r->slot);
     g4_gen_params gp;
     g4_gen_params_default(&gp);
     gp.sp = r->sp;
@@ -214,7 +220,7 @@ static void setup(g4_sched *s, g4_req *r) {
         finish(s, r, G4_FIN_ERROR, g4_last_error());
         return;
     }
-    r->n_prefilled = 0;
+    r->n_prefilled = r->n_cached;
     r->state = ST_PREFILL;
     pthread_mutex_lock(&r->mu);
     r->admitted = 1;
@@ -252,17 +258,15 @@ static void *sched_main(void *arg) {
             break;
         }
         g4_req *admitted[s->n_slots];
-        int n_adm = 0;
-        for (int i = 0; i < s->n_slots && s->qhead; i++) {
-            if (s->slot_req[i]) continue;
+        int free_slots[s->n_slots], n_free = 0, n_adm = 0;
+        for (int i = 0; i < s->n_slots; i++)
+            if (!s->slot_req[i]) free_slots[n_free++] = i;
+        while (n_adm < n_free && s->qhead) {
             g4_req *r = s->qhead;
             s->qhead = r->next;
             if (!s->qhead) s->qtail = NULL;
             s->n_queued--;
             r->next = NULL;
-            r->slot = i;
-            r->state = ST_ADMITTED;
-            s->slot_req[i] = r;
             admitted[n_adm++] = r;
         }
         const int past_deadline = s->stopping && g4_now() > s->deadline;
@@ -280,7 +284,20 @@ static void *sched_main(void *arg) {
             finish(s, left, G4_FIN_CANCELLED, NULL);
             left = n;
         }
-        for (int i = 0; i < n_adm; i++) setup(s, admitted[i]);
+        for (int i = 0; i < n_adm; i++) {   /* FIFO; each to the free slot that reuses most of it */
+            g4_req *r = admitted[i];
+            const int media = g4_req_media_prompt(r->media) != NULL;   /* images: a fresh slot */
+            const g4_pcache_plan p = g4_pcache_place(s->pc, free_slots, n_free, r->prompt, media ? 1 : r->n_prompt);
+            if (media) g4_pcache_skip(s->pc, p.slot);
+            for (int k = 0; k < n_free; k++)
+                if (free_slots[k] == p.slot) free_slots[k] = free_slots[--n_free];
+            r->slot = p.slot;
+            r->n_cached = p.reused;
+            r->split = p.split;
+            r->state = ST_ADMITTED;
+            s->slot_req[p.slot] = r;
+            setup(s, r);
+        }
         for (int i = 0; i < s->n_slots; i++) {
             g4_req *r = s->slot_req[i];
             if (r && (past_deadline || cancelled(r))) finish(s, r, G4_FIN_CANCELLED, past_deadline ? "the server is shutting down" : NULL);
@@ -294,15 +311,25 @@ static void *sched_main(void *arg) {
         }
         if (pr) {
             const int left = pr->n_prompt - pr->n_prefilled;
-            const int n = left < s->chunk ? left : s->chunk;
+            g4_media_prompt *mp = g4_req_media_prompt(pr->media);
+            int n = left < s->chunk ? left : s->chunk;
+            if (mp) n = g4_media_prompt_slice(mp, pr->n_prefilled, n);   /* whole images */
             const int last = n == left;
             const int am = last && argmax_only(pr);
             int32_t next = 0;
-            g4_status st = am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
+            g4_status st = mp ? g4_prefill_media_range(s->m, pr->slot, mp, pr->n_prefilled, n, last && !am ? s->logits : NULL,
+                                                       am ? &next : NULL)
+                         : am ? g4_prefill_argmax(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, &next)
                               : g4_prefill(s->m, pr->slot, pr->prompt + pr->n_prefilled, n, last ? s->logits : NULL);
-            if (st) finish(s, pr, G4_FIN_ERROR, g4_last_error());
-            else {
+            if (st) {
+                g4_pcache_forget(s->pc, pr->slot);
+                finish(s, pr, G4_FIN_ERROR, g4_last_error());
+            } else {
+                g4_pcache_fed(s->pc, pr->slot, pr->prompt + pr->n_prefilled, n, 1);
                 pr->n_prefilled += n;
+                /* slices start on chunk boundaries, so they pass through both snapshot points */
+                if (pr->n_prefilled == pr->split || pr->n_prefilled == pr->n_prompt / s->chunk * s->chunk)
+                    g4_pcache_save(s->pc, pr->slot);
                 if (last) emit(s, pr, am ? NULL : s->logits, next);
             }
         }
@@ -324,6 +351,8 @@ static void *sched_main(void *arg) {
                               : g4_decode(s->m, n, s->dslots, s->dids, s->logits);
             g4_metrics_decode_step(s->mx, n);
             for (int i = 0; i < n; i++) {
+                if (st) g4_pcache_forget(s->pc, s->dslots[i]);
+                else g4_pcache_fed(s->pc, s->dslots[i], &s->dids[i], 1, 0);
                 if (st) finish(s, s->dreqs[i], G4_FIN_ERROR, g4_last_error());
                 else emit(s, s->dreqs[i], am ? NULL : s->logits + (size_t)i * s->V, am ? s->dnext[i] : 0);
             }
@@ -387,6 +416,7 @@ void g4_sched_free(g4_sched *s) {
     if (s->started) g4_sched_shutdown(s, 0);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    g4_pcache_free(s->pc);
     free(s->slot_req);
     free(s->logits);
     free(s->dslots);

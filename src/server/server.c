@@ -19,8 +19,10 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_body = 4u << 20;
     o->shutdown_grace_s = 10;
     o->max_queue = 256;
+    o->cache_ram_mb = 8192;   /* llama-server's --cache-ram default */
     o->max_render_mb = 256;
     o->max_renders = 2;
+    o->max_media = 8;
     o->timeout_s = 60;
     o->max_connections = 1000;
     o->max_messages = 10000;
@@ -68,8 +70,20 @@ static void *loader(void *arg) {
     const int delay = s->opts.load_delay_ms;
     if (delay > 0) nanosleep(&(struct timespec){delay / 1000, (delay % 1000) * 1000000L}, NULL);
     g4_status st = G4_OK;
+    /* images (media_parts.c): a step holds a whole image, so the model's chunk is at least one
+     * image's soft tokens; the scheduler still slices text at --prefill-chunk */
+    const int text_chunk = mo.prefill_chunk;
+    g4_media_cfg *mc = &s->media;
+    const int have_image_opts = !g4_image_opts_load(dir, &mc->image);
+    if (s->opts.max_soft_tokens) mc->image.max_soft_tokens = s->opts.max_soft_tokens;
+    if (s->opts.max_image_pixels) mc->image.max_pixels = s->opts.max_image_pixels;
+    if (have_image_opts && mc->image.max_soft_tokens > mo.prefill_chunk) mo.prefill_chunk = mc->image.max_soft_tokens;
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
+    mc->vision = !st && have_image_opts && g4_model_has_vision(s->model);
+    mc->max_media = s->opts.max_media;
+    mc->media_dir = s->opts.media_dir;
+    s->api.media = mc;
     /* a model directory without a tokenizer is bad input, as `run` reports it */
     if (!st && (st = g4_tokenizer_load(dir, &s->tok)) == G4_ERR_IO) st = G4_ERR_INPUT;
     if (!st && g4_template_load(dir, &s->tmpl)) {
@@ -81,7 +95,8 @@ static void *loader(void *arg) {
     /* response_format's token masks walk the vocabulary's byte trie, built once here */
     if (!st && g4_vocab_index_new(s->tok, s->gen.eos, s->gen.n_eos, &s->vindex))
         fprintf(stderr, "gemma4c serve: warning: no structured outputs: %s\n", g4_last_error());
-    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, mo.prefill_chunk, s->opts.max_queue)))
+    if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, text_chunk, s->opts.max_queue,
+                                                     s->opts.cache_ram_mb)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
     if (!st) {
         s->api.info = info;

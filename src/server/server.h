@@ -29,6 +29,11 @@ typedef struct {
     int max_queue;           /* requests waiting for a slot before new ones get 429 (0: no cap) */
     int max_render_mb;       /* the chat template's memory budget per request (MiB) */
     int max_renders;         /* chat templates rendered at once; more requests wait their turn */
+    int cache_ram_mb;        /* prompt cache: MiB of slot snapshots kept (0: no prefix reuse at all) */
+    const char *media_dir;   /* image_url parts may name files under this directory, a real path (NULL: none) */
+    int max_media;           /* images per request (--max-media-per-request) */
+    int max_soft_tokens;     /* per image; 0: the model's processor config */
+    long max_image_pixels;   /* 0: the library's default */
     int timeout_s;           /* idle connections close; a request's headers + body arrive within it */
     int max_connections;     /* open connections; past it the oldest still sending its request goes */
     int max_conn_per_ip;     /* open connections per client address (0: no limit) */
@@ -58,6 +63,10 @@ void g4_metrics_cancelled(g4_metrics *mx);
 /* One batched decode step over n slots (the mean batch size shows continuous batching at work). */
 void g4_metrics_decode_step(g4_metrics *mx, int n);
 void g4_metrics_gauges(g4_metrics *mx, int queue_depth, int busy_slots, int n_slots, long kv_used, long kv_cap);
+/* The prompt cache: one placed request reusing `reused` prompt tokens (a hit when > 0); its
+ * evictions so far, snapshot bytes and entries. */
+void g4_metrics_cache_lookup(g4_metrics *mx, int reused);
+void g4_metrics_cache_state(g4_metrics *mx, unsigned long evictions, long bytes, int entries);
 /* Prometheus text exposition; malloc'ed, NUL-terminated. */
 char *g4_metrics_render(g4_metrics *mx);
 
@@ -91,6 +100,7 @@ typedef struct g4_req {
     int n_bias;
     int chat;                 /* chat completions: the output goes through the chat parser */
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
+    struct g4_req_media *media;   /* the images of its image_url parts and the expanded prompt, or NULL */
     char *gbnf;               /* response_format / grammar: the output's grammar (GBNF), or NULL */
     const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
@@ -112,8 +122,10 @@ typedef struct g4_req {
     g4_chat_parser *parser;   /* chat: the message as deltas (created at parse time) */
     double t_submit, t_first, t_done;
 
+    int n_cached;             /* prompt tokens whose KV the prompt cache supplied (set at admission) */
+
     /* scheduler-private */
-    int slot, n_prefilled, state;
+    int slot, n_prefilled, state, split;   /* split: a snapshot when the prefill gets here (0: none) */
     long seq;
     int32_t next_tok;
     double t_last;
@@ -133,10 +145,10 @@ void g4_req_cancel(g4_req *r);
 
 typedef struct g4_sched g4_sched;
 
-/* prefill_chunk: tokens per prefill slice; the model's own chunk size keeps results identical
+/* prefill_chunk: tokens per prefill slice; cache_ram_mb: the prompt cache's budget (0: off); the model's own chunk size keeps results identical
  * to one whole g4_prefill call. */
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
-                       int prefill_chunk, int max_queue);
+                       int prefill_chunk, int max_queue, int cache_ram_mb);
 g4_status g4_sched_start(g4_sched *s);
 /* Queues r (takes a reference). Returns 0, -1 when the scheduler is shutting down, or -2 when
  * max_queue requests already wait (max_queue 0: never). */
@@ -169,8 +181,29 @@ typedef struct {
     int template_specials;    /* pass bos_token/eos_token/... as template variables */
     size_t render_budget;     /* bytes of template working memory per request (0: the library's) */
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
+    const struct g4_media_cfg *media;   /* image_url parts' settings */
     int max_messages, max_tools;   /* per request (0: no limit) */
 } g4_api_ctx;
+
+/* ---------------------------------------------------------------- images in chat (media_parts.c) */
+
+typedef struct g4_media_cfg {
+    int vision;               /* the model has a vision embedder */
+    g4_image_opts image;      /* the processor's settings with --max-soft-tokens, --max-image-pixels */
+    const char *media_dir;    /* the real path of --media-dir, or NULL: no local files */
+    int max_media;            /* --max-media-per-request */
+} g4_media_cfg;
+
+typedef struct g4_req_media g4_req_media;
+struct json_t;
+/* An image_url content part (messages[i].content[k]) of r: its image decoded into r->media, the
+ * part rewritten to {"type": "image"} for the chat template. 0, or -1 with err filled (400). */
+int g4_media_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
+/* After the chat prompt is tokenized: r->prompt expanded for r's images (none: nothing). */
+int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err);
+g4_media_prompt *g4_req_media_prompt(const g4_req_media *md);
+g4_req_media *g4_req_media_ref(g4_req_media *md);
+void g4_req_media_release(g4_req_media *md);
 
 /* Response-shaping options of a parsed request. */
 typedef struct {
@@ -238,6 +271,7 @@ typedef struct {
     void *daemon;               /* struct MHD_Daemon * */
     int ipv6;                   /* the listening socket is IPv6 (dual stack for "::") */
     sem_t renders;              /* api.renders: --max-renders chat templates at once */
+    g4_media_cfg media;         /* api.media */
     _Atomic unsigned long id_seq;
     struct g4_http *http;       /* http.c's connections, wake-ups and parse workers */
 } g4_srv;

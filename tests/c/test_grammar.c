@@ -2,7 +2,8 @@
  * byte vocabulary checked two ways: against a hand-written recognizer of the same language (every
  * short string: allowed iff some continuation is a sentence) and against the matcher's own direct
  * stack simulation, token by token, with the mask cache on and off; the end token only where the
- * grammar accepts. */
+ * grammar accepts. Gemma 4's tool-call grammar and GBNF's special-token references over the
+ * fixture's vocabulary. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -268,6 +269,113 @@ static void test_json_schema_bytes(void **state) {
     g4_vocab_index_free(v);
 }
 
+/* Gemma 4's tool-call grammar over the fixture's real vocabulary: calls written as the model
+ * would (special tokens as tokens) accepted or refused by the tool's parameter schema; the
+ * special tokens' text spelled in ordinary characters refused. */
+static const char TOOLS[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\","
+    " \"properties\": {\"city\": {\"type\": \"string\", \"maxLength\": 20}, \"days\": {\"type\": \"integer\","
+    " \"minimum\": 1, \"maximum\": 7}, \"unit\": {\"enum\": [\"c\", \"f\"]}}, \"required\": [\"city\", \"days\"],"
+    " \"additionalProperties\": false}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+
+static int tool_doc_ok(const g4_tokenizer *tk, const g4_vocab_index *v, const char *only, int max_calls, const char *doc) {
+    char *src = NULL;
+    if (g4_tool_calls_to_gbnf(TOOLS, strlen(TOOLS), only, max_calls, &src)) fail_msg("%s", g4_last_error());
+    g4_grammar *g = NULL;
+    if (g4_grammar_compile_gbnf_tokens(src, strlen(src), NULL, tk, &g)) fail_msg("%s\n%s", g4_last_error(), src);
+    free(src);
+    g4_matcher *m = NULL;
+    assert_int_equal(g4_grammar_matcher_new(g, v, &m), G4_OK);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(g4_tokenize(tk, doc, strlen(doc), 0, &ids, &n), G4_OK);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) ok = g4_matcher_accept(m, ids[i]) == 1;
+    ok = ok && g4_matcher_accepts_end(m);
+    free(ids);
+    g4_matcher_free(m);
+    g4_grammar_free(g);
+    return ok;
+}
+
+static void test_tool_call_grammar(void **state) {
+    (void)state;
+    g4_tokenizer *tk = NULL;
+    if (g4_tokenizer_load("tests/fixtures/g4-cond-tiny", &tk)) fail_msg("%s", g4_last_error());
+    g4_vocab_index *v = NULL;
+    assert_int_equal(g4_vocab_index_new(tk, NULL, 0, &v), G4_OK);
+    static const struct { const char *only; int max_calls; const char *doc; int ok; } cases[] = {
+        {NULL, 0, "<|tool_call>call:get_weather{city:<|\"|>Paris, {x}: \"y\"<|\"|>,days:3}<tool_call|><|tool_response>", 1},
+        {NULL, 0, "<|tool_call>call:get_weather{city:<|\"|><|\"|>,days:7,unit:<|\"|>f<|\"|>}<tool_call|><|tool_response>", 1},
+        {NULL, 0, "<|tool_call>call:now{}<tool_call|><|tool_call>call:now{}<tool_call|><|tool_response>", 1},
+        {NULL, 1, "<|tool_call>call:now{}<tool_call|><|tool_call>call:now{}<tool_call|><|tool_response>", 0},
+        {"now", 0, "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,days:3}<tool_call|><|tool_response>", 0},
+        {"now", 0, "<|tool_call>call:now{}<tool_call|><|tool_response>", 1},
+        {NULL, 0, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:8}<tool_call|><|tool_response>", 0},
+        {NULL, 0, "<|tool_call>call:get_weather{days:3}<tool_call|><|tool_response>", 0},
+        {NULL, 0, "<|tool_call>call:get_weather{city:\"Paris\",days:3}<tool_call|><|tool_response>", 0},
+        {NULL, 0, "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,days:3,unit:<|\"|>k<|\"|>}<tool_call|><|tool_response>", 0},
+        {NULL, 0, "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,days:3,x:1}<tool_call|><|tool_response>", 0},
+        {NULL, 0, "<|tool_call>call:now{}<tool_call|>", 0},
+        {NULL, 0, "call:now{}", 0},
+        {NULL, 0, "", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int ok = tool_doc_ok(tk, v, cases[i].only, cases[i].max_calls, cases[i].doc);
+        if (ok != cases[i].ok) fail_msg("case %zu (%s): accepted %d", i, cases[i].doc, ok);
+    }
+    /* the tokens' text in ordinary characters is not the tokens */
+    char *src = NULL;
+    assert_int_equal(g4_tool_calls_to_gbnf(TOOLS, strlen(TOOLS), "now", 0, &src), G4_OK);
+    g4_grammar *g = NULL;
+    assert_int_equal(g4_grammar_compile_gbnf_tokens(src, strlen(src), NULL, tk, &g), G4_OK);
+    free(src);
+    g4_matcher *m = NULL;
+    assert_int_equal(g4_grammar_matcher_new(g, v, &m), G4_OK);
+    assert_int_equal(g4_matcher_accept_bytes(m, "<|tool_call>", 12), 0);
+    assert_int_equal(g4_matcher_accept_bytes(m, "<", 1), 0);
+    /* the mask at the start allows exactly one token: <|tool_call> */
+    int V = g4_vocab_index_size(v);
+    uint32_t *mask = calloc(((size_t)V + 31) / 32, 4);
+    assert_int_equal(g4_matcher_mask(m, mask), 1);
+    int32_t call = g4_token_to_id(tk, "<|tool_call>");
+    assert_true(mask[call >> 5] >> (call & 31) & 1);
+    free(mask);
+    g4_matcher_free(m);
+    g4_grammar_free(g);
+    /* refusals name the problem */
+    static const struct { const char *src, *needle; } bad[] = {
+        {"root ::= <|nope|>", "names no token"},
+        {"root ::= <[99999]>", "outside the vocabulary"},
+        {"root ::= <[x]>", "decimal id"},
+        {"root ::= <call", "unterminated token reference"},
+        {"root ::= !<|tool_call>", "negated"},
+        {"root ::= <[100]>", "ordinary token"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        g = NULL;
+        assert_int_equal(g4_grammar_compile_gbnf_tokens(bad[i].src, strlen(bad[i].src), NULL, tk, &g), G4_ERR_INPUT);
+        if (!strstr(g4_last_error(), bad[i].needle)) fail_msg("'%s': '%s' lacks '%s'", bad[i].src, g4_last_error(), bad[i].needle);
+    }
+    assert_int_equal(g4_grammar_compile_gbnf("root ::= <[1]>", 14, NULL, &g), G4_ERR_INPUT);   /* no vocabulary */
+    static const struct { const char *tools, *only, *needle; } badt[] = {
+        {"[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"string\"}}}]", NULL, "object schema"},
+        {"[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"propertyNames\": {}}}}]", NULL, "propertyNames"},
+        {"[{\"type\": \"function\", \"function\": {\"name\": \"f g\"}}]", NULL, "cannot be written"},
+        {"[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]", "g", "no function named 'g'"},
+        {"{}", NULL, "not a JSON array"},
+    };
+    for (size_t i = 0; i < sizeof badt / sizeof badt[0]; i++) {
+        src = NULL;
+        assert_int_equal(g4_tool_calls_to_gbnf(badt[i].tools, strlen(badt[i].tools), badt[i].only, 0, &src), G4_ERR_INPUT);
+        assert_null(src);
+        if (!strstr(g4_last_error(), badt[i].needle)) fail_msg("'%s' lacks '%s'", g4_last_error(), badt[i].needle);
+    }
+    g4_vocab_index_free(v);
+    g4_tokenizer_free(tk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gbnf_errors),
@@ -276,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_utf8_classes),
         cmocka_unit_test(test_json_schema_errors),
         cmocka_unit_test(test_json_schema_bytes),
+        cmocka_unit_test(test_tool_call_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

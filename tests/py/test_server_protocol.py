@@ -158,9 +158,8 @@ def test_tool_choice(g4_bin, srv):
     assert prompt_tokens(srv, tools=TOOLS, tool_choice="auto") == with_tools
     assert prompt_tokens(srv, tools=TOOLS, tool_choice="none") == plain
     assert prompt_tokens(srv, tools=TOOLS, parallel_tool_calls=False) == with_tools
-    assert_400(post(srv, {"messages": USER, "tools": TOOLS, "tool_choice": "required"}), "tool_choice", "not supported yet")
-    assert_400(post(srv, {"messages": USER, "tools": TOOLS,
-                          "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}), "tool_choice")
+    # required / named (constrained to the call syntax): tests/py/test_tool_choice.py
+    assert prompt_tokens(srv, tools=TOOLS, tool_choice="required") == with_tools
     assert_400(post(srv, {"messages": USER, "tools": TOOLS, "tool_choice": "sometimes"}), "tool_choice")
     assert_400(post(srv, {"messages": USER, "tools": [{"type": "function"}]}), "tools")
     assert_400(post(srv, {"messages": USER, "tools": TOOLS, "parallel_tool_calls": "yes"}), "parallel_tool_calls")
@@ -265,7 +264,7 @@ def test_media_parts_are_400(srv):
     img = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
     e = assert_400(post(srv, {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, img]}]}),
                    "messages")
-    assert "image input is not supported yet" in e["message"]
+    assert "takes no images" in e["message"]   # a text-only model; images: test_multimodal_server.py
     aud = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
     e = assert_400(post(srv, {"messages": [{"role": "user", "content": [aud]}]}), "messages")
     assert "audio input is not supported yet" in e["message"]

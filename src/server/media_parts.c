@@ -1,0 +1,158 @@
+/* media_parts.c — the OpenAI content parts that carry images in chat requests: an `image_url`
+ * part's image from a data: URL (base64), or a local file under --media-dir; remote URLs refused.
+ * Each image is decoded here (g4_image_load_mem), the part handed to the chat template as
+ * {"type": "image"} (which writes <|image|>), and after tokenizing the prompt is expanded for the
+ * images (g4_media_prompt) — the prompt ids, and so the usage counts, include the soft tokens. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "server/server.h"
+
+struct g4_req_media {
+    _Atomic int refs;             /* the choices of one request share it */
+    g4_image **images;
+    int n, cap;
+    g4_media_prompt *prompt;      /* once the prompt is tokenized */
+};
+
+#define BAD(param, ...) (g4_api_err(err, 400, "invalid_request_error", param, "invalid_value", __VA_ARGS__), -1)
+
+g4_req_media *g4_req_media_ref(g4_req_media *md) {
+    if (md) md->refs++;
+    return md;
+}
+
+void g4_req_media_release(g4_req_media *md) {
+    if (!md || --md->refs > 0) return;
+    g4_media_prompt_free(md->prompt);
+    for (int i = 0; i < md->n; i++) g4_image_free(md->images[i]);
+    free(md->images);
+    free(md);
+}
+
+g4_media_prompt *g4_req_media_prompt(const g4_req_media *md) { return md ? md->prompt : NULL; }
+
+/* Standard base64 (RFC 4648, '=' padding optional) into a malloc'ed buffer; -1 on a bad digit. */
+static int base64_decode(const char *s, size_t n, unsigned char **out, size_t *out_n) {
+    unsigned char *b = malloc(n / 4 * 3 + 3);
+    if (!b) return -2;
+    size_t k = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char ch = s[i];
+        int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+              : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
+        if (ch == '=') {   /* padding: only at the end */
+            while (i < n && s[i] == '=') i++;
+            if (i != n) break;
+            *out = b;
+            *out_n = k;
+            return 0;
+        }
+        if (v < 0) { free(b); return -1; }
+        acc = acc << 6 | (unsigned)v;
+        if ((bits += 6) >= 8) {
+            bits -= 8;
+            b[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    if (bits >= 6) { free(b); return -1; }   /* a lone trailing digit */
+    *out = b;
+    *out_n = k;
+    return 0;
+}
+
+/* The image a part's URL names, decoded. */
+static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_image **im, g4_api_error *err) {
+    const g4_media_cfg *mc = c->media;
+    g4_status st;
+    if (!strncmp(url, "data:", 5)) {
+        const char *comma = strchr(url, ',');
+        if (!comma || comma - url < 12 || strncmp(comma - 7, ";base64", 7))
+            return BAD("messages", "%s: a data: URL must be base64 (data:image/...;base64,...)", where);
+        if (strncmp(url + 5, "image/", 6))
+            return BAD("messages", "%s: a data: URL of type '%.*s' is not an image", where, (int)(comma - 7 - url - 5), url + 5);
+        unsigned char *bytes;
+        size_t n;
+        const int rc = base64_decode(comma + 1, strlen(comma + 1), &bytes, &n);
+        if (rc == -2) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        if (rc) return BAD("messages", "%s: the data: URL is not valid base64", where);
+        st = g4_image_load_mem(bytes, n, "the image", &mc->image, im);
+        free(bytes);
+    } else if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) {
+        return BAD("messages", "%s: remote image URLs are not fetched; send the image as a data: URL", where);
+    } else {
+        const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
+        char real[PATH_MAX];
+        const size_t dl = mc->media_dir ? strlen(mc->media_dir) : 0;
+        if (!mc->media_dir)
+            return BAD("messages", "%s: local image files are not served (the server has no --media-dir)", where);
+        if (!realpath(path, real) || strncmp(real, mc->media_dir, dl) || real[dl] != '/')
+            return BAD("messages", "%s: no such image under the server's --media-dir", where);
+        st = g4_image_load(real, &mc->image, im);
+    }
+    if (st == G4_ERR_NOMEM) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    if (st) return BAD("messages", "%s: %s", where, g4_last_error());
+    return 0;
+}
+
+int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err) {
+    char where[64];
+    snprintf(where, sizeof where, "messages[%zu].content[%zu]", i, k);
+    if (!c->media || !c->media->vision)
+        return BAD("messages", "%s: this model takes no images (no vision embedder)", where);
+    const char *key;
+    json_t *v;
+    json_object_foreach(part, key, v)
+        if (strcmp(key, "type") && strcmp(key, "image_url"))
+            return BAD("messages", "%s: '%s' is not supported in an image_url part", where, key);
+    json_t *iu = json_object_get(part, "image_url");
+    json_t *url = json_is_object(iu) ? json_object_get(iu, "url") : iu;
+    if (!json_is_string(url))
+        return BAD("messages", "%s.image_url must be an object with a string 'url'", where);
+    json_object_foreach(iu, key, v) {
+        if (!strcmp(key, "url")) continue;
+        if (!strcmp(key, "detail") && json_is_string(v) && !strcmp(json_string_value(v), "auto")) continue;
+        return BAD("messages", "%s.image_url: '%s'%s is not supported", where, key,
+                   strcmp(key, "detail") ? "" : " other than \"auto\"");
+    }
+    g4_req_media *md = r->media;
+    if (!md) {
+        if (!(md = r->media = calloc(1, sizeof *md))) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        md->refs = 1;
+    }
+    if (md->n >= c->media->max_media)
+        return BAD("messages", "%s: more than %d images in one request (--max-media-per-request)", where, c->media->max_media);
+    if (md->n == md->cap) {
+        g4_image **ni = realloc(md->images, (size_t)(md->cap = md->cap ? 2 * md->cap : 4) * sizeof *ni);
+        if (!ni) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        md->images = ni;
+    }
+    if (load_url(c, json_string_value(url), where, &md->images[md->n], err)) return -1;
+    md->n++;
+    /* the chat template writes <|image|> for an {"type": "image"} item */
+    json_object_clear(part);
+    json_object_set_new(part, "type", json_string("image"));
+    return 0;
+}
+
+int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
+    g4_req_media *md = r->media;
+    if (!md) return 0;
+    if (g4_media_prompt_new(c->tok, r->prompt, r->n_prompt, md->images, md->n, &md->prompt))
+        return BAD("messages", "%s", g4_last_error());
+    int n;
+    const int32_t *ids = g4_media_prompt_ids(md->prompt, &n);
+    int32_t *copy = malloc((size_t)n * sizeof *copy);
+    if (!copy) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    memcpy(copy, ids, (size_t)n * sizeof *copy);
+    free(r->prompt);
+    r->prompt = copy;
+    r->n_prompt = n;
+    return 0;
+}

@@ -1,0 +1,120 @@
+"""Images through `gemma4c serve` (OpenAI image_url content parts) on g4-cond-mm-tiny, with the
+official openai client: a data: URL gives the same tokens as `run --chat --image` (one image, two
+images, streaming), the prompt usage counts the soft tokens, files only under --media-dir, and
+the refusals (a bad image, remote URLs, unknown fields, too many images, a model without vision)."""
+import base64
+import json
+
+import pytest
+import requests
+
+from conftest import FIXTURES, run_g4
+from test_server import Server
+
+MODEL = FIXTURES / "g4-cond-mm-tiny"
+MEDIA = FIXTURES / "media"
+NAME = "g4-cond-tiny"   # test_server.Server's --alias
+
+
+def data_url(path, mime):
+    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+JPEG = MEDIA / "jpeg_odd_97x61.jpg"
+PNG = MEDIA / "png_rgba_150x100.png"
+
+
+def image_part(path=JPEG, mime="image/jpeg"):
+    return {"type": "image_url", "image_url": {"url": data_url(path, mime)}}
+
+
+@pytest.fixture(scope="module")
+def srv(g4_bin):
+    s = Server(g4_bin, "--ctx", 512, "--parallel", 2, "--max-soft-tokens", 70, "--max-media-per-request", 2,
+               "--media-dir", MEDIA, model_dir=MODEL)
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+def cli_chat_ids(g4_bin, prompt, images, n):
+    args = []
+    for f in images:
+        args += ["--image", f]
+    r = run_g4(g4_bin, "run", "-m", MODEL, "--chat", "-p", prompt, "-n", n, "--ids", "--ignore-eos",
+               "--max-soft-tokens", 70, "--threads", 1, *args)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def chat(srv, content, n=12, **kw):
+    return srv.client().chat.completions.create(
+        model=NAME, messages=[{"role": "user", "content": content}], max_tokens=n, temperature=0,
+        extra_body={"ignore_eos": True, "return_token_ids": True, **kw})
+
+
+def test_one_image_matches_cli(srv, g4_bin):
+    r = chat(srv, [{"type": "text", "text": "Describe"}, image_part()])
+    assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [JPEG], 12)
+    # usage: the <|image|> of the same text prompt, expanded to <|image>, 60 soft tokens, <image|>
+    text_only = chat(srv, "Describe<|image|>", n=1)
+    assert r.usage.prompt_tokens == text_only.usage.prompt_tokens + 60 + 1
+
+
+def test_two_images_match_cli(srv, g4_bin):
+    r = chat(srv, [image_part(), {"type": "text", "text": "versus"}, image_part(PNG, "image/png")])
+    want = cli_chat_ids(g4_bin, "<|image|>versus<|image|>", [JPEG, PNG], 12)
+    assert r.choices[0].model_extra["token_ids"] == want
+
+
+def test_stream(srv):
+    content = [{"type": "text", "text": "Describe"}, image_part()]
+    whole = chat(srv, content)
+    with requests.post(srv.url + "/v1/chat/completions", stream=True, json={
+            "model": NAME, "messages": [{"role": "user", "content": content}], "max_tokens": 12, "temperature": 0,
+            "stream": True, "ignore_eos": True}) as resp:
+        assert resp.status_code == 200
+        lines = [ln for ln in resp.iter_lines() if ln]
+    assert lines[-1] == b"data: [DONE]"
+    text = "".join(json.loads(ln[6:])["choices"][0]["delta"].get("content") or "" for ln in lines[:-1])
+    assert text == whole.choices[0].message.content
+
+
+def test_media_dir_file(srv, g4_bin):
+    r = chat(srv, [{"type": "text", "text": "Describe"},
+                   {"type": "image_url", "image_url": {"url": f"file://{JPEG.resolve()}"}}])
+    assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [JPEG], 12)
+
+
+def post_error(srv, content):
+    resp = requests.post(srv.url + "/v1/chat/completions",
+                         json={"model": NAME, "messages": [{"role": "user", "content": content}], "max_tokens": 2})
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["param"] == "messages"
+    return err["message"]
+
+
+def test_refusals(srv, tmp_path):
+    assert "not a PNG, JPEG, WebP or GIF" in post_error(srv, [image_part(JPEG, "image/jpeg") | {
+        "image_url": {"url": "data:image/jpeg;base64," + base64.b64encode(b"garbage bytes").decode()}}])
+    cut = base64.b64encode(JPEG.read_bytes()[:300]).decode()
+    assert "messages[0].content[0]" in post_error(srv, [{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64," + cut}}])
+    assert "not valid base64" in post_error(srv, [{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}])
+    assert "remote image URLs" in post_error(srv, [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+    assert "--media-dir" in post_error(srv, [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}])
+    outside = tmp_path / "x.jpg"
+    outside.write_bytes(JPEG.read_bytes())
+    assert "--media-dir" in post_error(srv, [{"type": "image_url", "image_url": {"url": str(outside)}}])
+    assert "'detail' other than \"auto\"" in post_error(srv, [{"type": "image_url", "image_url": {
+        "url": data_url(JPEG, "image/jpeg"), "detail": "high"}}])
+    assert "more than 2 images" in post_error(srv, [image_part(), image_part(), image_part()])
+
+
+def test_model_without_vision(g4_bin):
+    s = Server(g4_bin, "--ctx", 256)   # test_server's text-only fixture
+    try:
+        resp = requests.post(s.url + "/v1/chat/completions", json={
+            "model": NAME, "messages": [{"role": "user", "content": [image_part()]}], "max_tokens": 2})
+        assert resp.status_code == 400 and "takes no images" in resp.json()["error"]["message"]
+    finally:
+        assert s.stop() == 0

@@ -558,6 +558,40 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
 /* 1 when the model has the vision embedder g4_image_embed needs (rank 0 of an HF checkpoint). */
 int g4_model_has_vision(const g4_model *m);
 
+/* ---------------------------------------------------------------- audio */
+
+/* A sound file prepared as Gemma 4 unified's audio feature extractor prepares a 16 kHz waveform:
+ * decoded by libsndfile (WAV, FLAC, OGG, MP3, ...) to float samples, channels averaged to mono,
+ * resampled to 16 kHz with libsoxr where the file has another rate (beyond transformers, which
+ * takes 16 kHz only), cut into frames of `frame` samples, the last zero-padded: one soft token a
+ * frame. A corrupt or unsupported file, or one longer than max_seconds, is G4_ERR_INPUT. */
+typedef struct {
+    int frame;             /* samples per soft token: audio_config.audio_embed_dim (640: 40 ms) */
+    double max_seconds;    /* refuse longer audio */
+} g4_audio_opts;
+
+/* 640 samples a frame, 30 s at most. */
+void g4_audio_opts_default(g4_audio_opts *o);
+/* The defaults, then config.json's audio_config.audio_embed_dim where the directory has one. */
+g4_status g4_audio_opts_load(const char *model_dir, g4_audio_opts *o);
+
+typedef struct {
+    int src_rate, src_channels;   /* as decoded */
+    long n_samples;               /* at 16 kHz, mono */
+    int frame, n_frames;          /* n_frames = ceil(n_samples / frame): the soft tokens */
+    float *frames;                /* [n_frames][frame] */
+} g4_audio;
+
+g4_status g4_audio_load(const char *path, const g4_audio_opts *o, g4_audio **out);
+g4_status g4_audio_load_mem(const void *data, size_t n, const char *name, const g4_audio_opts *o, g4_audio **out);
+void g4_audio_free(g4_audio *a);
+
+/* Gemma 4 unified's audio embedder: each frame through RMSNorm (no weight) -> projection into the
+ * hidden size, in float32. out: [n_frames][hidden]. G4_ERR_INPUT when the model has no audio
+ * embedder or the frames do not fit its audio_config. */
+g4_status g4_audio_embed(const g4_model *m, const g4_audio *a, float *out);
+int g4_model_has_audio(const g4_model *m);
+
 /* ---------------------------------------------------------------- prompts with images */
 
 /* A prompt assembled as transformers' Gemma4UnifiedProcessor assembles it: every image
@@ -570,6 +604,10 @@ int g4_model_has_vision(const g4_model *m);
 typedef struct g4_media_prompt g4_media_prompt;
 g4_status g4_media_prompt_new(const g4_tokenizer *tok, const int32_t *ids, int n, g4_image *const *images,
                               int n_images, g4_media_prompt **out);
+/* The same with audio clips too: each <|audio|> becomes <|audio> + N x <|audio|> + <audio|> (N =
+ * the clip's frames), clips in order; their soft tokens attend causally. */
+g4_status g4_media_prompt_new_av(const g4_tokenizer *tok, const int32_t *ids, int n, g4_image *const *images,
+                                 int n_images, g4_audio *const *audios, int n_audios, g4_media_prompt **out);
 void g4_media_prompt_free(g4_media_prompt *p);
 /* The expanded ids (what the model sees: soft-token positions hold <|image|>) and their count. */
 const int32_t *g4_media_prompt_ids(const g4_media_prompt *p, int *n);
@@ -580,8 +618,8 @@ const int32_t *g4_media_prompt_ids(const g4_media_prompt *p, int *n);
  * soft tokens attend to each other both ways on the sliding-window layers (within the window) and
  * causally on the full layers, as transformers' create_masks_for_vision_model (docs/multimodal.md).
  * A prefill chunk never cuts an image: the chunk ends before it instead, and an image of more soft
- * tokens than opts.prefill_chunk is G4_ERR_INPUT. Images under --tp > 1 are G4_ERR_INPUT (not
- * supported yet). */
+ * tokens than opts.prefill_chunk is G4_ERR_INPUT (audio, causal, is cut like text). Under --tp rank 0 embeds the images and the
+ * soft tokens reach the other ranks as the embedding rows do. */
 g4_status g4_prefill_media(g4_model *m, int slot, g4_media_prompt *p, float *logits);
 g4_status g4_prefill_media_argmax(g4_model *m, int slot, g4_media_prompt *p, int32_t *next);
 /* The same for the prompt's ids [from, from + n) alone, the slot holding ids [0, from) of it

@@ -75,20 +75,25 @@ enum { CLI_MEDIA_MAX = 256, CLI_MEDIA_DEFAULT_MAX = 8 };
 typedef struct {
     const char *paths[CLI_MEDIA_MAX];   /* --image, in order */
     int n_images;
+    const char *audio_paths[CLI_MEDIA_MAX];   /* --audio, in order */
+    int n_audios;
+    double max_audio_seconds;           /* 0: the library's default */
     int max_soft_tokens;                /* 0: the model's processor config */
     long max_pixels;                    /* 0: the library's default */
     int max_media, max_media_set;       /* --max-media-per-request */
     g4_image **images;                  /* [n_images] once loaded */
+    g4_audio **audios;                  /* [n_audios] once loaded */
 } cli_media;
 extern const char *const cli_media_opts_help;
-/* As cli_parse_model_opt, for --image, --max-soft-tokens, --max-image-pixels, --max-media-per-request. */
+/* As cli_parse_model_opt, for --image, --audio, --max-soft-tokens, --max-image-pixels,
+ * --max-audio-seconds, --max-media-per-request. */
 int cli_parse_media_opt(const char *cmd, int argc, char **argv, int *i, cli_media *md);
 /* After parsing: 0, or 2 after reporting more images than --max-media-per-request. */
 int cli_media_check(const char *cmd, const cli_media *md);
-/* Loads the images through the model directory's processor settings; *max_soft: the most soft
- * tokens of one of them (0 without images). */
+/* Loads the images and audio clips through the model directory's processor settings; *max_soft:
+ * the most soft tokens of one image (0 without images: audio may be split across prefill steps). */
 g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
-/* The prompt `ids` with its image placeholders expanded for the loaded images. */
+/* The prompt `ids` with its image and audio placeholders expanded for the loaded media. */
 g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,
                            g4_media_prompt **out);
 void cli_media_free(cli_media *md);

@@ -162,11 +162,11 @@ static g4_status images_before_load(run_opts *o) {
 
 static g4_status prompt_after_load(const run_opts *o, int need_tok, run_prompt *p) {
     g4_status st = G4_OK;
-    if (need_tok || o->prompt || o->md.n_images) {   /* text in or out, or images, need the tokenizer */
+    if (need_tok || o->prompt || (o->md.n_images || o->md.n_audios)) {   /* text in or out, or images, need the tokenizer */
         if ((st = g4_tokenizer_load(o->model, &p->tok)) == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
         if (!st && o->prompt) st = text_to_ids(o, p->tok, &p->ids, &p->n);
     }
-    if (!st && o->md.n_images) {
+    if (!st && (o->md.n_images || o->md.n_audios)) {
         st = cli_media_prompt(&o->md, p->tok, p->ids, p->n, &p->mp);
         if (!st) g4_media_prompt_ids(p->mp, &p->n);
     }

@@ -17,6 +17,7 @@ static void help(FILE *f) {
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128]\n"
+               "                     [--max-audio-seconds 30]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -29,12 +30,13 @@ static void help(FILE *f) {
                "Slots keep their KV between requests and a prompt continues from the longest prefix\n"
                "computed before; --cache-ram MB bounds the host snapshots that make deep and cross-slot\n"
                "reuse possible (0: no reuse at all).\n"
-               "Chat messages take image_url parts: data: URLs, or files under --media-dir (docs/server.md).\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
                "--queue-timeout seconds for a slot gets 503 with Retry-After (0: it waits). --cors-origin\n"
-               "(repeatable, or '*') lets browser pages from those origins call the API.\n");
+               "(repeatable, or '*') lets browser pages from those origins call the API.\n"
+               "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
+               "parts (docs/server.md).\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -104,6 +106,12 @@ int cli_serve(int argc, char **argv) {
             o.media_dir = media_dir;
         }
         else if (!strcmp(a, "--max-media-per-request")) INTV(0, 1024, o.max_media);
+        else if (!strcmp(a, "--max-audio-seconds")) {
+            float sec;
+            NEEDV();
+            if (!cli_parse_float(cmd, a, v, 0.001f, 86400, &sec)) return 2;
+            o.max_audio_seconds = sec;
+        }
         else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
         else if (!strcmp(a, "--max-soft-tokens")) {
             INTV(70, 1120, o.max_soft_tokens);

@@ -76,7 +76,7 @@ int cli_tokenize(int argc, char **argv) {
     free(text);
     g4_media_prompt *mp = NULL;
     const int32_t *out = ids;
-    if (!st && md.n_images) {
+    if (!st && (md.n_images || md.n_audios)) {
         int nn;
         if (!(st = cli_media_prompt(&md, t, ids, (int)n, &mp))) {
             out = g4_media_prompt_ids(mp, &nn);

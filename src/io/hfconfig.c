@@ -185,6 +185,21 @@ static g4_status parse_vision(ctx_t *c, json_t *vc, g4_config *cfg) {
     return st;
 }
 
+/* audio_config, as vision_config */
+static g4_status parse_audio(ctx_t *c, json_t *ac, g4_config *cfg) {
+    json_t *tc = c->tc;
+    double eps;
+    g4_status st;
+    c->tc = ac;
+    if (!(st = get_int(c, "audio_embed_dim", 0, 640, 1, 1 << 20, &cfg->aud_embed_dim)) &&
+        !(st = get_num(c, ac, "rms_norm_eps", 0, 1e-6, &eps))) {
+        cfg->aud_rms_norm_eps = (float)eps;
+        cfg->has_audio = 1;
+    }
+    c->tc = tc;
+    return st;
+}
+
 static g4_status parse_text(ctx_t *c, g4_config *cfg) {
     g4_status st;
     int kv, hd;
@@ -278,6 +293,8 @@ g4_status g4_config_parse(const char *json, size_t len, const char *path, g4_con
     cfg->tie_word_embeddings = tie ? json_is_true(tie) : 1;
     json_t *vc = json_object_get(root, "vision_config");
     if (cfg->conditional && json_is_object(vc) && (st = parse_vision(&c, vc, cfg))) goto done;
+    json_t *ac = json_object_get(root, "audio_config");
+    if (cfg->conditional && json_is_object(ac) && (st = parse_audio(&c, ac, cfg))) goto done;
     /* image / video / audio placeholder ids, with Gemma4UnifiedConfig's defaults */
     static const char *const mm_keys[3] = {"image_token_id", "video_token_id", "audio_token_id"};
     static const int mm_defaults[3] = {258880, 258884, 258881};

@@ -48,6 +48,9 @@ typedef struct {
     /* text_config.use_bidirectional_attention == "vision": an image's soft tokens attend to each
      * other both ways on the sliding layers (model/media_prompt.c) */
     int vis_bidirectional;
+    /* audio_config (the encoder-free audio embedder); has_audio 0 where the config has none */
+    int has_audio, aud_embed_dim;
+    float aud_rms_norm_eps;
 } g4_config;
 
 /* Reads dir/config.json. Every field the engine needs is required or has the transformers

@@ -51,7 +51,7 @@ static void att_task(void *ctx, int task, int thread) {
             hi[r1 - r0] = p;
             /* an image's soft tokens see the whole image on sliding layers, the window still
              * applying (transformers' create_masks_for_vision_model); its K/V are in this step */
-            if (!L->is_full && m->step_blk_end && m->step_blk_end[r1] > p) hi[r1 - r0] = m->step_blk_end[r1];
+            if (!L->is_full && m->step_media && m->step_media[r1] > p) hi[r1 - r0] = m->step_media[r1];
             lo[r1 - r0] = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
         }
         const float *K = g4_slot_k(m, j->slots[r0], L) + (size_t)g * cap * D;

@@ -118,8 +118,11 @@ static void embed(g4_model *m, int R, const int32_t *ids) {
     const int H = c->hidden_size;
     for (int r = 0; r < R; r++) {
         float *x = m->x + (size_t)r * H;
-        if (m->step_soft && m->step_soft[r]) {   /* an image's soft token: as embedded, unscaled */
-            memcpy(x, m->step_soft[r], (size_t)H * sizeof(float));
+        if (m->step_media && m->step_media[r] != G4_ROW_TEXT) {
+            /* an image's soft token, as embedded (unscaled); under --tp rank 0 holds it and the
+             * other ranks add zeros, which leaves it exact */
+            if (m->step_soft) memcpy(x, m->step_soft[r], (size_t)H * sizeof(float));
+            else memset(x, 0, (size_t)H * sizeof(float));
             continue;
         }
         int id = ids[r];

@@ -146,7 +146,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         if ((st = g4_st_open_dir(path, &m->ts))) goto fail;
         if ((st = g4_weights_bind(m))) goto fail;
         /* the image embedder is rank 0's, which prepares prompts */
-        if (rank == 0 && (st = g4_vision_bind(m))) goto fail;
+        if (rank == 0 && ((st = g4_vision_bind(m)) || (st = g4_audio_bind(m)))) goto fail;
     }
     const g4_config *c = &m->cfg;
     for (int t = 0; t < m->ts.n_tensors; t++) m->info.weight_bytes += m->ts.tensors[t].nbytes;
@@ -241,6 +241,7 @@ void g4_model_free(g4_model *m) {
     if (m->comm) m->comm->free(m->comm);
     g4_weights_free(m);
     g4_vision_free(m->vision);
+    g4_audio_embedder_free(m->audio);
     g4_st_close(&m->ts);
     g4_pack_close(m->pack);
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);

@@ -96,11 +96,13 @@ struct g4_model {
     struct g4_group *group;     /* threads backend, rank 0: the other ranks' threads (parallel/group.c) */
     struct g4_vision *vision;   /* rank 0 of an HF checkpoint with vision_config: the image embedder
                                  * (vision.c); NULL otherwise */
-    /* a prefill step with images (media_prompt.c), NULL otherwise: row r's input embedding when
-     * step_soft[r] is set (a soft token, [H]), and the last position of its image, whose tokens
-     * it also attends to on sliding layers, in step_blk_end[r] (-1: causal) */
+    struct g4_audio_embedder *audio;   /* the same for audio_config (audio.c) */
+    /* a prefill step with images (media_prompt.c; under --tp every rank gets step_media from
+     * parallel/group.c), NULL otherwise: what row r is, G4_ROW_TEXT, G4_ROW_SOFT (a soft token
+     * attending causally) or >= 0 (a soft token that also attends to its image's later tokens on
+     * sliding layers, up to this position), and on rank 0 the soft token itself, [H] */
+    const int *step_media;           /* [R] */
     const float *const *step_soft;   /* [R] */
-    const int *step_blk_end;         /* [R] */
 };
 
 /* The vision embedder's weights (vision.c): bound on rank 0 from an HF checkpoint whose config has
@@ -108,6 +110,10 @@ struct g4_model {
 typedef struct g4_vision g4_vision;
 g4_status g4_vision_bind(g4_model *m);
 void g4_vision_free(g4_vision *v);
+/* The audio embedder's projection (audio.c), bound the same way from audio_config. */
+typedef struct g4_audio_embedder g4_audio_embedder;
+g4_status g4_audio_bind(g4_model *m);
+void g4_audio_embedder_free(g4_audio_embedder *a);
 
 /* Binds and checks every tensor of the checkpoint against the config (weights.c). */
 g4_status g4_weights_bind(g4_model *m);
@@ -128,7 +134,8 @@ g4_status g4_model_shard(g4_model *m);
 /* What a forward step is, for the modes whose arithmetic depends on it (g4_forward's `step`):
  * BATCHED (--numerics ggml): llama.cpp would run these rows in a batch of >= 2 tokens;
  * PREFILL (--prefill-bf16): the rows are prompt tokens. */
-enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2 };
+enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2, G4_STEP_MEDIA = 4 /* m->step_media is set */ };
+enum { G4_ROW_TEXT = -1, G4_ROW_SOFT = -2 };
 
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and
  * writes this rank's raw logits (vocabulary rows [vlo, vlo + vlen)) for rows [logit_row0, R) into

@@ -171,14 +171,18 @@ g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_mode
 /* ---------------------------------------------------------------- the step on the wire */
 
 /* m->cmd as int32 words: a header (op, R, logit_row0, out mode, step flags G4_STEP_*), then
- * slots[R], pos[R], ids[R]; broadcast whole (its size fixed by max_rows) */
+ * slots[R], pos[R], ids[R]; broadcast whole (its size fixed by max_rows). After them room for a
+ * step with images' m->step_media [R], broadcast apart and only for such a step (rank 0 alone
+ * holds the soft tokens: the embedding's all-reduce brings them to the others) */
 enum { CMD_STOP = 0, CMD_STEP = 1 };
 enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
 #define CMD_HDR 5
 
-size_t g4_group_cmd_bytes(int max_rows) { return (CMD_HDR + 3 * (size_t)max_rows) * sizeof(int32_t); }
+size_t g4_group_cmd_bytes(int max_rows) { return (CMD_HDR + 4 * (size_t)max_rows) * sizeof(int32_t); }
 
-static void cmd_bcast(g4_model *m) { m->comm->bcast(m->comm, m->cmd, g4_group_cmd_bytes(m->max_rows)); }
+static void cmd_bcast(g4_model *m) { m->comm->bcast(m->comm, m->cmd, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t)); }
+
+static int32_t *cmd_media(g4_model *m) { return m->cmd + CMD_HDR + 3 * (size_t)m->max_rows; }
 
 static void step_encode(int32_t *c, int R, const int *slots, const int *pos, const int32_t *ids, int row0, int out,
                         int step) {
@@ -212,7 +216,12 @@ static step_cmd step_decode(const int32_t *c) {
 static void rank_step(g4_model *m, float *logits, int32_t *next) {
     const step_cmd s = step_decode(m->cmd);
     const int mode = s.out, n = s.R - s.row0, V = m->cfg.vocab_size;
+    if (s.step & G4_STEP_MEDIA) {   /* rank 0 wrote its step_media there (g4_group_forward) */
+        m->comm->bcast(m->comm, cmd_media(m), (size_t)s.R * sizeof(int32_t));
+        if (m->comm->rank) m->step_media = cmd_media(m);
+    }
     g4_forward(m, s.R, s.slots, s.pos, s.ids, s.row0, s.step, mode == OUT_NONE ? NULL : m->lg);
+    if (m->comm->rank) m->step_media = NULL;
     if (mode == OUT_NONE) return;
     g4_comm *cm = m->comm;
     if (mode == OUT_LOGITS) {
@@ -252,6 +261,7 @@ void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, cons
         return;
     }
     step_encode(m->cmd, R, slots, pos, ids, row0, next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE, step);
+    if (step & G4_STEP_MEDIA) memcpy(cmd_media(m), m->step_media, (size_t)R * sizeof(int32_t));
     cmd_bcast(m);
     rank_step(m, logits, next);
 }

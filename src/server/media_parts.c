@@ -1,8 +1,10 @@
-/* media_parts.c — the OpenAI content parts that carry images in chat requests: an `image_url`
- * part's image from a data: URL (base64), or a local file under --media-dir; remote URLs refused.
- * Each image is decoded here (g4_image_load_mem), the part handed to the chat template as
- * {"type": "image"} (which writes <|image|>), and after tokenizing the prompt is expanded for the
- * images (g4_media_prompt) — the prompt ids, and so the usage counts, include the soft tokens. */
+/* media_parts.c — the OpenAI content parts that carry media in chat requests: an `image_url`
+ * part's image from a data: URL (base64), or a local file under --media-dir (remote URLs
+ * refused), and an `input_audio` part's clip (base64 data, format wav / mp3 / flac / ogg). Each is
+ * decoded here (g4_image_load_mem, g4_audio_load_mem), the part handed to the chat template as
+ * {"type": "image"} / {"type": "audio"} (which write <|image|> / <|audio|>), and after tokenizing
+ * the prompt is expanded for them (g4_media_prompt) — the prompt ids, and so the usage counts,
+ * include the soft tokens. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,8 @@ struct g4_req_media {
     _Atomic int refs;             /* the choices of one request share it */
     g4_image **images;
     int n, cap;
+    g4_audio **audios;
+    int n_audio, cap_audio;
     g4_media_prompt *prompt;      /* once the prompt is tokenized */
 };
 
@@ -31,10 +35,21 @@ void g4_req_media_release(g4_req_media *md) {
     g4_media_prompt_free(md->prompt);
     for (int i = 0; i < md->n; i++) g4_image_free(md->images[i]);
     free(md->images);
+    for (int i = 0; i < md->n_audio; i++) g4_audio_free(md->audios[i]);
+    free(md->audios);
     free(md);
 }
 
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md) { return md ? md->prompt : NULL; }
+
+int g4_media_dir_has_vision(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    const int has = root && json_is_object(json_object_get(root, "vision_config"));
+    json_decref(root);
+    return has;
+}
 
 /* Standard base64 (RFC 4648, '=' padding optional) into a malloc'ed buffer; -1 on a bad digit. */
 static int base64_decode(const char *s, size_t n, unsigned char **out, size_t *out_n) {
@@ -101,6 +116,64 @@ static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_
     return 0;
 }
 
+/* r's media, made at its first part; NULL with err filled past --max-media-per-request */
+static g4_req_media *req_media(const g4_api_ctx *c, g4_req *r, const char *where, g4_api_error *err) {
+    g4_req_media *md = r->media;
+    if (!md) {
+        if (!(md = r->media = calloc(1, sizeof *md))) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), NULL;
+        md->refs = 1;
+    }
+    if (md->n + md->n_audio >= c->media->max_media)
+        return g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value",
+                          "%s: more than %d images and audio clips in one request (--max-media-per-request)", where,
+                          c->media->max_media), NULL;
+    return md;
+}
+
+int g4_media_audio_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err) {
+    char where[64];
+    snprintf(where, sizeof where, "messages[%zu].content[%zu]", i, k);
+    if (!c->media || !c->media->audio)
+        return BAD("messages", "%s: this model takes no audio (no audio embedder)", where);
+    const char *key;
+    json_t *v;
+    json_object_foreach(part, key, v)
+        if (strcmp(key, "type") && strcmp(key, "input_audio"))
+            return BAD("messages", "%s: '%s' is not supported in an input_audio part", where, key);
+    json_t *ia = json_object_get(part, "input_audio");
+    json_t *data = json_object_get(ia, "data"), *fmt = json_object_get(ia, "format");
+    if (!json_is_object(ia) || !json_is_string(data) || !json_is_string(fmt))
+        return BAD("messages", "%s.input_audio must be an object with string 'data' (base64) and 'format'", where);
+    json_object_foreach(ia, key, v)
+        if (strcmp(key, "data") && strcmp(key, "format"))
+            return BAD("messages", "%s.input_audio: '%s' is not supported", where, key);
+    static const char *const formats[] = {"wav", "mp3", "flac", "ogg"};
+    int known = 0;
+    for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) known |= !strcmp(json_string_value(fmt), formats[f]);
+    if (!known) return BAD("messages", "%s.input_audio.format '%s' is not one of wav, mp3, flac, ogg", where, json_string_value(fmt));
+    g4_req_media *md = req_media(c, r, where, err);
+    if (!md) return -1;
+    if (md->n_audio == md->cap_audio) {
+        g4_audio **na = realloc(md->audios, (size_t)(md->cap_audio = md->cap_audio ? 2 * md->cap_audio : 4) * sizeof *na);
+        if (!na) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        md->audios = na;
+    }
+    unsigned char *bytes;
+    size_t n;
+    const int rc = base64_decode(json_string_value(data), json_string_length(data), &bytes, &n);
+    if (rc == -2) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    if (rc) return BAD("messages", "%s.input_audio.data is not valid base64", where);
+    g4_status st = g4_audio_load_mem(bytes, n, "the audio", &c->media->audio_opts, &md->audios[md->n_audio]);
+    free(bytes);
+    if (st == G4_ERR_NOMEM) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    if (st) return BAD("messages", "%s: %s", where, g4_last_error());
+    md->n_audio++;
+    /* the chat template writes <|audio|> for an {"type": "audio"} item */
+    json_object_clear(part);
+    json_object_set_new(part, "type", json_string("audio"));
+    return 0;
+}
+
 int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err) {
     char where[64];
     snprintf(where, sizeof where, "messages[%zu].content[%zu]", i, k);
@@ -121,13 +194,8 @@ int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req 
         return BAD("messages", "%s.image_url: '%s'%s is not supported", where, key,
                    strcmp(key, "detail") ? "" : " other than \"auto\"");
     }
-    g4_req_media *md = r->media;
-    if (!md) {
-        if (!(md = r->media = calloc(1, sizeof *md))) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
-        md->refs = 1;
-    }
-    if (md->n >= c->media->max_media)
-        return BAD("messages", "%s: more than %d images in one request (--max-media-per-request)", where, c->media->max_media);
+    g4_req_media *md = req_media(c, r, where, err);
+    if (!md) return -1;
     if (md->n == md->cap) {
         g4_image **ni = realloc(md->images, (size_t)(md->cap = md->cap ? 2 * md->cap : 4) * sizeof *ni);
         if (!ni) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
@@ -144,7 +212,7 @@ int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req 
 int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err) {
     g4_req_media *md = r->media;
     if (!md) return 0;
-    if (g4_media_prompt_new(c->tok, r->prompt, r->n_prompt, md->images, md->n, &md->prompt))
+    if (g4_media_prompt_new_av(c->tok, r->prompt, r->n_prompt, md->images, md->n, md->audios, md->n_audio, &md->prompt))
         return BAD("messages", "%s", g4_last_error());
     int n;
     const int32_t *ids = g4_media_prompt_ids(md->prompt, &n);

@@ -276,8 +276,10 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
                 if (g4_media_part(c, part, i, k, r, err)) return -1;
             } else if (!strcmp(type, "image") || !strcmp(type, "input_image")) {
                 return BAD("messages", "messages[%zu].content[%zu]: images are 'image_url' parts", i, k);
-            } else if (!strcmp(type, "input_audio") || !strcmp(type, "audio")) {
-                return BAD("messages", "messages[%zu].content[%zu]: audio input is not supported yet", i, k);
+            } else if (!strcmp(type, "input_audio")) {
+                if (g4_media_audio_part(c, part, i, k, r, err)) return -1;
+            } else if (!strcmp(type, "audio")) {
+                return BAD("messages", "messages[%zu].content[%zu]: audio clips are 'input_audio' parts", i, k);
             } else {
                 return BAD("messages", "messages[%zu].content[%zu]: content parts of type '%s' are not supported", i, k, type);
             }

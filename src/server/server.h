@@ -41,6 +41,7 @@ typedef struct {
     const char **cors;       /* --cors-origin values ("*": any origin); n_cors of them */
     int n_cors;
     int max_messages, max_tools;   /* per request (0: no limit) */
+    double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -188,10 +189,11 @@ typedef struct {
 /* ---------------------------------------------------------------- images in chat (media_parts.c) */
 
 typedef struct g4_media_cfg {
-    int vision;               /* the model has a vision embedder */
+    int vision, audio;        /* the model has a vision / an audio embedder */
     g4_image_opts image;      /* the processor's settings with --max-soft-tokens, --max-image-pixels */
+    g4_audio_opts audio_opts; /* the feature extractor's frame with --max-audio-seconds */
     const char *media_dir;    /* the real path of --media-dir, or NULL: no local files */
-    int max_media;            /* --max-media-per-request */
+    int max_media;            /* --max-media-per-request: images and audio clips */
 } g4_media_cfg;
 
 typedef struct g4_req_media g4_req_media;
@@ -199,9 +201,13 @@ struct json_t;
 /* An image_url content part (messages[i].content[k]) of r: its image decoded into r->media, the
  * part rewritten to {"type": "image"} for the chat template. 0, or -1 with err filled (400). */
 int g4_media_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
+/* The same for an input_audio part (rewritten to {"type": "audio"}). */
+int g4_media_audio_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
 /* After the chat prompt is tokenized: r->prompt expanded for r's images (none: nothing). */
 int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err);
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md);
+/* Whether the model directory's config.json has a vision_config (read before the model loads). */
+int g4_media_dir_has_vision(const char *dir);
 g4_req_media *g4_req_media_ref(g4_req_media *md);
 void g4_req_media_release(g4_req_media *md);
 

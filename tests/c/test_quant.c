@@ -226,6 +226,53 @@ static void test_decode_rows(void **state) {
     }
 }
 
+/* The exact decode's float results are pinned bit for bit: the AVX2 Q4_K / Q6_K decode (T = 1-3,
+ * K in one segment and in two) hashed over fixed random blocks and activations. A rewrite of how
+ * the kernels unpack quants must keep every float operation and its order (docs/numerics.md:
+ * exact mode is bit-identical before and after); a deliberate change of the summation order
+ * updates these hashes and states its tolerance. */
+static uint64_t fnv1a(const float *v, size_t n, uint64_t h) {
+    const uint8_t *p = (const uint8_t *)v;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void test_decode_bits_pinned(void **state) {
+    (void)state;
+    const g4_kernels *avx2 = g4_kernels_avx2();
+    if (!avx2) skip();
+    enum { N = 13 };
+    const struct { g4_dtype dt; int K; uint64_t want; } cases[] = {
+        {G4_DT_Q4_K, 3 * 256, 0xf6951a66d2ed6436ull},
+        {G4_DT_Q4_K, 342 * 256, 0x62f20752befa0491ull},   /* past pre at T = 3: two segments */
+        {G4_DT_Q6_K, 3 * 256, 0xe672af060b069d0dull},
+        {G4_DT_Q6_K, 171 * 256, 0x40546eaa77fd3be7ull},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const g4_dtype dt = cases[i].dt;
+        const int K = cases[i].K;
+        const size_t rb = g4_dtype_row_bytes(dt, K);
+        unsigned seed = 17;
+        uint8_t *w = malloc(N * rb);
+        float *x = malloc(3 * (size_t)K * sizeof(float)), y[3 * N];
+        rand_blocks(dt, w, N * rb, &seed);
+        for (int k = 0; k < 3 * K; k++) x[k] = frand(&seed);
+        uint64_t h = 1469598103934665603ull;
+        for (int T = 1; T <= 3; T++) {
+            avx2->matmul[dt](x, T, K, w, 0, N, y, N);
+            h = fnv1a(y, (size_t)T * N, h);
+        }
+        if (h != cases[i].want) {
+            print_error("%s K=%d: decode bits changed (hash 0x%016llx)\n", g4_dtype_name(dt), K, (unsigned long long)h);
+            bad++;
+        }
+        free(w);
+        free(x);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
@@ -233,6 +280,7 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_gemm_prefill),
         cmocka_unit_test(test_decode_rows),
+        cmocka_unit_test(test_decode_bits_pinned),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }

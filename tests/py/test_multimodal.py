@@ -2,14 +2,17 @@
 by tools/reference/record_mm_goldens.py): the processor's expanded prompt ids identical
 (`tokenize --image`), last-position logits within 1e-4 relative and greedy tokens identical
 (`logits` / `run --image`), for one image, two images and an image a prefill chunk would cut; and
-the refusals (placeholder count, too many images, a bad image, an image longer than an explicit
---prefill-chunk, --tp 2, a model without vision weights)."""
+--tp 2 (threads and MPI); and the refusals (placeholder count, too many images, a bad image, an
+image longer than an explicit --prefill-chunk, a model without vision weights)."""
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import FIXTURES, run_g4
+from test_tp import MPI_ENV, MPIRUN, need_mpi
 
 MODEL = FIXTURES / "g4-cond-mm-tiny"
 MEDIA = FIXTURES / "media"
@@ -20,9 +23,12 @@ REL_TOL = 1e-4
 
 
 def image_args(case):
+    """--image / --audio for the case's files (the order within each kind is the prompt's)."""
     out = ["--max-soft-tokens", case["max_soft_tokens"]]
     for f in case["images"]:
         out += ["--image", MEDIA / f]
+    for f in case.get("audio", []):
+        out += ["--audio", GOLD_DIR / f]
     return out
 
 
@@ -106,7 +112,7 @@ def test_placeholder_count_mismatch(g4_bin, tmp_path, cmd):
 
 def test_too_many_images(g4_bin):
     refused(g4_bin, "-p", "<|image|><|image|>", "--image", IMG, "--image", IMG, "--max-media-per-request", 1,
-            want="2 images, more than --max-media-per-request 1")
+            want="2 images and audio clips, more than --max-media-per-request 1")
 
 
 def test_bad_image(g4_bin, tmp_path):
@@ -129,9 +135,27 @@ def test_image_longer_than_explicit_chunk(g4_bin):
             want="image 1 has 60 soft tokens, more than a prefill chunk of 32 positions (--prefill-chunk)")
 
 
-def test_images_under_tp_are_refused(g4_bin):
-    refused(g4_bin, "-p", "<|image|>", "--image", IMG, "--max-soft-tokens", 70, "--tp", 2,
-            want="images under --tp > 1 are not supported yet")
+@pytest.mark.parametrize("backend", ["threads", "mpi"])
+@pytest.mark.parametrize("case", [c for c in CASES if c["name"] in ("two_images", "chunk_boundary")], ids=lambda c: c["name"])
+def test_tensor_parallel(g4_bin, tmp_path, case, backend):
+    """--tp 2: rank 0 embeds the images, the soft tokens reach the other rank through the
+    embedding's all-reduce, every rank gets the rows' image spans; same tokens, logits in tolerance."""
+    out = tmp_path / "logits.f32"
+    common = ["-m", MODEL, "-p", case["prompt"], "--prefill-chunk", case["prefill_chunk"], *image_args(case)]
+    runs = [["logits", *common, "-o", out], ["run", *common, "-n", len(case["greedy"]), "--ids", "--ignore-eos"]]
+    results = []
+    for args in runs:
+        if backend == "mpi":
+            need_mpi()
+            r = subprocess.run([MPIRUN, "-np", "2", g4_bin, *map(str, args), "--tp-backend", "mpi", "--threads", "1"],
+                               capture_output=True, timeout=300, env={**os.environ, **MPI_ENV})
+        else:
+            r = run_g4(g4_bin, *args, "--tp", 2)
+        assert r.returncode == 0, r.stderr.decode()
+        results.append(r)
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL
+    assert json.loads(results[1].stdout) == case["greedy"]
 
 
 def test_model_without_vision(g4_bin):
@@ -151,6 +175,48 @@ def test_kernel_paths(g4_bin, tmp_path, isa):
     out = tmp_path / "logits.f32"
     r = run_g4(g4_bin, "logits", "-m", MODEL, "-p", case["prompt"], "-o", out, "--prefill-chunk", 128,
                *image_args(case), env={"G4_CPU_ISA": isa})
+    assert r.returncode == 0, r.stderr.decode()
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL
+
+
+WAV = GOLD_DIR / "audio_mono_811.wav"
+
+
+def test_audio_refusals(g4_bin, tmp_path):
+    refused(g4_bin, "-p", "no placeholder", "--audio", WAV, want="0 audio clip placeholders (<|audio|>) for 1 audio clip")
+    bad = tmp_path / "noise.wav"
+    bad.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk")
+    refused(g4_bin, "-p", "<|audio|>", "--audio", bad, want=str(bad))
+    refused(g4_bin, "-p", "<|audio|>", "--audio", WAV, "--max-audio-seconds", 0.01, want="--max-audio-seconds")
+    refused(g4_bin, "-p", "<|audio|>", "--audio", tmp_path / "missing.flac", want="missing.flac")
+    r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "-p", "<|audio|>", "--audio", WAV)
+    assert r.returncode == 2 and "no audio embedder" in r.stderr.decode(), r.stderr.decode()
+
+
+def test_audio_resampled(g4_bin, tmp_path):
+    """A clip at 8 kHz is resampled to 16 kHz (libsoxr): twice the samples, so twice the frames."""
+    import wave
+    with wave.open(str(WAV), "rb") as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    low = tmp_path / "low.wav"
+    with wave.open(str(low), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(pcm[::2].tobytes())
+    r = run_g4(g4_bin, "tokenize", "-m", MODEL, "--audio", low, input=b"<|audio|>")
+    assert r.returncode == 0, r.stderr.decode()
+    frame = json.loads((MODEL / "config.json").read_text())["audio_config"]["audio_embed_dim"]
+    n = len(pcm[::2]) * 2
+    assert json.loads(r.stdout).count(20) == (n + frame - 1) // frame   # <|audio|> soft tokens
+
+
+def test_audio_split_across_chunks(g4_bin, tmp_path):
+    """Audio attends causally, so a clip may be cut by prefill chunks like text (8 < its 26 frames)."""
+    case = next(c for c in CASES if c["name"] == "audio")
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", MODEL, "-p", case["prompt"], "-o", out, "--prefill-chunk", 8, *image_args(case))
     assert r.returncode == 0, r.stderr.decode()
     got, want = np.fromfile(out, dtype="<f4"), np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
     assert np.abs(got - want).max() / np.abs(want).max() <= REL_TOL

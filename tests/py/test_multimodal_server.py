@@ -1,7 +1,9 @@
-"""Images through `gemma4c serve` (OpenAI image_url content parts) on g4-cond-mm-tiny, with the
-official openai client: a data: URL gives the same tokens as `run --chat --image` (one image, two
-images, streaming), the prompt usage counts the soft tokens, files only under --media-dir, and
-the refusals (a bad image, remote URLs, unknown fields, too many images, a model without vision)."""
+"""Images and audio through `gemma4c serve` (OpenAI image_url and input_audio content parts) on
+g4-cond-mm-tiny, with the official openai client: a data: URL gives the same tokens as
+`run --chat --image` (one image, two images, streaming), an input_audio clip the same as
+`run --chat --audio`, the prompt usage counts the soft tokens, files only under --media-dir, and
+the refusals (a bad image or clip, remote URLs, unknown fields, too many media, a model without
+vision or audio)."""
 import base64
 import json
 
@@ -36,10 +38,12 @@ def srv(g4_bin):
     assert s.stop() == 0, "".join(s.log)
 
 
-def cli_chat_ids(g4_bin, prompt, images, n):
+def cli_chat_ids(g4_bin, prompt, images, n, audio=()):
     args = []
     for f in images:
         args += ["--image", f]
+    for f in audio:
+        args += ["--audio", f]
     r = run_g4(g4_bin, "run", "-m", MODEL, "--chat", "-p", prompt, "-n", n, "--ids", "--ignore-eos",
                "--max-soft-tokens", 70, "--threads", 1, *args)
     assert r.returncode == 0, r.stderr.decode()
@@ -107,7 +111,29 @@ def test_refusals(srv, tmp_path):
     assert "--media-dir" in post_error(srv, [{"type": "image_url", "image_url": {"url": str(outside)}}])
     assert "'detail' other than \"auto\"" in post_error(srv, [{"type": "image_url", "image_url": {
         "url": data_url(JPEG, "image/jpeg"), "detail": "high"}}])
-    assert "more than 2 images" in post_error(srv, [image_part(), image_part(), image_part()])
+    assert "more than 2 images and audio clips" in post_error(srv, [image_part(), image_part(), image_part()])
+
+
+WAV = FIXTURES / "multimodal" / "audio_mono_811.wav"
+
+
+def audio_part(path=WAV, fmt="wav"):
+    return {"type": "input_audio", "input_audio": {"data": base64.b64encode(path.read_bytes()).decode(), "format": fmt}}
+
+
+def test_audio_matches_cli(srv, g4_bin):
+    r = chat(srv, [{"type": "text", "text": "Hear"}, audio_part()])
+    assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Hear<|audio|>", [], 12, audio=[WAV])
+    r = chat(srv, [image_part(), {"type": "text", "text": "and"}, audio_part()])
+    assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "<|image|>and<|audio|>", [JPEG], 12, audio=[WAV])
+
+
+def test_audio_refusals(srv):
+    assert "is not one of wav" in post_error(srv, [audio_part(fmt="aiff")])
+    assert "not valid base64" in post_error(srv, [{"type": "input_audio", "input_audio": {"data": "@@", "format": "wav"}}])
+    bad = {"type": "input_audio", "input_audio": {"data": base64.b64encode(b"RIFFjunk").decode(), "format": "wav"}}
+    assert "messages[0].content[0]" in post_error(srv, [bad])
+    assert "more than 2 images and audio clips" in post_error(srv, [image_part(), audio_part(), audio_part()])
 
 
 def test_model_without_vision(g4_bin):
@@ -116,5 +142,8 @@ def test_model_without_vision(g4_bin):
         resp = requests.post(s.url + "/v1/chat/completions", json={
             "model": NAME, "messages": [{"role": "user", "content": [image_part()]}], "max_tokens": 2})
         assert resp.status_code == 400 and "takes no images" in resp.json()["error"]["message"]
+        resp = requests.post(s.url + "/v1/chat/completions", json={
+            "model": NAME, "messages": [{"role": "user", "content": [audio_part()]}], "max_tokens": 2})
+        assert resp.status_code == 400 and "takes no audio" in resp.json()["error"]["message"]
     finally:
         assert s.stop() == 0

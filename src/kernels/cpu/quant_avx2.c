@@ -223,13 +223,25 @@ AI void q4_k_pass(PASS_ARGS) {
 /* Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32), weight 128h + 32k + l
  * is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4, minus 32, with
  * scale sc[8h + 2k + l / 16] */
-AI void q6_quads(const uint8_t *ql, const uint8_t *qh, int c, __m256 q[4]) {   /* l = 8c..8c+7, k = 0..3 */
-    const __m256i m4 = _mm256_set1_epi32(0x0F), m30 = _mm256_set1_epi32(0x30);
-    const __m256i L = u8x8(ql + 8 * c), L2 = u8x8(ql + 32 + 8 * c), H = u8x8(qh + 8 * c);
-    q[0] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi32(H, 4), m30)));
-    q[1] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi32(H, 2), m30)));
-    q[2] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(L, 4), _mm256_and_si256(H, m30)));
-    q[3] = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(L2, 4), _mm256_and_si256(_mm256_srli_epi32(H, 2), m30)));
+/* One half's 128 six-bit quants assembled as bytes, Q[k] byte l = weight 128h + 32k + l (+ 32):
+ * each 256-bit operation assembles 32 weights (16-bit shifts; the masks drop the bits that cross
+ * a byte) where int32 lanes assembled 8, and that integer work, not the float work, bounded the
+ * loop; q6_quads widens 8 bytes at a time, in registers. The floats are the same as before. */
+AI void q6_bytes(const uint8_t *ql, const uint8_t *qh, __m256i Q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i L = _mm256_loadu_si256((const __m256i *)ql), L2 = _mm256_loadu_si256((const __m256i *)(ql + 32)),
+                  H = _mm256_loadu_si256((const __m256i *)qh);
+    Q[0] = _mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+    Q[1] = _mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+    Q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L, 4), m4), _mm256_and_si256(H, m30));
+    Q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+}
+AI void q6_quads(const __m256i Q[4], int c, __m256 q[4]) {   /* l = 8c..8c+7, k = 0..3 */
+    for (int k = 0; k < 4; k++) {
+        __m128i half = c < 2 ? _mm256_castsi256_si128(Q[k]) : _mm256_extracti128_si256(Q[k], 1);
+        if (c & 1) half = _mm_unpackhi_epi64(half, half);
+        q[k] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(half));
+    }
 }
 
 AI void q6_k_pass(PASS_ARGS) {
@@ -251,14 +263,15 @@ AI void q6_k_pass(PASS_ARGS) {
                 acc[r][t][1] = _mm256_fmadd_ps(d1, ld(pre + t * ldp + 16 * b + 8), acc[r][t][1]);
             }
             for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+                __m256i Q[4];
+                q6_bytes(blk + 64 * h, blk + 128 + 32 * h, Q);
                 for (int is = 0; is < 2; is++) {
                     __m256 s[4][3], q[4];
-                    q6_quads(ql, qh, 2 * is, q);
+                    q6_quads(Q, 2 * is, q);
                     for (int k = 0; k < 4; k++)
                         for (int t = 0; t < T; t++)
                             s[k][t] = _mm256_mul_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is));
-                    q6_quads(ql, qh, 2 * is + 1, q);
+                    q6_quads(Q, 2 * is + 1, q);
                     for (int k = 0; k < 4; k++)
                         for (int t = 0; t < T; t++)
                             s[k][t] = _mm256_fmadd_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is + 8), s[k][t]);

@@ -92,7 +92,7 @@ def test_request_deadline_closes_a_trickling_client(g4_bin):
                 break
             time.sleep(0.3)
         k.close()
-        assert closed_at is not None and 1.5 < closed_at < 4.0, closed_at
+        assert closed_at is not None and 1.5 < closed_at < 5.0, closed_at
         assert s.metrics()['g4_http_connections_closed_total{reason="timeout"}'] >= 1
         assert requests.get(s.url + "/health", timeout=5).status_code == 200
     finally:
@@ -113,8 +113,14 @@ def test_per_ip_connection_limit(g4_bin):
         assert got == b"", got   # refused: closed without an answer
         extra.close()
         held.pop().close()
-        time.sleep(0.2)
-        assert requests.get(s.url + "/health", timeout=5).status_code == 200
+        t0 = time.time()   # room again once the server has seen that close
+        while True:
+            try:
+                assert requests.get(s.url + "/health", timeout=5).status_code == 200
+                break
+            except requests.ConnectionError:
+                assert time.time() - t0 < 5
+                time.sleep(0.1)
         for k in held:
             k.close()
     finally:

@@ -6,8 +6,8 @@
  * it), and no MHD thread ever waits for the model. A generation request is parsed by a parse
  * worker (template rendering can take a while), then its connection is suspended
  * (MHD_suspend_connection) until the scheduler has news for it (g4_req.notify) or the ticker
- * wants it looked at (client gone, queue timeout, shutdown). conn.c keeps the connection limits
- * and the request deadline. Parsing and response shapes live in openai.c; generation in
+ * wants it looked at (client gone, queue timeout, shutdown). http_conn.c keeps the connection
+ * limits and the request deadline. Parsing and response shapes live in openai.c; generation in
  * scheduler.c. */
 #include <errno.h>
 #include <microhttpd.h>

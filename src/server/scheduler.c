@@ -248,6 +248,12 @@ static void *sched_main(void *arg) {
             s->qhead = s->qtail = NULL;
             s->n_queued = 0;
         }
+        g4_req *left = NULL;   /* cancelled while waiting (client gone, --queue-timeout): out of the queue */
+        s->qtail = NULL;
+        for (g4_req **pp = &s->qhead, *r; (r = *pp);) {
+            if (cancelled(r)) { *pp = r->next; s->n_queued--; r->next = left; left = r; }
+            else { s->qtail = r; pp = &r->next; }
+        }
         if (s->stopping && busy == 0 && !refused) {
             pthread_mutex_unlock(&s->mu);
             break;
@@ -272,6 +278,12 @@ static void *sched_main(void *arg) {
             refused->next = NULL;
             finish(s, refused, G4_FIN_CANCELLED, "the server is shutting down");
             refused = n;
+        }
+        while (left) {
+            g4_req *n = left->next;
+            left->next = NULL;
+            finish(s, left, G4_FIN_CANCELLED, NULL);
+            left = n;
         }
         for (int i = 0; i < n_adm; i++) {   /* FIFO; each to the free slot that reuses most of it */
             g4_req *r = admitted[i];

@@ -159,8 +159,8 @@ def test_ipv6_and_dual_stack(g4_bin):
 
 
 def test_a_full_queue_answers_429(g4_bin):
-    """One slot, at most one request waiting: of five long requests at once, those past the queue
-    get 429 with Retry-After; the server stays healthy and serves again afterwards."""
+    """One slot, at most one request waiting: with the slot busy, of four more requests at once one
+    waits and three get 429 with Retry-After; the server stays healthy and serves again afterwards."""
     import concurrent.futures as cf
     s = Server(g4_bin, "--parallel", 1, "--max-queue", 1, "--ctx", 4096)
     try:
@@ -170,9 +170,13 @@ def test_a_full_queue_answers_429(g4_bin):
             r = requests.post(s.url + "/v1/completions", json=body, timeout=120)
             return r.status_code, r.headers.get("Retry-After"), r.json()
         with cf.ThreadPoolExecutor(5) as ex:
-            out = list(ex.map(one, range(5)))
+            first = ex.submit(one, 0)
+            t0 = time.time()   # the first holds the slot before the others arrive
+            while s.metrics()["g4_busy_slots"] < 1 and time.time() - t0 < 30:
+                time.sleep(0.01)
+            out = list(ex.map(one, range(4))) + [first.result()]
         codes = sorted(c for c, _, _ in out)
-        assert codes.count(200) >= 2 and codes.count(429) >= 1, codes
+        assert codes == [200, 200, 429, 429, 429], codes
         for code, retry, js in out:
             if code == 429:
                 assert retry == "1" and js["error"]["code"] == "queue_full"

@@ -92,7 +92,7 @@ def test_request_deadline_closes_a_trickling_client(g4_bin):
                 break
             time.sleep(0.3)
         k.close()
-        assert closed_at is not None and 1.5 < closed_at < 4.0, closed_at
+        assert closed_at is not None and 1.5 < closed_at < 5.0, closed_at
         assert s.metrics()['g4_http_connections_closed_total{reason="timeout"}'] >= 1
         assert requests.get(s.url + "/health", timeout=5).status_code == 200
     finally:
@@ -113,8 +113,14 @@ def test_per_ip_connection_limit(g4_bin):
         assert got == b"", got   # refused: closed without an answer
         extra.close()
         held.pop().close()
-        time.sleep(0.2)
-        assert requests.get(s.url + "/health", timeout=5).status_code == 200
+        t0 = time.time()   # room again once the server has seen that close
+        while True:
+            try:
+                assert requests.get(s.url + "/health", timeout=5).status_code == 200
+                break
+            except requests.ConnectionError:
+                assert time.time() - t0 < 5
+                time.sleep(0.1)
         for k in held:
             k.close()
     finally:
@@ -141,24 +147,29 @@ def test_waiting_requests_hold_no_thread(g4_bin):
 
 
 def test_queue_timeout_answers_503_with_retry_after(g4_bin):
-    s = Server(g4_bin, "--parallel", 1, "--queue-timeout", 1, "--ctx", 4096)
+    """One slot held by a long request, room for one waiting request: each later request waits
+    --queue-timeout for a slot, then gets 503 with Retry-After (a stream too, before it starts),
+    and leaves the queue, so the next one waits its turn instead of getting 429."""
+    s = Server(g4_bin, "--parallel", 1, "--max-queue", 1, "--queue-timeout", 1, "--ctx", 16384)
     try:
-        long = {"prompt": "hi", "max_tokens": 3500, "temperature": 0, "ignore_eos": True}
-        with cf.ThreadPoolExecutor(3) as ex:
-            first = ex.submit(requests.post, s.url + "/v1/completions", json=long, timeout=300)
-            time.sleep(0.5)
+        long = {"prompt": "hi", "max_tokens": 16000, "temperature": 0, "ignore_eos": True, "stream": True}
+        first = requests.post(s.url + "/v1/completions", json=long, timeout=300, stream=True)
+        assert first.status_code == 200   # a stream starts once it holds the slot
+        for stream in (False, True, False):
             t0 = time.time()
-            waits = [ex.submit(requests.post, s.url + "/v1/completions", timeout=30,
-                               json={"prompt": "hi", "max_tokens": 2, "stream": st}) for st in (False, True)]
-            for w in waits:
-                r = w.result()
-                if first.done():
-                    pytest.skip("the first request ended before the queue timeout (machine too fast)")
-                assert r.status_code == 503, r.text
-                assert r.headers.get("Retry-After") == "1"
-                assert r.json()["error"]["code"] == "queue_timeout"
-            assert 0.9 < time.time() - t0 < 5
-            assert first.result().status_code == 200
+            r = requests.post(s.url + "/v1/completions", timeout=30,
+                              json={"prompt": "hi", "max_tokens": 2, "stream": stream})
+            assert r.status_code == 503, r.text
+            assert r.headers.get("Retry-After") == "1"
+            assert r.json()["error"]["code"] == "queue_timeout"
+            assert 0.9 < time.time() - t0 < 3
+            t0 = time.time()   # it left the queue (at the scheduler's next step)
+            while s.metrics()["g4_queue_depth"] and time.time() - t0 < 2:
+                time.sleep(0.01)
+            assert s.metrics()["g4_queue_depth"] == 0
+        first.close()   # the client leaves: its slot frees and the server serves again
+        r = requests.post(s.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, timeout=30)
+        assert r.status_code == 200
     finally:
         s.stop()
 

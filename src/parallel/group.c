@@ -209,6 +209,47 @@ static step_cmd step_decode(const int32_t *c) {
     return s;
 }
 
+/* ---------------------------------------------------------------- argmax over the pool */
+
+/* g4_argmax of one logits row, split over the pool in chunks: on one thread, the scan over 262,144
+ * logits left the other threads idle at the end of every greedy step. Each chunk keeps its first
+ * best (value, index); the chunks are then taken in order with a strict >, so ties keep the lowest
+ * index, as g4_argmax does. A chunk after the first that starts with a NaN keeps it (g4_argmax's
+ * index-0 rule), which the whole row would not: such a row is scanned again serially. */
+enum { ARGMAX_CHUNK = 16384, ARGMAX_MAX_TASKS = 64 };
+
+typedef struct {
+    const float *x;
+    int n, per_task;
+    float v[ARGMAX_MAX_TASKS];
+    int id[ARGMAX_MAX_TASKS];
+} argmax_job;
+
+static void argmax_task(void *ctx, int task, int thread) {
+    (void)thread;
+    argmax_job *j = ctx;
+    const int lo = task * j->per_task, len = j->n - lo < j->per_task ? j->n - lo : j->per_task;
+    const int b = lo + g4_argmax(j->x + lo, len);
+    j->v[task] = j->x[b];
+    j->id[task] = b;
+}
+
+static int pool_argmax(g4_pool *pool, const float *x, int n) {
+    const int nth = g4_pool_size(pool);
+    int n_tasks = (n + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
+    if (n_tasks > ARGMAX_MAX_TASKS) n_tasks = ARGMAX_MAX_TASKS;
+    if (nth == 1 || n_tasks < 2) return g4_argmax(x, n);
+    argmax_job j = {.x = x, .n = n, .per_task = (n + n_tasks - 1) / n_tasks};
+    n_tasks = (n + j.per_task - 1) / j.per_task;
+    g4_pool_run(pool, n_tasks, argmax_task, &j);
+    int best = 0;
+    for (int t = 1; t < n_tasks; t++) {
+        if (isnan(j.v[t])) return g4_argmax(x, n);
+        if (j.v[t] > j.v[best]) best = t;
+    }
+    return j.id[best];
+}
+
 /* ---------------------------------------------------------------- one step on every rank */
 
 /* Runs the broadcast step m->cmd on this rank; rank 0 collects the result into `logits`
@@ -239,7 +280,7 @@ static void rank_step(g4_model *m, float *logits, int32_t *next) {
     const int vlen = m->plan.vocab_hi - m->plan.vocab_lo;
     for (int i = 0; i < n; i++) {
         const float *row = m->lg + (size_t)i * m->vmax;
-        const int b = g4_argmax(row, vlen);
+        const int b = pool_argmax(m->pool, row, vlen);
         mine[i] = (struct best){vlen ? row[b] : -INFINITY, m->plan.vocab_lo + b};
     }
     cm->gather(cm, mine, sizeof mine, all);
@@ -257,7 +298,7 @@ void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, cons
     const int n = R - row0, V = m->cfg.vocab_size;
     if (!m->comm) {
         g4_forward(m, R, slots, pos, ids, row0, step, next ? m->lg : logits);
-        for (int i = 0; next && i < n; i++) next[i] = g4_argmax(m->lg + (size_t)i * V, V);
+        for (int i = 0; next && i < n; i++) next[i] = pool_argmax(m->pool, m->lg + (size_t)i * V, V);
         return;
     }
     step_encode(m->cmd, R, slots, pos, ids, row0, next ? OUT_ARGMAX : logits ? OUT_LOGITS : OUT_NONE, step);

@@ -98,6 +98,23 @@ g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const i
                            g4_media_prompt **out);
 void cli_media_free(cli_media *md);
 
+/* The structured-output options of run (cli_constraint.c): the grammar the output must follow. */
+enum { CLI_CONSTRAIN_NONE, CLI_CONSTRAIN_SCHEMA, CLI_CONSTRAIN_GBNF, CLI_CONSTRAIN_OBJECT };
+typedef struct {
+    int kind;                 /* CLI_CONSTRAIN_* */
+    const char *path;         /* the schema or GBNF file */
+    g4_grammar *grammar;      /* once built */
+    g4_vocab_index *vocab;
+    g4_matcher *matcher;      /* for g4_gen_params.constraint */
+} cli_constraint;
+extern const char *const cli_constraint_opts_help;
+/* --json-schema FILE, --grammar FILE, --json-object: as cli_parse_model_opt. */
+int cli_parse_constraint_opt(const char *cmd, int argc, char **argv, int *i, cli_constraint *c);
+/* Compiles the grammar over tok's vocabulary, the eos ids of cfg ending the output; a bad file,
+ * schema or grammar is G4_ERR_INPUT naming the option, the file and the problem. */
+g4_status cli_constraint_build(cli_constraint *c, const g4_tokenizer *tok, const g4_gen_config *cfg);
+void cli_constraint_free(cli_constraint *c);
+
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);
 

@@ -22,6 +22,7 @@ typedef struct {
     g4_model_opts mo;
     int chunk_set;             /* --prefill-chunk given: images must fit it */
     cli_media md;
+    cli_constraint cons;       /* --json-schema / --grammar / --json-object (run only) */
 } run_opts;
 
 static void usage(const char *cmd) {
@@ -32,9 +33,11 @@ static void usage(const char *cmd) {
     else
         printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
                "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
+               "                   [--json-schema FILE | --grammar FILE | --json-object]\n"
                "                   [--image FILE ...] [-v] [model options]\n"
                "  generates greedily (unless --temp) until an eos id of generation_config.json, -n tokens\n"
                "  or the end of the context; --ids prints the generated ids as one JSON array\n");
+    if (strcmp(cmd, "logits")) fputs(cli_constraint_opts_help, stdout);
     fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
@@ -108,7 +111,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         int r;
         if (cli_is_help(a)) { usage(cmd); return -1; }
         if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp)) ||
-            (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md))) {
+            (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md)) ||
+            (!strcmp(cmd, "run") && (r = cli_parse_constraint_opt(cmd, argc, argv, &i, &o->cons)))) {
             if (r < 0) return 0;
             continue;
         }
@@ -318,7 +322,7 @@ int cli_run(int argc, char **argv) {
     double t0 = g4_now();
     int rc = load(&o, &m);
     if (rc) { prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
-    if ((st = prompt_after_load(&o, !o.ids_out, &p))) {
+    if ((st = prompt_after_load(&o, !o.ids_out || o.cons.kind, &p))) {
         prompt_free(&p);
         cli_media_free(&o.md);
         g4_model_free(m);
@@ -337,6 +341,8 @@ int cli_run(int argc, char **argv) {
     cli_gen_out out = {0};
     double t1 = g4_now();
     st = g4_gen_config_load(o.model, info, &cfg);
+    if (!st) st = cli_constraint_build(&o.cons, p.tok, &cfg);
+    gp.constraint = o.cons.matcher;
     if (!st) st = g4_gen_new(m, 0, p.tok, &cfg, &gp, &g);
     if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.n, p.mp, g, o.ids_out, &out);
     else if (!st) printf(o.ids_out ? "[]\n" : "\n");
@@ -348,6 +354,7 @@ int cli_run(int argc, char **argv) {
                 out.n_gen > 1 ? (out.n_gen - 1) / out.decode_s : 0.0);
     rc = cli_report(st);
     g4_gen_free(g);
+    cli_constraint_free(&o.cons);
     g4_gen_config_free(&cfg);
     prompt_free(&p);
     cli_media_free(&o.md);

@@ -54,6 +54,10 @@ int cli_parse_sampling_opt(const char *cmd, int argc, char **argv, int *i, g4_sa
 /* What cli_generate reports, and what it collects when asked (text / ids non-zero). */
 typedef struct {
     int text, ids;           /* in: collect the reply's text into text_buf / its ids into id_buf */
+    /* in (optional): called with each generated token but an eos instead of printing its text; a non-zero
+     * return ends the generation there (fin G4_FIN_STOP), as an eos would */
+    int (*on_token)(void *ctx, int32_t id);
+    void *ctx;
     char *text_buf;          /* out: malloc'ed, NUL-terminated [text_len]; the caller frees */
     size_t text_len;
     int32_t *id_buf;         /* out: malloc'ed [n_gen]; the caller frees */
@@ -67,8 +71,10 @@ typedef struct {
  * not fed to the slot: it holds the prompt and every generated token but the last. */
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
 /* The chat template's prompt for `messages` (a JSON array of {"role", "content"} objects) with
- * the generation prompt, encoded without the tokenizer's special tokens; *ids malloc'ed. */
-g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n);
+ * the generation prompt (and enable_thinking true when think), encoded without the tokenizer's
+ * special tokens; *ids malloc'ed. */
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int think, int32_t **ids,
+                       int *n);
 
 /* The media options of run, logits and tokenize (cli_media.c). */
 enum { CLI_MEDIA_MAX = 256, CLI_MEDIA_DEFAULT_MAX = 8 };

@@ -214,8 +214,11 @@ int cli_logits(int argc, char **argv) {
 /* Renders `messages` (a JSON array of {"role", "content"}) with the chat template and the
  * generation prompt, and encodes it without the tokenizer's special tokens: the Gemma templates
  * write <bos> themselves and a second one would change the model's input. */
-g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n) {
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int think, int32_t **ids,
+                       int *n) {
     json_t *vars = json_pack("{s:b,s:O}", "add_generation_prompt", 1, "messages", messages);
+    /* only when asked: a template without the variable renders as before */
+    if (vars && think && json_object_set_new(vars, "enable_thinking", json_true())) { json_decref(vars); vars = NULL; }
     char *js = vars ? json_dumps(vars, JSON_COMPACT) : NULL;
     json_decref(vars);
     if (!js) return g4_fail(G4_ERR_NOMEM, "out of memory");
@@ -240,7 +243,7 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
         json_t *msgs = json_array();
         if (o->system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", o->system));
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", o->prompt));
-        st = json_array_size(msgs) == (o->system ? 2u : 1u) ? cli_chat_ids(tpl, tok, msgs, ids, n)
+        st = json_array_size(msgs) == (o->system ? 2u : 1u) ? cli_chat_ids(tpl, tok, msgs, 0, ids, n)
                                                            : g4_fail(G4_ERR_INPUT, "-p / --system: not valid UTF-8");
         json_decref(msgs);
         g4_template_free(tpl);
@@ -283,8 +286,10 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
         size_t plen;
         out->fin = g4_gen_accept(g, t, &piece, &plen);
         out->n_gen++;
+        /* an eos (G4_FIN_STOP) ends the reply and is no part of it */
+        if (out->on_token && out->fin != G4_FIN_STOP && out->on_token(out->ctx, t)) out->fin = G4_FIN_STOP;
         if (ids_out) printf("%s%d", out->n_gen > 1 ? "," : "", t);
-        else if (plen) fwrite(piece, 1, plen, stdout);
+        else if (plen && !out->on_token) fwrite(piece, 1, plen, stdout);
         if (!ids_out && plen && out->text) {
             char *nt = realloc(out->text_buf, out->text_len + plen + 1);
             if (!nt) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
@@ -304,7 +309,7 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
         int32_t tt = t;
         st = am ? g4_decode_argmax(m, 1, &slot, &tt, &next) : g4_decode(m, 1, &slot, &tt, logits);
     }
-    printf(ids_out ? "]\n" : "\n");
+    if (ids_out || !out->on_token) printf(ids_out ? "]\n" : "\n");
     out->decode_s = g4_now() - t0;
     free(logits);
     return st;

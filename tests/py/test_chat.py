@@ -84,3 +84,47 @@ def test_context_overflow_is_reported_and_survived(g4_bin):
     assert r.returncode == 0, r.stderr
     assert b"exceeds the context" in r.stderr
     assert r.stdout.endswith(run_g4(g4_bin, "run", "-m", M, "--chat", "-p", "Hi!", "-n", 4).stdout)
+
+
+TURNS = ["Hello there, how are you doing today?", "Tell me about the weather in Paris please.",
+         "And what about London, is it rainy?", "Thanks a lot!", "One more question: why is the sky blue?"]
+
+
+def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin):
+    """Each turn continues from the slot's KV (a rewind, or the snapshot taken before the last
+    generation prompt) and still answers exactly what `run` answers for the whole rendered
+    conversation from an empty slot. A small --prefill-chunk makes the conversation span many
+    chunks and the replies outrun the sliding rings (window 24), so both paths run."""
+    extra = ("--prefill-chunk", 8, "-n", 12)
+    r = run_g4(g4_bin, "chat", "-m", M, "--threads", 1, "-v", *extra,
+               input="".join(t + "\n" for t in TURNS).encode())
+    assert r.returncode == 0, r.stderr.decode()
+    replies = r.stdout.decode().split("\n")[:-1]
+    assert len(replies) == len(TURNS)
+    reused = [int(l.split(", ")[1].split()[0]) for l in r.stderr.decode().splitlines() if "reused" in l]
+    assert reused[0] == 0 and all(x > 0 and x % 8 == 0 for x in reused[1:]), r.stderr
+    msgs = []
+    for turn, reply in zip(TURNS, replies):
+        msgs.append({"role": "user", "content": turn})
+        t = run_g4(g4_bin, "template", "-m", M, input=json.dumps({"messages": msgs, "add_generation_prompt": True}).encode())
+        ids = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+        fresh = run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, ids)), "--threads", 1, *extra)
+        assert fresh.returncode == 0, fresh.stderr
+        assert fresh.stdout.decode() == reply + "\n"
+        msgs.append({"role": "assistant", "content": reply})
+
+
+def test_think_and_reasoning_shown_apart(g4_bin, tmp_path):
+    """--think renders the template with enable_thinking; a model's thought goes to stderr with
+    --show-reasoning (else nowhere), its answer to stdout, a tool call as a JSON line. The random
+    fixture never thinks, so a template that answers with fixed text stands in for the model's
+    output: the generation prompt ends inside a thought the fixture's greedy tokens continue."""
+    t = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True, "enable_thinking": True}).encode())
+    plain = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True}).encode())
+    assert t.stdout != plain.stdout   # the fixture's template knows enable_thinking
+    ids = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+    fresh = run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, ids)), "-n", N, "--threads", 1)
+    r = chat(g4_bin, ["Hi!"], "--think")
+    assert r.stdout == fresh.stdout   # --think: the same prompt as the template with enable_thinking

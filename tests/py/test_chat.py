@@ -114,17 +114,50 @@ def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin):
         msgs.append({"role": "assistant", "content": reply})
 
 
+def _swap_tokens(src, dst, pairs):
+    """A copy of model dir src whose tokenizer trades the ids of each (special token, id) pair:
+    the model is the same, so its greedy ids are too, but now they spell those special tokens."""
+    dst.mkdir()
+    for f in src.iterdir():
+        if f.name not in ("tokenizer.json", "tokenizer_config.json"):
+            (dst / f.name).symlink_to(f)
+    t = json.loads((src / "tokenizer.json").read_text())
+    tc = json.loads((src / "tokenizer_config.json").read_text())
+    vocab, dec = t["model"]["vocab"], tc["added_tokens_decoder"]
+    by_id = {v: k for k, v in vocab.items()}
+    for special, tid in pairs:
+        sid, piece = vocab[special], by_id[tid]
+        vocab[special], vocab[piece] = tid, sid
+        for a in t["added_tokens"]:
+            if a["content"] == special:
+                a["id"] = tid
+        dec[str(tid)] = dec.pop(str(sid))
+    (dst / "tokenizer.json").write_text(json.dumps(t))
+    (dst / "tokenizer_config.json").write_text(json.dumps(tc))
+
+
 def test_think_and_reasoning_shown_apart(g4_bin, tmp_path):
-    """--think renders the template with enable_thinking; a model's thought goes to stderr with
-    --show-reasoning (else nowhere), its answer to stdout, a tool call as a JSON line. The random
-    fixture never thinks, so a template that answers with fixed text stands in for the model's
-    output: the generation prompt ends inside a thought the fixture's greedy tokens continue."""
+    """--think renders the template with enable_thinking; the reply goes through the chat output
+    parser: a thought to stderr with --show-reasoning (else nowhere), the answer to stdout. The
+    random fixture never thinks, so a tokenizer whose ids are traded makes its greedy ids spell
+    <|channel>...<channel|> (the model is unchanged; the thinking prompt holds neither token)."""
     t = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
         {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True, "enable_thinking": True}).encode())
-    plain = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
-        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True}).encode())
-    assert t.stdout != plain.stdout   # the fixture's template knows enable_thinking
-    ids = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
-    fresh = run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, ids)), "-n", N, "--threads", 1)
-    r = chat(g4_bin, ["Hi!"], "--think")
-    assert r.stdout == fresh.stdout   # --think: the same prompt as the template with enable_thinking
+    prompt = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+    ids = json.loads(run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, prompt)), "-n", N, "--ids",
+                            "--ignore-eos", "--threads", 1).stdout)
+    def text(part):
+        return run_g4(g4_bin, "detokenize", "-m", M, "--skip-special", input=json.dumps(part).encode()).stdout.decode()
+    assert chat(g4_bin, ["Hi!"], "--think").stdout.decode() == text(ids) + "\n"   # the thinking prompt
+    # two ids that occur once each, neither in the prompt, with text between them and after
+    once = [k for k, x in enumerate(ids) if ids.count(x) == 1 and x not in prompt]
+    i, j = next((i, j) for i in once for j in once if i + 2 <= j < len(ids) - 1)
+    d = tmp_path / "m"
+    _swap_tokens(M, d, [("<|channel>", ids[i]), ("<channel|>", ids[j])])
+    thought, answer = text(ids[i + 1:j]), text(ids[:i]) + text(ids[j + 1:])
+    assert thought and answer.strip()
+    shown = chat(g4_bin, ["Hi!"], "-m", d, "--think", "--show-reasoning")
+    assert shown.stdout.decode() == answer + "\n"
+    assert shown.stderr.decode() == "[reasoning] " + thought + "\n"
+    hidden = chat(g4_bin, ["Hi!"], "-m", d, "--think")
+    assert hidden.stdout == shown.stdout and hidden.stderr == b""

@@ -78,7 +78,7 @@ static g4_status hold(chat_state *c, const int32_t *ids, int n) {
  * length: the common prefix with what it holds, cut to its exact rows and to a chunk boundary,
  * short of the last id (whose logits start the reply). Within the sliding rings' reach a rewind;
  * further back the snapshot, where it lies inside that prefix; else an empty slot. */
-static int reuse_prefix(chat_state *c, const int32_t *ids, int n) {
+static int reuse_prefix(chat_state *c, const int32_t *ids, int n, const char **how) {
     int lcp = 0;
     while (lcp < c->n_held && lcp < n && ids[lcp] == c->held[lcp]) lcp++;
     int want = lcp < c->exact ? lcp : c->exact;
@@ -86,9 +86,10 @@ static int reuse_prefix(chat_state *c, const int32_t *ids, int n) {
     want -= want % c->chunk;
     const int pos = g4_slot_pos(c->m, 0);
     int from = 0;
-    if (want > 0 && want >= g4_kv_rewind_floor(c->m, pos) && !g4_slot_rewind(c->m, 0, want)) from = want;
+    *how = "";
+    if (want > 0 && want >= g4_kv_rewind_floor(c->m, pos) && !g4_slot_rewind(c->m, 0, want)) from = want, *how = " (rewind)";
     else if (want > 0 && c->snap && g4_kv_snap_pos(c->snap) <= want && !g4_slot_restore(c->m, 0, c->snap))
-        from = g4_kv_snap_pos(c->snap);
+        from = g4_kv_snap_pos(c->snap), *how = " (snapshot)";
     if (!from) forget_slot(c);
     if (c->snap && g4_kv_snap_pos(c->snap) > from) {   /* rows it does not hold will be rewritten */
         g4_kv_snap_free(c->snap);
@@ -158,7 +159,8 @@ static g4_status turn(chat_state *c, json_t *msgs) {
     double t0 = g4_now();
     g4_status st = cli_chat_ids(c->tpl, c->tok, msgs, c->think, &ids, &n);
     if (st) return st;
-    const int from = reuse_prefix(c, ids, n);
+    const char *how;
+    const int from = reuse_prefix(c, ids, n, &how);
     /* the prompt up to a chunk boundary before its generation prompt, then a snapshot there: the
      * next turn's rendering parts from this prompt a few ids before its end (Gemma 4's template
      * drops the empty thought channel of the generation prompt), maybe beyond the rings' reach
@@ -186,8 +188,8 @@ static g4_status turn(chat_state *c, json_t *msgs) {
     printf("\n");
     fflush(stdout);
     if (c->verbose)
-        fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them reused from the slot; first token after %.3f s\n", n,
-                from, t_gen - t0 + out.prefill_s);
+        fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them reused from the slot%s; first token after %.3f s\n",
+                n, from, how, t_gen - t0 + out.prefill_s);
     if (!st) st = hold(c, ids + from, n - from);
     if (!st) c->exact = n / c->chunk * c->chunk;
     /* the slot holds every generated token but the last (cli_generate feeds it none) */

@@ -3,6 +3,8 @@ conversation rendered by the chat template (greedy: token for token), /reset sta
 and the end of input quit with exit 0."""
 import json
 
+import pytest
+
 from conftest import FIXTURES, run_g4
 
 M = FIXTURES / "g4-cond-tiny"
@@ -90,19 +92,22 @@ TURNS = ["Hello there, how are you doing today?", "Tell me about the weather in 
          "And what about London, is it rainy?", "Thanks a lot!", "One more question: why is the sky blue?"]
 
 
-def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin):
+@pytest.mark.parametrize("chunk,n,path", [(8, 12, "snapshot"), (16, 4, "rewind")])
+def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin, chunk, n, path):
     """Each turn continues from the slot's KV (a rewind, or the snapshot taken before the last
     generation prompt) and still answers exactly what `run` answers for the whole rendered
     conversation from an empty slot. A small --prefill-chunk makes the conversation span many
-    chunks and the replies outrun the sliding rings (window 24), so both paths run."""
-    extra = ("--prefill-chunk", 8, "-n", 12)
+    chunks; replies of 12 tokens outrun the sliding rings (window 24 + chunk 8 - 1), so the
+    snapshot is restored, short ones are within reach of a rewind."""
+    extra = ("--prefill-chunk", chunk, "-n", n)
     r = run_g4(g4_bin, "chat", "-m", M, "--threads", 1, "-v", *extra,
                input="".join(t + "\n" for t in TURNS).encode())
     assert r.returncode == 0, r.stderr.decode()
     replies = r.stdout.decode().split("\n")[:-1]
     assert len(replies) == len(TURNS)
     reused = [int(l.split(", ")[1].split()[0]) for l in r.stderr.decode().splitlines() if "reused" in l]
-    assert reused[0] == 0 and all(x > 0 and x % 8 == 0 for x in reused[1:]), r.stderr
+    assert reused[0] == 0 and all(x > 0 and x % chunk == 0 for x in reused[1:]), r.stderr
+    assert f"({path})" in r.stderr.decode()
     msgs = []
     for turn, reply in zip(TURNS, replies):
         msgs.append({"role": "user", "content": turn})

@@ -172,7 +172,7 @@ static g4_status turn(chat_state *c, json_t *msgs) {
         if (!st && g4_kv_snap_supported(c->m)) {
             g4_kv_snap_free(c->snap);
             c->snap = NULL;
-            st = g4_slot_save(c->m, 0, 0, &c->snap);
+            if (g4_slot_save(c->m, 0, 0, &c->snap)) c->snap = NULL;   /* without it: a longer prefill later */
         }
     }
     g4_gen *g = NULL;

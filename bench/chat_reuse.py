@@ -57,7 +57,7 @@ def main():
            "--prefill-chunk", args.prefill_chunk, stdin="".join(t + "\n" for t in turns))
     replies = r.stdout.split("\n")[:-1]
     stats = [tuple(map(float, m)) for m in
-             re.findall(r"prompt (\d+) tokens, (\d+) of them reused from the slot; first token after ([0-9.]+) s", r.stderr)]
+             re.findall(r"prompt (\d+) tokens, (\d+) of them reused from the slot(?: \((?:rewind|snapshot)\))?; first token after ([0-9.]+) s", r.stderr)]
     assert len(replies) == len(turns) == len(stats), r.stderr
     msgs = []
     for k, (t, reply) in enumerate(zip(turns, replies)):

@@ -119,9 +119,10 @@ def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin, chunk, n, path):
         msgs.append({"role": "assistant", "content": reply})
 
 
-def _swap_tokens(src, dst, pairs):
-    """A copy of model dir src whose tokenizer trades the ids of each (special token, id) pair:
-    the model is the same, so its greedy ids are too, but now they spell those special tokens."""
+def _swap_tokens(src, dst, pairs, rename=()):
+    """A copy of model dir src whose tokenizer trades the ids of each (special token, id) pair
+    and gives each (id, text) of `rename` that text: the model is the same, so its greedy ids are
+    too, but now they spell those tokens."""
     dst.mkdir()
     for f in src.iterdir():
         if f.name not in ("tokenizer.json", "tokenizer_config.json"):
@@ -137,6 +138,9 @@ def _swap_tokens(src, dst, pairs):
             if a["content"] == special:
                 a["id"] = tid
         dec[str(tid)] = dec.pop(str(sid))
+    for tid, piece in rename:
+        del vocab[by_id[tid]]
+        vocab[piece] = tid
     (dst / "tokenizer.json").write_text(json.dumps(t))
     (dst / "tokenizer_config.json").write_text(json.dumps(tc))
 
@@ -166,3 +170,22 @@ def test_think_and_reasoning_shown_apart(g4_bin, tmp_path):
     assert shown.stderr.decode() == "[reasoning] " + thought + "\n"
     hidden = chat(g4_bin, ["Hi!"], "-m", d, "--think")
     assert hidden.stdout == shown.stdout and hidden.stderr == b""
+
+
+def test_tool_call_printed_as_json(g4_bin, tmp_path):
+    """A tool call in the reply prints as one JSON line; the text around it is content. As above,
+    a tokenizer with traded ids makes three greedy ids spell <|tool_call>call:f{x:1}<tool_call|>."""
+    t = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True, "enable_thinking": True}).encode())
+    prompt = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+    ids = json.loads(run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, prompt)), "-n", N, "--ids",
+                            "--ignore-eos", "--threads", 1).stdout)
+    once = [k for k, x in enumerate(ids) if ids.count(x) == 1 and x not in prompt]
+    i = next(i for i in once if i + 1 in once and i + 2 in once)
+    d = tmp_path / "m"
+    _swap_tokens(M, d, [("<|tool_call>", ids[i]), ("<tool_call|>", ids[i + 2])], rename=[(ids[i + 1], "call:f{x:1}")])
+    def text(part):
+        return run_g4(g4_bin, "detokenize", "-m", M, "--skip-special", input=json.dumps(part).encode()).stdout.decode()
+    r = chat(g4_bin, ["Hi!"], "-m", d, "--think")
+    call = json.dumps({"tool_call": {"name": "f", "arguments": {"x": 1}}}, separators=(",", ":"))
+    assert r.stdout.decode() == text(ids[:i]) + call + "\n" + text(ids[i + 3:]) + "\n"

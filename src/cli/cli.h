@@ -54,6 +54,10 @@ int cli_parse_sampling_opt(const char *cmd, int argc, char **argv, int *i, g4_sa
 /* What cli_generate reports, and what it collects when asked (text / ids non-zero). */
 typedef struct {
     int text, ids;           /* in: collect the reply's text into text_buf / its ids into id_buf */
+    /* in (optional): called with each generated token but an eos instead of printing its text; a non-zero
+     * return ends the generation there (fin G4_FIN_STOP), as an eos would */
+    int (*on_token)(void *ctx, int32_t id);
+    void *ctx;
     char *text_buf;          /* out: malloc'ed, NUL-terminated [text_len]; the caller frees */
     size_t text_len;
     int32_t *id_buf;         /* out: malloc'ed [n_gen]; the caller frees */
@@ -67,8 +71,10 @@ typedef struct {
  * not fed to the slot: it holds the prompt and every generated token but the last. */
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
 /* The chat template's prompt for `messages` (a JSON array of {"role", "content"} objects) with
- * the generation prompt, encoded without the tokenizer's special tokens; *ids malloc'ed. */
-g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n);
+ * the generation prompt (and enable_thinking true when think), encoded without the tokenizer's
+ * special tokens; *ids malloc'ed. */
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int think, int32_t **ids,
+                       int *n);
 
 /* The media options of run, logits and tokenize (cli_media.c). */
 enum { CLI_MEDIA_MAX = 256, CLI_MEDIA_DEFAULT_MAX = 8 };
@@ -97,6 +103,23 @@ g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
 g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,
                            g4_media_prompt **out);
 void cli_media_free(cli_media *md);
+
+/* The structured-output options of run (cli_constraint.c): the grammar the output must follow. */
+enum { CLI_CONSTRAIN_NONE, CLI_CONSTRAIN_SCHEMA, CLI_CONSTRAIN_GBNF, CLI_CONSTRAIN_OBJECT };
+typedef struct {
+    int kind;                 /* CLI_CONSTRAIN_* */
+    const char *path;         /* the schema or GBNF file */
+    g4_grammar *grammar;      /* once built */
+    g4_vocab_index *vocab;
+    g4_matcher *matcher;      /* for g4_gen_params.constraint */
+} cli_constraint;
+extern const char *const cli_constraint_opts_help;
+/* --json-schema FILE, --grammar FILE, --json-object: as cli_parse_model_opt. */
+int cli_parse_constraint_opt(const char *cmd, int argc, char **argv, int *i, cli_constraint *c);
+/* Compiles the grammar over tok's vocabulary, the eos ids of cfg ending the output; a bad file,
+ * schema or grammar is G4_ERR_INPUT naming the option, the file and the problem. */
+g4_status cli_constraint_build(cli_constraint *c, const g4_tokenizer *tok, const g4_gen_config *cfg);
+void cli_constraint_free(cli_constraint *c);
 
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);

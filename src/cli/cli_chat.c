@@ -1,7 +1,9 @@
 /* cli_chat.c — `gemma4c chat`: an interactive multi-turn conversation (as llama-cli's
  * conversation mode). Each line on stdin is a user turn; the whole conversation goes through the
- * model's chat template, only the tokens past what the slot already holds are prefilled, and the
- * reply streams to stdout through the shared generation loop (cli_generate). Owns the REPL only. */
+ * model's chat template, the slot's KV is reused for the longest prefix a fresh prefill would
+ * compute the same (g4_slot_rewind / a snapshot), and the reply streams through the shared
+ * generation loop (cli_generate) and the chat output parser (src/chat): content to stdout,
+ * reasoning to stderr on request, tool calls as JSON lines. Owns the REPL only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +13,19 @@
 
 static void usage(void) {
     printf("usage: gemma4c chat -m MODEL [--system TEXT] [-n N] [--temp T --top-p P --top-k K --min-p P --seed S]\n"
-           "                    [-v] [model options]\n"
+           "                    [--think] [--show-reasoning] [-v] [model options]\n"
            "  reads one user turn per line on stdin (prompt \"> \" on stderr at a terminal) and streams\n"
            "  each reply to stdout, one line per reply; the conversation goes through the model's chat\n"
            "  template. -n: most tokens per reply (default: until an eos id or the context end).\n"
+           "  --think: the template's enable_thinking on; --show-reasoning: the model's thoughts on\n"
+           "  stderr (\"[reasoning] \" lines; dimmed at a terminal); tool calls print as JSON lines.\n"
            "  /reset clears the conversation (the --system message stays); /exit or end of input quits.\n"
-           "  -v: each turn's prompt length and how much of it the slot already held, on stderr.\n");
+           "  -v: each turn's prompt length and how much of it the slot's KV supplied, on stderr.\n");
     fputs(cli_model_opts_help, stdout);
 }
+
+/* ids at a prompt's end that the next turn's rendering may change (the generation prompt) */
+enum { GEN_PROMPT_SLACK = 16 };
 
 typedef struct {
     g4_model *m;
@@ -26,16 +33,31 @@ typedef struct {
     const g4_template *tpl;
     const g4_gen_config *cfg;
     g4_gen_params gp;
-    int verbose;
+    int verbose, think, show_reasoning, chunk;
     int32_t *held;   /* the ids the slot holds, in order [n_held] */
     int n_held, cap_held;
+    /* held[0, exact) were computed as a fresh prefill computes them: whole prefill chunks from
+     * position 0. Only they are reused, since a kernel's rounding may depend on how many rows it
+     * runs (docs/server.md, prompt cache); decoded tokens and partial chunks are recomputed. */
+    int exact;
+    g4_kv_snap *snap;   /* the slot at a chunk boundary <= exact, for a rewind past the rings */
+    /* the reply being printed */
+    g4_chat_parser *parser;
+    int n_shown;        /* deltas printed */
+    int in_reasoning;   /* a "[reasoning] " line is open on stderr */
 } chat_state;
+
+static void forget_slot(chat_state *c) {
+    g4_slot_reset(c->m, 0);
+    c->n_held = c->exact = 0;
+    g4_kv_snap_free(c->snap);
+    c->snap = NULL;
+}
 
 static void reset(chat_state *c, json_t *msgs, const char *system) {
     json_array_clear(msgs);
     if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
-    g4_slot_reset(c->m, 0);
-    c->n_held = 0;
+    forget_slot(c);
 }
 
 static g4_status hold(chat_state *c, const int32_t *ids, int n) {
@@ -52,43 +74,133 @@ static g4_status hold(chat_state *c, const int32_t *ids, int n) {
     return G4_OK;
 }
 
+/* Sets the slot back to the longest prefix of ids[0, n) it can reuse exactly and returns its
+ * length: the common prefix with what it holds, cut to its exact rows and to a chunk boundary,
+ * short of the last id (whose logits start the reply). Within the sliding rings' reach a rewind;
+ * further back the snapshot, where it lies inside that prefix; else an empty slot. */
+static int reuse_prefix(chat_state *c, const int32_t *ids, int n, const char **how) {
+    int lcp = 0;
+    while (lcp < c->n_held && lcp < n && ids[lcp] == c->held[lcp]) lcp++;
+    int want = lcp < c->exact ? lcp : c->exact;
+    if (want > n - 1) want = n - 1;
+    want -= want % c->chunk;
+    const int pos = g4_slot_pos(c->m, 0);
+    int from = 0;
+    *how = "";
+    if (want > 0 && want >= g4_kv_rewind_floor(c->m, pos) && !g4_slot_rewind(c->m, 0, want)) from = want, *how = " (rewind)";
+    else if (want > 0 && c->snap && g4_kv_snap_pos(c->snap) <= want && !g4_slot_restore(c->m, 0, c->snap))
+        from = g4_kv_snap_pos(c->snap), *how = " (snapshot)";
+    if (!from) forget_slot(c);
+    if (c->snap && g4_kv_snap_pos(c->snap) > from) {   /* rows it does not hold will be rewritten */
+        g4_kv_snap_free(c->snap);
+        c->snap = NULL;
+    }
+    c->n_held = c->exact = from;
+    return from;
+}
+
+static void end_reasoning_line(chat_state *c) {
+    if (!c->in_reasoning) return;
+    fputs(isatty(2) ? "\033[0m\n" : "\n", stderr);
+    c->in_reasoning = 0;
+}
+
+/* Prints the parser's new deltas: content to stdout, reasoning to stderr with --show-reasoning,
+ * each tool call as one JSON line {"tool_call": {"name", "arguments"}} on stdout. */
+static void show_deltas(chat_state *c) {
+    for (; c->n_shown < g4_chat_parser_n_deltas(c->parser); c->n_shown++) {
+        const g4_chat_delta *d = g4_chat_parser_delta(c->parser, c->n_shown);
+        if (d->kind == G4_DELTA_REASONING) {
+            if (!c->show_reasoning || !d->len) continue;
+            if (!c->in_reasoning) fputs(isatty(2) ? "\033[2m[reasoning] " : "[reasoning] ", stderr);
+            c->in_reasoning = 1;
+            fwrite(d->text, 1, d->len, stderr);
+            fflush(stderr);
+            continue;
+        }
+        end_reasoning_line(c);
+        if (d->kind == G4_DELTA_CONTENT) {
+            fwrite(d->text, 1, d->len, stdout);
+        } else {
+            json_t *args = json_loadb(d->text, d->len, 0, NULL);
+            json_t *call = json_pack("{s:{s:s,s:o}}", "tool_call", "name", d->name, "arguments",
+                                     args ? args : json_stringn_nocheck(d->text, d->len));
+            char *line = call ? json_dumps(call, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+            printf("%s\n", line ? line : "{\"tool_call\": null}");
+            free(line);
+            json_decref(call);
+        }
+        fflush(stdout);
+    }
+}
+
+static int on_token(void *ctx, int32_t id) {
+    chat_state *c = ctx;
+    int ended = 0;
+    if (g4_chat_parser_push(c->parser, id, &ended)) return 1;
+    show_deltas(c);
+    return ended;   /* a <|tool_response>: the model waits for a tool's answer */
+}
+
+/* The assistant's message as the parser read it, for the conversation's next rendering. */
+static g4_status append_reply(chat_state *c, json_t *msgs) {
+    char *js = g4_chat_message_json(c->parser, "call_");
+    json_t *msg = js ? json_loads(js, 0, NULL) : NULL;
+    free(js);
+    if (!msg || json_array_append_new(msgs, msg)) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    return G4_OK;
+}
+
 /* One turn: the conversation (ending with the user's message) -> the reply, streamed to stdout
  * and appended to msgs as the assistant's message. */
 static g4_status turn(chat_state *c, json_t *msgs) {
     int32_t *ids = NULL;
     int n = 0;
-    g4_status st = cli_chat_ids(c->tpl, c->tok, msgs, &ids, &n);
+    double t0 = g4_now();
+    g4_status st = cli_chat_ids(c->tpl, c->tok, msgs, c->think, &ids, &n);
     if (st) return st;
-    /* a rendering that extends what the slot holds needs only its new tokens; anything else (a
-     * template that rewrites earlier turns, a reply that re-encodes differently) starts over */
-    int from = 0;
-    if (c->n_held > 0 && c->n_held < n && !memcmp(ids, c->held, (size_t)c->n_held * sizeof *ids)) from = c->n_held;
-    else {
-        g4_slot_reset(c->m, 0);
-        c->n_held = 0;
+    const char *how;
+    const int from = reuse_prefix(c, ids, n, &how);
+    /* the prompt up to a chunk boundary before its generation prompt, then a snapshot there: the
+     * next turn's rendering parts from this prompt a few ids before its end (Gemma 4's template
+     * drops the empty thought channel of the generation prompt), maybe beyond the rings' reach
+     * once the reply is long. The same chunks as one prefill of [from, n). */
+    const int tail = n - 1 - GEN_PROMPT_SLACK - from;
+    const int b = from + (tail > 0 ? tail / c->chunk * c->chunk : 0);
+    if (b > from) {
+        st = g4_prefill(c->m, 0, ids + from, b - from, NULL);
+        if (!st && g4_kv_snap_supported(c->m)) {
+            g4_kv_snap_free(c->snap);
+            c->snap = NULL;
+            if (g4_slot_save(c->m, 0, 0, &c->snap)) c->snap = NULL;   /* without it: a longer prefill later */
+        }
     }
-    if (c->verbose) fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them already in the slot\n", n, from);
     g4_gen *g = NULL;
-    cli_gen_out out = {.text = 1, .ids = 1};
-    st = g4_gen_new(c->m, 0, c->tok, c->cfg, &c->gp, &g);
-    if (!st) st = cli_generate(c->m, 0, ids + from, n - from, g, 0, &out);
+    cli_gen_out out = {.ids = 1, .on_token = on_token, .ctx = c};
+    c->n_shown = c->in_reasoning = 0;
+    if (!st) st = g4_chat_parser_new(c->tok, NULL, 0, &c->parser);
+    if (!st) st = g4_gen_new(c->m, 0, c->tok, c->cfg, &c->gp, &g);
+    const double t_gen = g4_now();
+    if (!st) st = cli_generate(c->m, 0, ids + b, n - b, g, 0, &out);
+    if (!st) st = g4_chat_parser_finish(c->parser);
+    if (c->parser) show_deltas(c);
+    end_reasoning_line(c);
+    printf("\n");
+    fflush(stdout);
+    if (c->verbose)
+        fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them reused from the slot%s; first token after %.3f s\n",
+                n, from, how, t_gen - t0 + out.prefill_s);
     if (!st) st = hold(c, ids + from, n - from);
+    if (!st) c->exact = n / c->chunk * c->chunk;
     /* the slot holds every generated token but the last (cli_generate feeds it none) */
     if (!st && out.n_gen > 1) st = hold(c, out.id_buf, out.n_gen - 1);
     if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
         fprintf(stderr, "gemma4c chat: stopped at the context limit (--ctx %d); /reset to start over\n",
                 g4_model_get_info(c->m)->ctx);
-    if (!st) {
-        /* the reply's bytes as generated: the detokenizer may yield invalid UTF-8 from a random
-         * model, and the template gets the same bytes either way */
-        json_t *reply = json_pack("{s:s,s:o}", "role", "assistant", "content",
-                                  json_stringn_nocheck(out.text_buf ? out.text_buf : "", out.text_len));
-        if (!reply || json_array_append_new(msgs, reply)) st = g4_fail(G4_ERR_NOMEM, "out of memory");
-    }
-    if (st) {   /* the slot's contents are unknown after a failed step */
-        g4_slot_reset(c->m, 0);
-        c->n_held = 0;
-    }
+    if (!st) st = append_reply(c, msgs);
+    if (st) forget_slot(c);   /* the slot's contents are unknown after a failed step */
+    g4_chat_parser_free(c->parser);
+    c->parser = NULL;
     g4_gen_free(g);
     free(out.text_buf);
     free(out.id_buf);
@@ -121,6 +233,8 @@ int cli_chat(int argc, char **argv) {
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--system")) system = v;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) c.verbose = 1;
+        else if (!strcmp(a, "--think")) c.think = 1;
+        else if (!strcmp(a, "--show-reasoning")) c.show_reasoning = 1;
         else if (!strcmp(a, "-n")) { if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &n_predict)) return 2; }
         else return cli_usage_error(cmd, "unknown option '%s' (see gemma4c chat --help)", a);
     }
@@ -128,6 +242,7 @@ int cli_chat(int argc, char **argv) {
     c.gp.max_tokens = (int)n_predict;   /* 0: until an eos id or the context end */
 
     int rc = cli_load_model(model, &mo, &c.m);
+    c.chunk = mo.prefill_chunk;   /* the prefill's chunk: the unit of exact reuse */
     if (rc) return rc < 0 ? 0 : rc;
     g4_tokenizer *tok = NULL;
     g4_template *tpl = NULL;
@@ -170,6 +285,7 @@ int cli_chat(int argc, char **argv) {
     rc = cli_report(st);
     free(line);
     free(c.held);
+    g4_kv_snap_free(c.snap);
     json_decref(msgs);
     g4_gen_config_free(&cfg);
     g4_template_free(tpl);

@@ -22,6 +22,7 @@ typedef struct {
     g4_model_opts mo;
     int chunk_set;             /* --prefill-chunk given: images must fit it */
     cli_media md;
+    cli_constraint cons;       /* --json-schema / --grammar / --json-object (run only) */
 } run_opts;
 
 static void usage(const char *cmd) {
@@ -32,9 +33,11 @@ static void usage(const char *cmd) {
     else
         printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
                "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
+               "                   [--json-schema FILE | --grammar FILE | --json-object]\n"
                "                   [--image FILE ...] [-v] [model options]\n"
                "  generates greedily (unless --temp) until an eos id of generation_config.json, -n tokens\n"
                "  or the end of the context; --ids prints the generated ids as one JSON array\n");
+    if (strcmp(cmd, "logits")) fputs(cli_constraint_opts_help, stdout);
     fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
@@ -108,7 +111,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         int r;
         if (cli_is_help(a)) { usage(cmd); return -1; }
         if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp)) ||
-            (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md))) {
+            (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md)) ||
+            (!strcmp(cmd, "run") && (r = cli_parse_constraint_opt(cmd, argc, argv, &i, &o->cons)))) {
             if (r < 0) return 0;
             continue;
         }
@@ -210,8 +214,11 @@ int cli_logits(int argc, char **argv) {
 /* Renders `messages` (a JSON array of {"role", "content"}) with the chat template and the
  * generation prompt, and encodes it without the tokenizer's special tokens: the Gemma templates
  * write <bos> themselves and a second one would change the model's input. */
-g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int32_t **ids, int *n) {
+g4_status cli_chat_ids(const g4_template *tpl, const g4_tokenizer *tok, json_t *messages, int think, int32_t **ids,
+                       int *n) {
     json_t *vars = json_pack("{s:b,s:O}", "add_generation_prompt", 1, "messages", messages);
+    /* only when asked: a template without the variable renders as before */
+    if (vars && think && json_object_set_new(vars, "enable_thinking", json_true())) { json_decref(vars); vars = NULL; }
     char *js = vars ? json_dumps(vars, JSON_COMPACT) : NULL;
     json_decref(vars);
     if (!js) return g4_fail(G4_ERR_NOMEM, "out of memory");
@@ -236,7 +243,7 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
         json_t *msgs = json_array();
         if (o->system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", o->system));
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", o->prompt));
-        st = json_array_size(msgs) == (o->system ? 2u : 1u) ? cli_chat_ids(tpl, tok, msgs, ids, n)
+        st = json_array_size(msgs) == (o->system ? 2u : 1u) ? cli_chat_ids(tpl, tok, msgs, 0, ids, n)
                                                            : g4_fail(G4_ERR_INPUT, "-p / --system: not valid UTF-8");
         json_decref(msgs);
         g4_template_free(tpl);
@@ -279,8 +286,10 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
         size_t plen;
         out->fin = g4_gen_accept(g, t, &piece, &plen);
         out->n_gen++;
+        /* an eos (G4_FIN_STOP) ends the reply and is no part of it */
+        if (out->on_token && out->fin != G4_FIN_STOP && out->on_token(out->ctx, t)) out->fin = G4_FIN_STOP;
         if (ids_out) printf("%s%d", out->n_gen > 1 ? "," : "", t);
-        else if (plen) fwrite(piece, 1, plen, stdout);
+        else if (plen && !out->on_token) fwrite(piece, 1, plen, stdout);
         if (!ids_out && plen && out->text) {
             char *nt = realloc(out->text_buf, out->text_len + plen + 1);
             if (!nt) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
@@ -300,7 +309,7 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
         int32_t tt = t;
         st = am ? g4_decode_argmax(m, 1, &slot, &tt, &next) : g4_decode(m, 1, &slot, &tt, logits);
     }
-    printf(ids_out ? "]\n" : "\n");
+    if (ids_out || !out->on_token) printf(ids_out ? "]\n" : "\n");
     out->decode_s = g4_now() - t0;
     free(logits);
     return st;
@@ -318,7 +327,7 @@ int cli_run(int argc, char **argv) {
     double t0 = g4_now();
     int rc = load(&o, &m);
     if (rc) { prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
-    if ((st = prompt_after_load(&o, !o.ids_out, &p))) {
+    if ((st = prompt_after_load(&o, !o.ids_out || o.cons.kind, &p))) {
         prompt_free(&p);
         cli_media_free(&o.md);
         g4_model_free(m);
@@ -337,6 +346,8 @@ int cli_run(int argc, char **argv) {
     cli_gen_out out = {0};
     double t1 = g4_now();
     st = g4_gen_config_load(o.model, info, &cfg);
+    if (!st) st = cli_constraint_build(&o.cons, p.tok, &cfg);
+    gp.constraint = o.cons.matcher;
     if (!st) st = g4_gen_new(m, 0, p.tok, &cfg, &gp, &g);
     if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.n, p.mp, g, o.ids_out, &out);
     else if (!st) printf(o.ids_out ? "[]\n" : "\n");
@@ -348,6 +359,7 @@ int cli_run(int argc, char **argv) {
                 out.n_gen > 1 ? (out.n_gen - 1) / out.decode_s : 0.0);
     rc = cli_report(st);
     g4_gen_free(g);
+    cli_constraint_free(&o.cons);
     g4_gen_config_free(&cfg);
     prompt_free(&p);
     cli_media_free(&o.md);

@@ -3,6 +3,8 @@ conversation rendered by the chat template (greedy: token for token), /reset sta
 and the end of input quit with exit 0."""
 import json
 
+import pytest
+
 from conftest import FIXTURES, run_g4
 
 M = FIXTURES / "g4-cond-tiny"
@@ -84,3 +86,106 @@ def test_context_overflow_is_reported_and_survived(g4_bin):
     assert r.returncode == 0, r.stderr
     assert b"exceeds the context" in r.stderr
     assert r.stdout.endswith(run_g4(g4_bin, "run", "-m", M, "--chat", "-p", "Hi!", "-n", 4).stdout)
+
+
+TURNS = ["Hello there, how are you doing today?", "Tell me about the weather in Paris please.",
+         "And what about London, is it rainy?", "Thanks a lot!", "One more question: why is the sky blue?"]
+
+
+@pytest.mark.parametrize("chunk,n,path", [(8, 12, "snapshot"), (16, 4, "rewind")])
+def test_kv_reuse_gives_the_fresh_greedy_answers(g4_bin, chunk, n, path):
+    """Each turn continues from the slot's KV (a rewind, or the snapshot taken before the last
+    generation prompt) and still answers exactly what `run` answers for the whole rendered
+    conversation from an empty slot. A small --prefill-chunk makes the conversation span many
+    chunks; replies of 12 tokens outrun the sliding rings (window 24 + chunk 8 - 1), so the
+    snapshot is restored, short ones are within reach of a rewind."""
+    extra = ("--prefill-chunk", chunk, "-n", n)
+    r = run_g4(g4_bin, "chat", "-m", M, "--threads", 1, "-v", *extra,
+               input="".join(t + "\n" for t in TURNS).encode())
+    assert r.returncode == 0, r.stderr.decode()
+    replies = r.stdout.decode().split("\n")[:-1]
+    assert len(replies) == len(TURNS)
+    reused = [int(l.split(", ")[1].split()[0]) for l in r.stderr.decode().splitlines() if "reused" in l]
+    assert reused[0] == 0 and all(x > 0 and x % chunk == 0 for x in reused[1:]), r.stderr
+    assert f"({path})" in r.stderr.decode()
+    msgs = []
+    for turn, reply in zip(TURNS, replies):
+        msgs.append({"role": "user", "content": turn})
+        t = run_g4(g4_bin, "template", "-m", M, input=json.dumps({"messages": msgs, "add_generation_prompt": True}).encode())
+        ids = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+        fresh = run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, ids)), "--threads", 1, *extra)
+        assert fresh.returncode == 0, fresh.stderr
+        assert fresh.stdout.decode() == reply + "\n"
+        msgs.append({"role": "assistant", "content": reply})
+
+
+def _swap_tokens(src, dst, pairs, rename=()):
+    """A copy of model dir src whose tokenizer trades the ids of each (special token, id) pair
+    and gives each (id, text) of `rename` that text: the model is the same, so its greedy ids are
+    too, but now they spell those tokens."""
+    dst.mkdir()
+    for f in src.iterdir():
+        if f.name not in ("tokenizer.json", "tokenizer_config.json"):
+            (dst / f.name).symlink_to(f)
+    t = json.loads((src / "tokenizer.json").read_text())
+    tc = json.loads((src / "tokenizer_config.json").read_text())
+    vocab, dec = t["model"]["vocab"], tc["added_tokens_decoder"]
+    by_id = {v: k for k, v in vocab.items()}
+    for special, tid in pairs:
+        sid, piece = vocab[special], by_id[tid]
+        vocab[special], vocab[piece] = tid, sid
+        for a in t["added_tokens"]:
+            if a["content"] == special:
+                a["id"] = tid
+        dec[str(tid)] = dec.pop(str(sid))
+    for tid, piece in rename:
+        del vocab[by_id[tid]]
+        vocab[piece] = tid
+    (dst / "tokenizer.json").write_text(json.dumps(t))
+    (dst / "tokenizer_config.json").write_text(json.dumps(tc))
+
+
+def test_think_and_reasoning_shown_apart(g4_bin, tmp_path):
+    """--think renders the template with enable_thinking; the reply goes through the chat output
+    parser: a thought to stderr with --show-reasoning (else nowhere), the answer to stdout. The
+    random fixture never thinks, so a tokenizer whose ids are traded makes its greedy ids spell
+    <|channel>...<channel|> (the model is unchanged; the thinking prompt holds neither token)."""
+    t = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True, "enable_thinking": True}).encode())
+    prompt = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+    ids = json.loads(run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, prompt)), "-n", N, "--ids",
+                            "--ignore-eos", "--threads", 1).stdout)
+    def text(part):
+        return run_g4(g4_bin, "detokenize", "-m", M, "--skip-special", input=json.dumps(part).encode()).stdout.decode()
+    assert chat(g4_bin, ["Hi!"], "--think").stdout.decode() == text(ids) + "\n"   # the thinking prompt
+    # two ids that occur once each, neither in the prompt, with text between them and after
+    once = [k for k, x in enumerate(ids) if ids.count(x) == 1 and x not in prompt]
+    i, j = next((i, j) for i in once for j in once if i + 2 <= j < len(ids) - 1)
+    d = tmp_path / "m"
+    _swap_tokens(M, d, [("<|channel>", ids[i]), ("<channel|>", ids[j])])
+    thought, answer = text(ids[i + 1:j]), text(ids[:i]) + text(ids[j + 1:])
+    assert thought and answer.strip()
+    shown = chat(g4_bin, ["Hi!"], "-m", d, "--think", "--show-reasoning")
+    assert shown.stdout.decode() == answer + "\n"
+    assert shown.stderr.decode() == "[reasoning] " + thought + "\n"
+    hidden = chat(g4_bin, ["Hi!"], "-m", d, "--think")
+    assert hidden.stdout == shown.stdout and hidden.stderr == b""
+
+
+def test_tool_call_printed_as_json(g4_bin, tmp_path):
+    """A tool call in the reply prints as one JSON line; the text around it is content. As above,
+    a tokenizer with traded ids makes three greedy ids spell <|tool_call>call:f{x:1}<tool_call|>."""
+    t = run_g4(g4_bin, "template", "-m", M, input=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi!"}], "add_generation_prompt": True, "enable_thinking": True}).encode())
+    prompt = json.loads(run_g4(g4_bin, "tokenize", "-m", M, input=t.stdout).stdout)
+    ids = json.loads(run_g4(g4_bin, "run", "-m", M, "--prompt-ids", ",".join(map(str, prompt)), "-n", N, "--ids",
+                            "--ignore-eos", "--threads", 1).stdout)
+    once = [k for k, x in enumerate(ids) if ids.count(x) == 1 and x not in prompt]
+    i = next(i for i in once if i + 1 in once and i + 2 in once)
+    d = tmp_path / "m"
+    _swap_tokens(M, d, [("<|tool_call>", ids[i]), ("<tool_call|>", ids[i + 2])], rename=[(ids[i + 1], "call:f{x:1}")])
+    def text(part):
+        return run_g4(g4_bin, "detokenize", "-m", M, "--skip-special", input=json.dumps(part).encode()).stdout.decode()
+    r = chat(g4_bin, ["Hi!"], "-m", d, "--think")
+    call = json.dumps({"tool_call": {"name": "f", "arguments": {"x": 1}}}, separators=(",", ":"))
+    assert r.stdout.decode() == text(ids[:i]) + call + "\n" + text(ids[i + 3:]) + "\n"

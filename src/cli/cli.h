@@ -123,5 +123,7 @@ void cli_constraint_free(cli_constraint *c);
 
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);
+/* A whole file, NUL-terminated (free it); NULL when it cannot be opened or read. */
+char *cli_read_file(const char *path, size_t *len);
 
 #endif

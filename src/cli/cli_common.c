@@ -70,7 +70,8 @@ int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m) {
     return st ? cli_report(st) : -1;
 }
 
-char *cli_read_stdin(size_t *len) {
+/* The whole stream, NUL-terminated; NULL on a read error or out of memory. */
+static char *read_stream(FILE *f, size_t *len) {
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) return NULL;
@@ -81,11 +82,22 @@ char *cli_read_stdin(size_t *len) {
             buf = nb;
             cap *= 2;
         }
-        size_t r = fread(buf + n, 1, cap - n - 1, stdin);
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
         n += r;
         if (r == 0) break;
     }
+    if (ferror(f)) { free(buf); return NULL; }
     buf[n] = 0;
     *len = n;
+    return buf;
+}
+
+char *cli_read_stdin(size_t *len) { return read_stream(stdin, len); }
+
+char *cli_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = read_stream(f, len);
+    fclose(f);
     return buf;
 }

@@ -28,26 +28,8 @@ int cli_parse_constraint_opt(const char *cmd, int argc, char **argv, int *i, cli
 }
 
 static g4_status read_whole(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return g4_fail(G4_ERR_INPUT, "cannot read the file");
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n - 1, f);
-        if (n + 1 < cap) break;
-        char *nb = realloc(b, cap * 2);
-        if (!nb) { free(b); b = NULL; break; }
-        b = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!b) return g4_fail(G4_ERR_NOMEM, "out of memory");
-    if (bad) { free(b); return g4_fail(G4_ERR_INPUT, "cannot read the file"); }
-    b[n] = 0;
-    *out = b;
-    *len = n;
-    return G4_OK;
+    *out = cli_read_file(path, len);
+    return *out ? G4_OK : g4_fail(G4_ERR_INPUT, "cannot read the file");
 }
 
 g4_status cli_constraint_build(cli_constraint *c, const g4_tokenizer *tok, const g4_gen_config *cfg) {

@@ -20,25 +20,6 @@ static const char USAGE[] =
     "  --print-gbnf  print the GBNF the schema compiles to and exit\n"
     "  --end-id N    an end-of-output token (default: the tokenizer's <eos> and <end_of_turn>)\n";
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t r = fread(b + n, 1, cap - n - 1, f);
-        n += r;
-        if (n + 1 < cap) break;
-        char *nb = realloc(b, cap * 2);
-        if (!nb) { free(b); b = NULL; break; }
-        b = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (b) { b[n] = 0; *len = n; }
-    return b;
-}
-
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -74,7 +55,7 @@ int cli_grammar(int argc, char **argv) {
     size_t glen = 0;
     char *gsrc = NULL;
     if (schema || gbnf) {
-        gsrc = read_file(schema ? schema : gbnf, &glen);
+        gsrc = cli_read_file(schema ? schema : gbnf, &glen);
         if (!gsrc) return cli_report(g4_fail(G4_ERR_INPUT, "%s: cannot read '%s'", schema ? "--json-schema" : "--gbnf", schema ? schema : gbnf));
     }
     if (print) {

@@ -17,27 +17,6 @@ static void usage(FILE *f) {
             "  --template FILE use this Jinja file instead of the directory's template\n");
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (buf) { buf[n] = 0; *len = n; }
-    return buf;
-}
-
 int cli_template(int argc, char **argv) {
     const char *model = NULL, *tpl = NULL;
     for (int i = 1; i < argc; i++) {
@@ -57,7 +36,7 @@ int cli_template(int argc, char **argv) {
     g4_status st;
     if (tpl) {
         size_t len;
-        char *src = slurp(tpl, &len);
+        char *src = cli_read_file(tpl, &len);
         if (!src) return cli_usage_error("template", "%s: cannot read template file", tpl);
         st = g4_template_load_source(src, len, tpl, model, &t);
         free(src);

@@ -289,8 +289,9 @@ typedef struct {
 typedef struct {
     uint64_t file_size;
     uint64_t seg_bytes[G4_PACK_MAX_RANKS];
-    int n_tensors;           /* per rank */
-    int n_skipped;           /* checkpoint tensors left out (multimodal front end, tied lm_head) */
+    int n_tensors;           /* rank 0's; the other ranks lack the n_multimodal */
+    int n_multimodal;        /* vision / audio embedder tensors, kept as stored in rank 0 alone */
+    int n_skipped;           /* checkpoint tensors left out (a tied lm_head) */
     int n_fallback;          /* matrices written in another dtype than asked (block size) */
 } g4_pack_write_stats;
 

@@ -140,6 +140,8 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
             goto fail;
         m->presharded = 1;
         if ((st = g4_weights_bind(m))) goto fail;
+        /* the pack keeps the embedders in rank 0's segment alone */
+        if (rank == 0 && ((st = g4_vision_bind(m)) || (st = g4_audio_bind(m)))) goto fail;
     } else {   /* a HuggingFace checkpoint directory */
         if ((st = g4_config_load(path, &m->cfg))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;

@@ -1,0 +1,85 @@
+"""`.g4c` packs keep the multimodal front end: the vision and audio embedder tensors byte for byte
+as stored (whatever --dtype says), in rank 0's segment alone, and the processor files; `logits`
+with images and audio on a pack is byte-identical to the HF directory it was packed from (one rank
+and --tp 2), and so within the transformers goldens of test_multimodal.py."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, run_g4
+from test_multimodal import CASES, GOLD_DIR, REL_TOL, image_args
+from test_pack import pack, read_hf, read_pack
+
+MODEL = FIXTURES / "g4-cond-mm-tiny"
+MM_PREFIXES = ("model.vision_embedder.", "model.embed_vision.", "model.embed_audio.")
+
+
+def is_mm(name):
+    return name.startswith(MM_PREFIXES)
+
+
+@pytest.mark.parametrize("args", [(), ("--dtype", "q8_0")], ids=["as-stored", "q8_0"])
+def test_embedders_in_rank0_as_stored(g4_bin, tmp_path, args):
+    err = pack(g4_bin, MODEL, tmp_path / "mm.g4c", "--tp", "2", *args)
+    _, _, ranks = read_pack(tmp_path / "mm.g4c")
+    vals, raw = read_hf(MODEL)
+    mm = {n for n in vals if is_mm(n)}
+    assert mm, "the fixture has embedder tensors"
+    assert f"({len(mm)} of them multimodal" in err
+    assert {n for n in ranks[0] if is_mm(n)} == mm
+    assert not any(is_mm(n) for n in ranks[1]), "the embedders are rank 0's alone"
+    for name in mm:
+        dt, shape, data = ranks[0][name]
+        assert dt == raw[name][0] and shape == vals[name].shape, name
+        assert data == raw[name][1].tobytes(), name
+
+
+def logits(g4_bin, model, out, case, *extra):
+    r = run_g4(g4_bin, "logits", "-m", model, "-p", case["prompt"], "-o", out,
+               "--prefill-chunk", case["prefill_chunk"], *image_args(case), *extra)
+    assert r.returncode == 0, r.stderr.decode()
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_logits_identical_to_hf_dir(g4_bin, tmp_path, case, tp):
+    pk = tmp_path / "mm.g4c"
+    pack(g4_bin, MODEL, pk, "--tp", tp)
+    got = logits(g4_bin, pk, tmp_path / "pack.f32", case)
+    want = logits(g4_bin, MODEL, tmp_path / "dir.f32", case, "--tp", tp)
+    assert got == want, "pack and HF directory logits differ"
+    gold = np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    rel = np.abs(np.frombuffer(got, "<f4") - gold).max() / np.abs(gold).max()
+    assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+
+
+def test_expanded_ids_from_pack(g4_bin, tmp_path):
+    pk = tmp_path / "mm.g4c"
+    pack(g4_bin, MODEL, pk)
+    case = next(c for c in CASES if c["name"] == "image_audio")
+    r = run_g4(g4_bin, "tokenize", "-m", pk, "--bos", *image_args(case), input=case["prompt"].encode())
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["expanded_ids"]
+
+
+def test_processor_config_travels(g4_bin, tmp_path):
+    """The processor's max_soft_tokens (not the built-in 280) decides the image's size from a
+    pack as from the directory: the pack embeds processor_config.json."""
+    src = tmp_path / "mm"
+    shutil.copytree(MODEL, src)
+    (src / "processor_config.json").write_text(json.dumps({"image_processor": {"max_soft_tokens": 70}}))
+    pk = tmp_path / "mm.g4c"
+    pack(g4_bin, src, pk)
+    _, files, _ = read_pack(pk)
+    assert files["processor_config.json"] == (src / "processor_config.json").read_bytes()
+    case = next(c for c in CASES if c["name"] == "one_image")
+    ids = []
+    for model in (src, pk):
+        r = run_g4(g4_bin, "tokenize", "-m", model, "--bos", "--image", FIXTURES / "media" / case["images"][0],
+                   input=case["prompt"].encode())
+        assert r.returncode == 0, r.stderr.decode()
+        ids.append(json.loads(r.stdout))
+    assert ids[0] == ids[1] == case["expanded_ids"]

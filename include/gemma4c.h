@@ -71,6 +71,8 @@ typedef struct {
                          * same numbers through the fp32 kernels); products exact, fp32 sums.
                          * Generated tokens and the LM head stay exact. Default 0 (exact) */
     g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
+    const char *mmproj; /* llama.cpp's mmproj GGUF (gemma4uv / gemma4ua) beside a GGUF model: its
+                         * vision and audio embedders; NULL (default): none */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };

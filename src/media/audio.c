@@ -16,6 +16,7 @@
 
 #include "gemma4c.h"
 #include "io/source.h"
+#include "model/mmproj.h"
 
 enum { AUDIO_RATE = 16000 };
 
@@ -28,6 +29,14 @@ g4_status g4_audio_opts_load(const char *dir, g4_audio_opts *o) {
     g4_audio_opts_default(o);
     g4_source *src;
     if (g4_source_open(dir, &src)) return G4_OK;   /* no model there: the defaults */
+    if (g4_source_kind_of(src) == G4_SOURCE_GGUF) {   /* an mmproj: its frame */
+        g4_status st = G4_OK;
+        const g4_gguf *g = g4_source_gguf(src, &st);
+        g4_mmproj_geom geo;
+        if (g && g4_is_mmproj(g) && !(st = g4_mmproj_geom_read(g, &geo)) && geo.has_audio) o->frame = geo.audio_frame;
+        g4_source_close(src);
+        return st;
+    }
     const char *data, *path;
     size_t len;
     g4_status st = g4_source_file(src, "config.json", &data, &len, &path);   /* a directory or a .g4c pack */

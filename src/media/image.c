@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "io/source.h"
+#include "model/mmproj.h"
 
 void g4_image_opts_default(g4_image_opts *o) {
     o->max_soft_tokens = 280;
@@ -60,6 +61,17 @@ g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
     g4_image_opts_default(o);
     g4_source *src;
     if (g4_source_open(dir, &src)) return G4_OK;   /* no model there: the defaults */
+    if (g4_source_kind_of(src) == G4_SOURCE_GGUF) {   /* an mmproj: its patch geometry */
+        g4_status st = G4_OK;
+        const g4_gguf *g = g4_source_gguf(src, &st);
+        g4_mmproj_geom geo;
+        if (g && g4_is_mmproj(g) && !(st = g4_mmproj_geom_read(g, &geo)) && geo.has_vision) {
+            o->patch_size = geo.patch_size;
+            o->pooling_kernel = geo.pooling_kernel;
+        }
+        g4_source_close(src);
+        return st;
+    }
     /* the model's own patch geometry first (vision_config), so that a checkpoint without
      * processor files still gets patches its embedder reads; the processor files override it */
     const char *path;

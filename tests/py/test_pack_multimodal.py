@@ -83,3 +83,46 @@ def test_processor_config_travels(g4_bin, tmp_path):
         assert r.returncode == 0, r.stderr.decode()
         ids.append(json.loads(r.stdout))
     assert ids[0] == ids[1] == case["expanded_ids"]
+
+
+# ---- llama.cpp's mmproj GGUF beside a text GGUF (tools/reference/make_mmproj_gguf.py)
+
+GGUF_DIR = FIXTURES / "g4-mmproj"
+TEXT_GGUF = GGUF_DIR / "mm-bf16.gguf"
+MMPROJ = GGUF_DIR / "mmproj-bf16.gguf"
+# The converter stores v.patch_embd (patch_dense) as f32, the checkpoint as bf16: the same values,
+# but the matmul layer sums an f32 and a bf16 weight in different orders (float32 both).
+MMPROJ_REL_TOL = 1e-5
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_mmproj_logits_match_hf_dir(g4_bin, tmp_path, case):
+    got = np.frombuffer(logits(g4_bin, TEXT_GGUF, tmp_path / "gguf.f32", case, "--mmproj", MMPROJ), "<f4")
+    want = np.frombuffer(logits(g4_bin, MODEL, tmp_path / "dir.f32", case), "<f4")
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= MMPROJ_REL_TOL, f"GGUF + mmproj vs HF directory: max relative logit error {rel:.3g}"
+    if not case["images"]:
+        assert got.tobytes() == want.tobytes(), "audio alone: the same weights and kernels, byte for byte"
+    gold = np.fromfile(GOLD_DIR / case["logits_file"], dtype="<f4")
+    assert np.abs(got - gold).max() / np.abs(gold).max() <= REL_TOL
+
+
+def test_mmproj_greedy(g4_bin):
+    case = next(c for c in CASES if c["name"] == "image_audio")
+    r = run_g4(g4_bin, "run", "-m", TEXT_GGUF, "--mmproj", MMPROJ, "-p", case["prompt"], "-n", len(case["greedy"]),
+               "--ids", "--ignore-eos", *image_args(case))
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["greedy"]
+
+
+def test_mmproj_refusals(g4_bin, tmp_path):
+    def refused(model, mmproj, want):
+        r = run_g4(g4_bin, "run", "-m", model, "--mmproj", mmproj, "-p", "hi", "-n", 1)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and want in err and err.count("\n") == 1, (r.returncode, err)
+    refused(MODEL, MMPROJ, "goes with a GGUF model")
+    refused(TEXT_GGUF, TEXT_GGUF, "not an mmproj GGUF")
+    refused(TEXT_GGUF, tmp_path / "missing.gguf", "missing.gguf")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(MMPROJ.read_bytes()[:5000])
+    refused(TEXT_GGUF, cut, "cut.gguf")

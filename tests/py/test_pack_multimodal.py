@@ -95,10 +95,11 @@ MMPROJ = GGUF_DIR / "mmproj-bf16.gguf"
 MMPROJ_REL_TOL = 1e-5
 
 
+@pytest.mark.parametrize("tp", [1, 2])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
-def test_mmproj_logits_match_hf_dir(g4_bin, tmp_path, case):
-    got = np.frombuffer(logits(g4_bin, TEXT_GGUF, tmp_path / "gguf.f32", case, "--mmproj", MMPROJ), "<f4")
-    want = np.frombuffer(logits(g4_bin, MODEL, tmp_path / "dir.f32", case), "<f4")
+def test_mmproj_logits_match_hf_dir(g4_bin, tmp_path, case, tp):
+    got = np.frombuffer(logits(g4_bin, TEXT_GGUF, tmp_path / "gguf.f32", case, "--mmproj", MMPROJ, "--tp", tp), "<f4")
+    want = np.frombuffer(logits(g4_bin, MODEL, tmp_path / "dir.f32", case, "--tp", tp), "<f4")
     rel = np.abs(got - want).max() / np.abs(want).max()
     assert rel <= MMPROJ_REL_TOL, f"GGUF + mmproj vs HF directory: max relative logit error {rel:.3g}"
     if not case["images"]:
@@ -126,3 +127,24 @@ def test_mmproj_refusals(g4_bin, tmp_path):
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(MMPROJ.read_bytes()[:5000])
     refused(TEXT_GGUF, cut, "cut.gguf")
+
+
+# ---- the server on a pack and on GGUF + mmproj: an image part gives the HF directory's tokens
+
+@pytest.mark.parametrize("source", ["pack", "mmproj"])
+def test_server_image_matches_hf_dir(g4_bin, tmp_path, source):
+    from test_multimodal_server import JPEG, NAME, cli_chat_ids, image_part
+    from test_server import Server
+    if source == "pack":
+        model, extra = tmp_path / "mm.g4c", ()
+        pack(g4_bin, MODEL, model)
+    else:
+        model, extra = TEXT_GGUF, ("--mmproj", MMPROJ)
+    s = Server(g4_bin, "--ctx", 512, "--max-soft-tokens", 70, *extra, model_dir=model)
+    try:
+        r = s.client().chat.completions.create(
+            model=NAME, messages=[{"role": "user", "content": [{"type": "text", "text": "Describe"}, image_part()]}],
+            max_tokens=12, temperature=0, extra_body={"ignore_eos": True, "return_token_ids": True})
+        assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [JPEG], 12)
+    finally:
+        assert s.stop() == 0, "".join(s.log)

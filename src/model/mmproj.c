@@ -126,6 +126,13 @@ static size_t hwc_of_chw(size_t i, size_t side) {
 
 /* One tensor in the HF layout, into malloc'ed memory: out->data owned by the caller. */
 static g4_status to_hf(const g4_tensor *s, int layout, const char *hf_name, g4_tensor *out) {
+    /* the reorderings index by these shapes: a tensor without them is refused, not read past */
+    const int64_t P = s->shape[s->n_dims - 1], side = (int64_t)llround(sqrt((double)P / 3));
+    const int bad = layout == PATCH_VEC ? s->n_dims != 1 || side * side * 3 != P
+                  : layout == PATCH_COLS ? s->n_dims != 2 || side * side * 3 != P
+                  : layout == POS_SWAP ? s->n_dims != 3 || s->shape[0] != 2 : 0;
+    if (bad) return g4_fail(G4_ERR_INPUT, "%s: tensor '%s' (%d dims) does not have the layout of a gemma4uv mmproj", s->file,
+                            s->name, s->n_dims);
     *out = *s;
     out->name = (char *)hf_name;
     const size_t es = g4_dtype_size(s->dtype);
@@ -133,10 +140,10 @@ static g4_status to_hf(const g4_tensor *s, int layout, const char *hf_name, g4_t
     if (!d) return g4_fail(G4_ERR_NOMEM, "out of memory binding %s", s->name);
     const uint8_t *src = s->data;
     if (layout == PATCH_VEC || layout == PATCH_COLS) {
-        const size_t P = (size_t)s->shape[s->n_dims - 1], rows = layout == PATCH_COLS ? (size_t)s->shape[0] : 1;
-        const size_t side = (size_t)llround(sqrt((double)P / 3));
+        const size_t rows = layout == PATCH_COLS ? (size_t)s->shape[0] : 1;
         for (size_t r = 0; r < rows; r++)
-            for (size_t i = 0; i < P; i++) memcpy(d + (r * P + hwc_of_chw(i, side)) * es, src + (r * P + i) * es, es);
+            for (size_t i = 0; i < (size_t)P; i++)
+                memcpy(d + (r * (size_t)P + hwc_of_chw(i, (size_t)side)) * es, src + (r * (size_t)P + i) * es, es);
     } else if (layout == POS_SWAP) {   /* [2][posemb][E] -> [posemb][2][E] */
         const size_t n = (size_t)s->shape[1], row = (size_t)s->shape[2] * es;
         for (size_t a = 0; a < 2; a++)

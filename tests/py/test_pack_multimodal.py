@@ -148,3 +148,18 @@ def test_server_image_matches_hf_dir(g4_bin, tmp_path, source):
         assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [JPEG], 12)
     finally:
         assert s.stop() == 0, "".join(s.log)
+
+
+def test_mmproj_forged_layout(g4_bin, tmp_path):
+    """A patch_ln1 whose length is no merged patch (forged in the tensor directory): refused, never
+    reordered past its end."""
+    b = bytearray(MMPROJ.read_bytes())
+    name = b"v.patch_norm.1.weight"
+    at = b.index(len(name).to_bytes(8, "little") + name) + 8 + len(name)
+    assert int.from_bytes(b[at:at + 4], "little") == 1 and int.from_bytes(b[at + 4:at + 12], "little") == 192
+    b[at + 4:at + 12] = (190).to_bytes(8, "little")
+    bad = tmp_path / "forged.gguf"
+    bad.write_bytes(bytes(b))
+    r = run_g4(g4_bin, "run", "-m", TEXT_GGUF, "--mmproj", bad, "-p", "hi", "-n", 1)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "does not have the layout of a gemma4uv mmproj" in err, (r.returncode, err)

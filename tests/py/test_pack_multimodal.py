@@ -163,3 +163,26 @@ def test_mmproj_forged_layout(g4_bin, tmp_path):
     r = run_g4(g4_bin, "run", "-m", TEXT_GGUF, "--mmproj", bad, "-p", "hi", "-n", 1)
     err = r.stderr.decode()
     assert r.returncode == 2 and "does not have the layout of a gemma4uv mmproj" in err, (r.returncode, err)
+
+
+@pytest.mark.parametrize("source", ["pack", "mmproj"])
+def test_mpi_two_ranks(g4_bin, tmp_path, source):
+    """--tp 2 over MPI: rank 0 alone holds the embedders (a pack's rank-0 segment, the mmproj);
+    the logits are the threads backend's, byte for byte."""
+    import os
+    import subprocess
+    from test_tp import MPI_ENV, MPIRUN, need_mpi
+    need_mpi()
+    case = next(c for c in CASES if c["name"] == "image_audio")
+    if source == "pack":
+        model, extra = tmp_path / "mm.g4c", []
+        pack(g4_bin, MODEL, model, "--tp", 2)
+    else:
+        model, extra = TEXT_GGUF, ["--mmproj", MMPROJ]
+    out = tmp_path / "mpi.f32"
+    args = ["logits", "-m", model, "-p", case["prompt"], "-o", out, *image_args(case), *extra]
+    r = subprocess.run([MPIRUN, "-np", "2", g4_bin, *map(str, args), "--tp-backend", "mpi", "--threads", "1"],
+                       capture_output=True, timeout=300, env={**os.environ, **MPI_ENV})
+    assert r.returncode == 0, r.stderr.decode()
+    threads = logits(g4_bin, model, tmp_path / "threads.f32", case, "--tp", 2, "--threads", 2, *extra)
+    assert out.read_bytes() == threads

@@ -71,6 +71,8 @@ typedef struct {
                          * same numbers through the fp32 kernels); products exact, fp32 sums.
                          * Generated tokens and the LM head stay exact. Default 0 (exact) */
     g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
+    const char *mmproj; /* llama.cpp's mmproj GGUF (gemma4uv / gemma4ua) beside a GGUF model: its
+                         * vision and audio embedders; NULL (default): none */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
@@ -289,8 +291,9 @@ typedef struct {
 typedef struct {
     uint64_t file_size;
     uint64_t seg_bytes[G4_PACK_MAX_RANKS];
-    int n_tensors;           /* per rank */
-    int n_skipped;           /* checkpoint tensors left out (multimodal front end, tied lm_head) */
+    int n_tensors;           /* rank 0's; the other ranks lack the n_multimodal */
+    int n_multimodal;        /* vision / audio embedder tensors, kept as stored in rank 0 alone */
+    int n_skipped;           /* checkpoint tensors left out (a tied lm_head) */
     int n_fallback;          /* matrices written in another dtype than asked (block size) */
 } g4_pack_write_stats;
 
@@ -526,7 +529,8 @@ typedef struct {
 
 /* The processor's defaults: 280 soft tokens, patches of 16, merged 3 x 3. */
 void g4_image_opts_default(g4_image_opts *o);
-/* The defaults, then a model directory's settings where it has them: config.json's vision_config
+/* The defaults, then a model's (a directory or a .g4c pack; an mmproj GGUF gives its patch
+ * geometry) settings where it has them: config.json's vision_config
  * (patch_size, pooling_kernel_size), then the processor's, which win: the "image_processor"
  * object of processor_config.json, else preprocessor_config.json (patch_size, max_soft_tokens,
  * pooling_kernel_size). A present but bad value is G4_ERR_INPUT naming the file and field. */
@@ -555,7 +559,8 @@ void g4_image_free(g4_image *im);
  * the model has no vision weights, or the image's patches do not fit its vision_config. Runs on
  * the model's worker threads: not while another call (a step) uses the same model. */
 g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out);
-/* 1 when the model has the vision embedder g4_image_embed needs (rank 0 of an HF checkpoint). */
+/* 1 when the model has the vision embedder g4_image_embed needs (rank 0 of an HF checkpoint, of a
+ * .g4c pack, or of a GGUF with an mmproj). */
 int g4_model_has_vision(const g4_model *m);
 
 /* ---------------------------------------------------------------- audio */
@@ -572,7 +577,8 @@ typedef struct {
 
 /* 640 samples a frame, 30 s at most. */
 void g4_audio_opts_default(g4_audio_opts *o);
-/* The defaults, then config.json's audio_config.audio_embed_dim where the directory has one. */
+/* The defaults, then config.json's audio_config.audio_embed_dim where the model (a directory or
+ * a .g4c pack) has one, or an mmproj GGUF's frame. */
 g4_status g4_audio_opts_load(const char *model_dir, g4_audio_opts *o);
 
 typedef struct {

@@ -19,6 +19,7 @@ const char *const cli_model_opts_help =
     "  --act-q8              int8 activations for matmuls over quantized weights (as llama.cpp)\n"
     "  --numerics exact|ggml exact float32 (default) or llama.cpp's CPU arithmetic\n"
     "  --prefill-bf16        prompt rows' layer matmuls in bf16 (AMX / AVX512-BF16 where present)\n"
+    "  --mmproj FILE         llama.cpp's mmproj GGUF (images, audio) beside a GGUF model, as llama-server\n"
     "  measuring knobs (which matmul kernel a product takes; outputs may differ in the last bits):\n"
     "  --amx-pairs-rows N    inputs of up to N rows read the weights as AMX A tiles (0: never)\n"
     "  --amx-gemv-rows N|A-B decode inputs of rows 1..N (or A..B) take the AMX decode kernel (0: never)\n"
@@ -55,7 +56,8 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     long n;
     static const char *const with_value[] = {"--threads", "-t", "--ctx", "--prefill-chunk", "--tp", "--tp-backend",
-                                             "--numerics", "--amx-pairs-rows", "--amx-gemv-rows", "--amx-gemv1-k-below"};
+                                             "--numerics", "--amx-pairs-rows", "--amx-gemv-rows", "--amx-gemv1-k-below",
+                                             "--mmproj"};
     int takes_value = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes_value |= !strcmp(a, with_value[k]);
     if (takes_value) {
@@ -73,6 +75,7 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     if (!strcmp(a, "--amx-gemv-rows")) return parse_gemv_rows(cmd, v, &mo->tuning) ? 1 : -1;
     if (!strcmp(a, "--tp-backend")) return cli_parse_tp_backend(cmd, v, &mo->tp_backend) ? 1 : -1;
     if (!strcmp(a, "--numerics")) return cli_parse_numerics(cmd, v, &mo->numerics) ? 1 : -1;
+    if (!strcmp(a, "--mmproj")) { mo->mmproj = v; return 1; }
     if (!strcmp(a, "--no-mmap")) { mo->no_mmap = 1; return 1; }
     if (!strcmp(a, "--mmap")) { mo->no_mmap = -1; return 1; }
     if (!strcmp(a, "--act-q8")) { mo->act_q8 = 1; return 1; }

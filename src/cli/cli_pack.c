@@ -13,7 +13,8 @@ static void usage(FILE *f) {
             "  (each rank maps only its own 2 MiB-aligned segment). --dtype converts the 2-D weight\n"
             "  matrices (default: keep the checkpoint's dtype); norms and layer scalars stay as stored.\n"
             "  A matrix whose (sliced) rows are not a multiple of the quantization block falls back to\n"
-            "  Q8_0, or to its stored dtype. The multimodal front end and a tied lm_head are left out.\n");
+            "  Q8_0, or to its stored dtype. The vision and audio embedders stay as stored, in rank 0's\n"
+            "  segment, with the processor settings; a tied lm_head is left out.\n");
 }
 
 int cli_pack(int argc, char **argv) {
@@ -48,9 +49,9 @@ int cli_pack(int argc, char **argv) {
     double t0 = g4_now();
     g4_status st = g4_pack_write(&o, &s);
     if (st) return cli_report(st);
-    fprintf(stderr, "pack: wrote %s: %llu bytes, tp %ld, %d tensors per rank (%d left out), dtype %s, %.2f s\n", out,
-            (unsigned long long)s.file_size, tp, s.n_tensors, s.n_skipped, g4_pack_dtype_name(dtype),
-            g4_now() - t0);
+    fprintf(stderr, "pack: wrote %s: %llu bytes, tp %ld, %d tensors in rank 0 (%d of them multimodal, as stored; %d left out), "
+            "dtype %s, %.2f s\n", out, (unsigned long long)s.file_size, tp, s.n_tensors, s.n_multimodal, s.n_skipped,
+            g4_pack_dtype_name(dtype), g4_now() - t0);
     for (long r = 0; r < tp; r++)
         fprintf(stderr, "pack:   rank %ld segment %llu bytes\n", r, (unsigned long long)s.seg_bytes[r]);
     return 0;

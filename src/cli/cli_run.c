@@ -159,7 +159,8 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
 
 static g4_status images_before_load(run_opts *o) {
     int max_soft = 0;
-    g4_status st = cli_media_load(&o->md, o->model, &max_soft);
+    /* the processor settings: the mmproj's beside a GGUF, else the model's own */
+    g4_status st = cli_media_load(&o->md, o->mo.mmproj ? o->mo.mmproj : o->model, &max_soft);
     if (!st && !o->chunk_set && max_soft > o->mo.prefill_chunk) o->mo.prefill_chunk = max_soft;
     return st;
 }

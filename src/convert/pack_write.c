@@ -1,8 +1,10 @@
 /* pack_write.c — `gemma4c pack`: writes a HuggingFace checkpoint as a `.g4c` (format in io/pack.h).
  * For each rank and each tensor the text engine uses: the shard plan picks the slice (rows, or a
  * column range of every row), 2-D matrices are converted / quantized to the requested dtype row
- * by row, everything else is copied as stored. Tensors the text engine ignores (the multimodal
- * front end, a tied lm_head) are left out. Streams tensor by tensor, so memory stays small. */
+ * by row, everything else is copied as stored. The multimodal embedders (vision, audio) go to
+ * rank 0 alone, which prepares prompts, and are copied as stored whatever --dtype says: their
+ * code widens f32/bf16/f16 rows and reads nothing quantized. A tied lm_head is left out. Streams
+ * tensor by tensor, so memory stays small. */
 #include "io/pack.h"
 
 #include <errno.h>
@@ -18,9 +20,11 @@
 #include "kernels/kernels.h"
 #include "parallel/tp_plan.h"
 
-/* The files a pack embeds verbatim when the checkpoint directory has them. */
+/* The files a pack embeds verbatim when the checkpoint directory has them; the processor files
+ * carry the image and audio preprocessing settings. */
 static const char *const embed_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
-                                          "chat_template.jinja", "chat_template.json", "generation_config.json"};
+                                          "chat_template.jinja", "chat_template.json", "generation_config.json",
+                                          "processor_config.json", "preprocessor_config.json"};
 
 const char *g4_pack_dtype_name(int dtype) {
     return dtype < 0 ? "as stored" : g4_dtype_name((g4_dtype)dtype);
@@ -83,10 +87,15 @@ typedef struct {
 } out_rank;
 
 static int ignorable(const g4_config *c, const char *name) {
+    return c->tie_word_embeddings && !strcmp(name, "lm_head.weight");
+}
+
+/* A tensor of the encoder-free multimodal front end (model/vision.c, model/audio.c). */
+static int multimodal(const g4_config *c, const char *name) {
     static const char *const mm[] = {"model.embed_vision.", "model.embed_audio.", "model.vision_embedder."};
     for (size_t i = 0; c->conditional && i < sizeof mm / sizeof *mm; i++)
         if (!strncmp(name, mm[i], strlen(mm[i]))) return 1;
-    return c->tie_word_embeddings && !strcmp(name, "lm_head.weight");
+    return 0;
 }
 
 static int by_name(const void *a, const void *b) {
@@ -205,6 +214,7 @@ g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats)
     int n_sel = 0;
     for (int i = 0; i < ts.n_tensors; i++) {
         if (ignorable(&cfg, ts.tensors[i].name)) { stats->n_skipped++; continue; }
+        stats->n_multimodal += multimodal(&cfg, ts.tensors[i].name);
         sel[n_sel++] = &ts.tensors[i];
     }
     qsort(sel, (size_t)n_sel, sizeof *sel, by_name);
@@ -219,6 +229,8 @@ g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats)
         uint64_t off = 0;
         for (int i = 0; i < n_sel; i++) {
             const g4_tensor *s = sel[i];
+            const int mm = multimodal(&cfg, s->name);
+            if (mm && r > 0) continue;   /* the embedders are rank 0's */
             out_tensor *t = &R->t[R->n++];
             int layer;
             g4_role role = g4_tp_role_of_name(s->name, &layer);
@@ -248,7 +260,7 @@ g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats)
                 t->shape[dim] = t->sh.hi - t->sh.lo;
             }
             t->dt = s->dtype;
-            if (o->dtype >= 0 && s->n_dims == 2) {
+            if (o->dtype >= 0 && s->n_dims == 2 && !mm) {
                 g4_dtype want = (g4_dtype)o->dtype;
                 /* a block may not straddle rows (nor a column slice): fall back to Q8_0's 32, or
                  * keep the checkpoint's float type when even that does not divide */
@@ -268,7 +280,7 @@ g4_status g4_pack_write(const g4_pack_write_opts *o, g4_pack_write_stats *stats)
         R->seg_len = off;
         stats->seg_bytes[r] = off;
     }
-    stats->n_tensors = n_sel;
+    stats->n_tensors = ranks[0].n;
     if (o->verbose)
         for (int d = 0; d < G4_DT_COUNT; d++)
             if (fb[d].n)

@@ -15,6 +15,8 @@
 #include <soxr.h>
 
 #include "gemma4c.h"
+#include "io/source.h"
+#include "model/mmproj.h"
 
 enum { AUDIO_RATE = 16000 };
 
@@ -25,20 +27,30 @@ void g4_audio_opts_default(g4_audio_opts *o) {
 
 g4_status g4_audio_opts_load(const char *dir, g4_audio_opts *o) {
     g4_audio_opts_default(o);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    struct stat cs;
-    if (stat(path, &cs) != 0) return G4_OK;
+    g4_source *src;
+    if (g4_source_open(dir, &src)) return G4_OK;   /* no model there: the defaults */
+    if (g4_source_kind_of(src) == G4_SOURCE_GGUF) {   /* an mmproj: its frame */
+        g4_status st = G4_OK;
+        const g4_gguf *g = g4_source_gguf(src, &st);
+        g4_mmproj_geom geo;
+        if (g && g4_is_mmproj(g) && !(st = g4_mmproj_geom_read(g, &geo)) && geo.has_audio) o->frame = geo.audio_frame;
+        g4_source_close(src);
+        return st;
+    }
+    const char *data, *path;
+    size_t len;
+    g4_status st = g4_source_file(src, "config.json", &data, &len, &path);   /* a directory or a .g4c pack */
+    json_t *root = NULL;
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
-    json_t *ac = json_object_get(root, "audio_config");
+    if (!st && data && !(root = json_loadb(data, len, 0, &je)))
+        st = g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
+    json_t *ac = root ? json_object_get(root, "audio_config") : NULL;
     json_t *d = json_is_object(ac) ? json_object_get(ac, "audio_embed_dim") : NULL;
-    g4_status st = G4_OK;
     if (d && (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > 1 << 20))
         st = g4_fail(G4_ERR_INPUT, "%s: audio_config.audio_embed_dim must be a positive integer", path);
     else if (d) o->frame = (int)json_integer_value(d);
     json_decref(root);
+    g4_source_close(src);
     return st;
 }
 

@@ -1,6 +1,7 @@
 /* image.c — g4_image_*: a file to the image processor's outputs (Gemma4UnifiedImageProcessor):
  * decode (decode.c), target size and resize (resize.c), rescale by 1/255 and the cut into merged
- * patches with their (x, y) positions; plus the processor settings read from a model directory. */
+ * patches with their (x, y) positions; plus the processor settings read from a model (a directory
+ * or a .g4c pack). */
 #include "media/media.h"
 
 #include <errno.h>
@@ -9,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "io/source.h"
+#include "model/mmproj.h"
 
 void g4_image_opts_default(g4_image_opts *o) {
     o->max_soft_tokens = 280;
@@ -39,34 +43,48 @@ static g4_status read_int_field(json_t *obj, const char *file, const char *key, 
     return G4_OK;
 }
 
+/* The JSON file `name` of a model (a directory or a .g4c pack, io/source.h): *root NULL when
+ * it has no such file; *where names it in messages. */
+static g4_status load_model_json(g4_source *src, const char *name, json_t **root, const char **where) {
+    const char *data;
+    size_t len;
+    *root = NULL;
+    g4_status st = g4_source_file(src, name, &data, &len, where);
+    if (st || !data) return st;
+    json_error_t je;
+    if (!(*root = json_loadb(data, len, 0, &je)))
+        return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", *where, je.text, je.line);
+    return G4_OK;
+}
+
 g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
     g4_image_opts_default(o);
-    char path[4096];
+    g4_source *src;
+    if (g4_source_open(dir, &src)) return G4_OK;   /* no model there: the defaults */
+    if (g4_source_kind_of(src) == G4_SOURCE_GGUF) {   /* an mmproj: its patch geometry */
+        g4_status st = G4_OK;
+        const g4_gguf *g = g4_source_gguf(src, &st);
+        g4_mmproj_geom geo;
+        if (g && g4_is_mmproj(g) && !(st = g4_mmproj_geom_read(g, &geo)) && geo.has_vision) {
+            o->patch_size = geo.patch_size;
+            o->pooling_kernel = geo.pooling_kernel;
+        }
+        g4_source_close(src);
+        return st;
+    }
     /* the model's own patch geometry first (vision_config), so that a checkpoint without
      * processor files still gets patches its embedder reads; the processor files override it */
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    struct stat cs;
-    if (stat(path, &cs) == 0) {
-        json_error_t je;
-        json_t *root = json_load_file(path, 0, &je);
-        if (!root) return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
-        json_t *vc = json_object_get(root, "vision_config");
-        g4_status st = G4_OK;
-        if (json_is_object(vc) && !(st = read_int_field(vc, path, "patch_size", &o->patch_size)))
-            st = read_int_field(vc, path, "pooling_kernel_size", &o->pooling_kernel);
-        json_decref(root);
-        if (st) return st;
-    }
+    const char *path;
+    json_t *root;
+    g4_status st = load_model_json(src, "config.json", &root, &path);
+    json_t *vc = root ? json_object_get(root, "vision_config") : NULL;
+    if (!st && json_is_object(vc) && !(st = read_int_field(vc, path, "patch_size", &o->patch_size)))
+        st = read_int_field(vc, path, "pooling_kernel_size", &o->pooling_kernel);
+    json_decref(root);
     static const char *const names[2] = {"processor_config.json", "preprocessor_config.json"};
-    for (int k = 0; k < 2; k++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
-        struct stat sb;
-        if (stat(path, &sb) != 0) continue;
-        json_error_t je;
-        json_t *root = json_load_file(path, 0, &je);
-        if (!root) return g4_fail(G4_ERR_INPUT, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
+    for (int k = 0; k < 2 && !st; k++) {
+        if ((st = load_model_json(src, names[k], &root, &path)) || !root) continue;
         json_t *ip = k == 0 ? json_object_get(root, "image_processor") : root;
-        g4_status st = G4_OK;
         const int found = ip && json_is_object(ip);
         if (found) {
             if (!(st = read_int_field(ip, path, "patch_size", &o->patch_size)) &&
@@ -76,9 +94,10 @@ g4_status g4_image_opts_load(const char *dir, g4_image_opts *o) {
                 st = g4_fail(G4_ERR_INPUT, "%s: max_soft_tokens %d must be one of 70, 140, 280, 560, 1120", path, o->max_soft_tokens);
         }
         json_decref(root);
-        if (st || found) return st;
+        if (found) break;
     }
-    return G4_OK;
+    g4_source_close(src);
+    return st;
 }
 
 void g4_image_free(g4_image *im) {

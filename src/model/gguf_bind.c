@@ -264,8 +264,13 @@ static g4_status read_tokens(gb *b, int gemma4) {
     if ((st = g4_gguf_get_int(b->g, "tokenizer.ggml.eot_token_id", &v, &found))) return st;
     int eot = found ? (int)v : token_id(b->g, gemma4 ? "<turn|>" : "<end_of_turn>");
     if (eot >= 0 && (c->n_eos == 0 || c->eos_ids[0] != eot)) c->eos_ids[c->n_eos++] = eot;
-    /* llama.cpp embeds every id as its own row: no multimodal placeholder substitution */
+    /* llama.cpp embeds every id as its own row: no multimodal placeholder substitution, unless
+     * an mmproj brings the embedders (then the soft tokens take <|image|> / <|audio|>'s rows) */
     for (int k = 0; k < 3; k++) c->mm_placeholder_ids[k] = -1;
+    if (b->m->opts.mmproj && gemma4) {
+        c->mm_placeholder_ids[0] = token_id(b->g, "<|image|>");
+        c->mm_placeholder_ids[2] = token_id(b->g, "<|audio|>");
+    }
     return G4_OK;
 }
 

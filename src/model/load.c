@@ -10,6 +10,7 @@
 #include "io/gguf.h"
 #include "io/pack.h"
 #include "io/source.h"
+#include "model/mmproj.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "parallel/group.h"
@@ -29,6 +30,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->act_q8 = 0;
     o->numerics = G4_NUMERICS_EXACT;
     o->prefill_bf16 = 0;
+    o->mmproj = NULL;
     o->tuning = (g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
                             .amx_gemv1_k_below = -1, .profile = -1};
 }
@@ -125,6 +127,8 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
     if (st) goto fail;
     if (kind == G4_SOURCE_GGUF) {   /* one .gguf file: config, weights (and tokenizer) inside */
         if ((st = g4_gguf_model_bind(m, path))) goto fail;
+        /* --mmproj: the embedders are rank 0's; every rank takes the config (the image mask) */
+        if (o->mmproj && (st = g4_mmproj_bind(m, o->mmproj, rank == 0))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
     } else if (kind == G4_SOURCE_PACK) {   /* a .g4c: config inside, this rank's shard mapped alone */
         const char *cj;
@@ -140,6 +144,8 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
             goto fail;
         m->presharded = 1;
         if ((st = g4_weights_bind(m))) goto fail;
+        /* the pack keeps the embedders in rank 0's segment alone */
+        if (rank == 0 && ((st = g4_vision_bind(m)) || (st = g4_audio_bind(m)))) goto fail;
     } else {   /* a HuggingFace checkpoint directory */
         if ((st = g4_config_load(path, &m->cfg))) goto fail;
         if ((st = g4_tp_plan_make(&m->cfg, tp, rank, &m->plan))) goto fail;
@@ -221,6 +227,9 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     if (o.tp_backend != G4_TP_THREADS && o.tp_backend != G4_TP_MPI)
         return g4_fail(G4_ERR_INPUT, "unknown tensor-parallel backend %d", o.tp_backend);
     if (o.tp < 0 || o.tp > 64) return g4_fail(G4_ERR_INPUT, "--tp %d: must be between 1 and 64", o.tp);
+    if (o.mmproj && !g4_is_gguf(path))
+        return g4_fail(G4_ERR_INPUT, "--mmproj %s: goes with a GGUF model (-m MODEL.gguf); %s carries its own vision and "
+                       "audio weights", o.mmproj, path);
     if (o.tp == 0 && o.tp_backend == G4_TP_THREADS) {   /* 0: unset: a pack's own size, else 1 (mpi: the mpirun size) */
         g4_pack *p;
         o.tp = 1;

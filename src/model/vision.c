@@ -241,7 +241,7 @@ g4_status g4_image_embed(const g4_model *m, const g4_image *im, float *out) {
     const g4_vision *v = m->vision;
     if (!v)
         return g4_fail(G4_ERR_INPUT, "model has no vision embedder (%s)", !m->cfg.has_vision
-                       ? "a GGUF, or a config without vision_config" : "a .g4c pack carries no vision weights");
+                       ? "a GGUF, or a config without vision_config" : "a .g4c pack without the vision weights: re-pack it");
     int side = m->cfg.vis_patch_size * m->cfg.vis_pooling_kernel;
     if (im->patch_dim != v->patch_dim)
         return g4_fail(G4_ERR_INPUT, "image patches of %d values do not fit the vision embedder's %d "

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "io/source.h"
 #include "server/server.h"
 
 struct g4_req_media {
@@ -43,11 +44,15 @@ void g4_req_media_release(g4_req_media *md) {
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md) { return md ? md->prompt : NULL; }
 
 int g4_media_dir_has_vision(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *root = json_load_file(path, 0, NULL);
+    g4_source *src;
+    if (g4_source_open(dir, &src)) return 0;
+    const char *data = NULL;
+    size_t len = 0;
+    g4_source_file(src, "config.json", &data, &len, NULL);   /* a directory or a .g4c pack */
+    json_t *root = data ? json_loadb(data, len, 0, NULL) : NULL;
     const int has = root && json_is_object(json_object_get(root, "vision_config"));
     json_decref(root);
+    g4_source_close(src);
     return has;
 }
 

@@ -74,15 +74,17 @@ static void *loader(void *arg) {
      * image's soft tokens; the scheduler still slices text at --prefill-chunk */
     const int text_chunk = mo.prefill_chunk;
     g4_media_cfg *mc = &s->media;
-    const int have_image_opts = !g4_image_opts_load(dir, &mc->image);
+    /* the processor settings: an --mmproj's beside a GGUF, else the model's own */
+    const char *media_src = mo.mmproj ? mo.mmproj : dir;
+    const int have_image_opts = !g4_image_opts_load(media_src, &mc->image);
     if (s->opts.max_soft_tokens) mc->image.max_soft_tokens = s->opts.max_soft_tokens;
     if (s->opts.max_image_pixels) mc->image.max_pixels = s->opts.max_image_pixels;
-    if (have_image_opts && g4_media_dir_has_vision(dir) && mc->image.max_soft_tokens > mo.prefill_chunk)
+    if (have_image_opts && (mo.mmproj || g4_media_dir_has_vision(dir)) && mc->image.max_soft_tokens > mo.prefill_chunk)
         mo.prefill_chunk = mc->image.max_soft_tokens;
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
     mc->vision = !st && have_image_opts && g4_model_has_vision(s->model);
-    mc->audio = !st && !g4_audio_opts_load(dir, &mc->audio_opts) && g4_model_has_audio(s->model);
+    mc->audio = !st && !g4_audio_opts_load(media_src, &mc->audio_opts) && g4_model_has_audio(s->model);
     if (s->opts.max_audio_seconds > 0) mc->audio_opts.max_seconds = s->opts.max_audio_seconds;
     mc->max_media = s->opts.max_media;
     mc->media_dir = s->opts.media_dir;

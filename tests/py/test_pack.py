@@ -198,16 +198,6 @@ def test_rank_tensors_are_hf_slices(g4_bin, tmp_path, fixture, tp):
             assert data == np.ascontiguousarray(want).tobytes(), f"rank {r}: {name}"
 
 
-def test_multimodal_front_end_left_out(g4_bin, tmp_path):
-    err = pack(g4_bin, FIXTURES / "g4-cond-mm-tiny", tmp_path / "mm.g4c", "--tp", "2")
-    assert "left out" in err
-    _, _, ranks = read_pack(tmp_path / "mm.g4c")
-    vals, _ = read_hf(FIXTURES / "g4-cond-mm-tiny")
-    text = {n for n in vals if n.startswith("model.language_model.")}
-    for tensors in ranks:
-        assert set(tensors) == text
-
-
 def gguf_py_quantize(arrays, qtype):
     """gguf.quants.quantize of each array in a Python that has gguf (bytes), or None."""
     if not REFPY or not os.path.exists(REFPY):

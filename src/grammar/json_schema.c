@@ -529,7 +529,12 @@ static int pattern_body(ctx *c, const char *pat, const char *path, sbuf *b) {
     return 0;
 }
 
-#define DATE "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"
+/* A calendar date (RFC 3339 full-date): 30-day months end on the 30th, February on the 28th but
+ * in leap years (divisible by 4, centuries only by 400: a finite, regular set of 4-digit years). */
+#define DAY28 "( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] )"
+#define LEAP "( [0-9]{2} ( \"0\" [48] | [2468] [048] | [13579] [26] ) | ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\" )"
+#define DATE "( [0-9]{4} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( " DAY28 " | \"29\" | \"3\" [01] )" \
+    " | ( \"0\" [469] | \"11\" ) \"-\" ( " DAY28 " | \"29\" | \"30\" ) | \"02-\" " DAY28 " ) | " LEAP " \"-02-29\" )"
 #define TIME "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? " \
              "( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"
 static const struct { const char *name, *gbnf; } FORMATS[] = {

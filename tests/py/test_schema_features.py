@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import run_g4
+import test_grammar
 from test_grammar import TINY, accepted, serializations, valid, walk
 
 PAIR = {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False}
@@ -125,3 +126,136 @@ def test_errors(g4_bin, tmp_path, schema, needle):
     r = run_g4(g4_bin, "grammar", "-m", TINY, "--json-schema", f, input=b"{}")
     err = r.stderr.decode()
     assert r.returncode == 2 and needle in err and err.count("\n") == 1, err
+
+
+# ---------------------------------------------------------------- random walks of the grammar
+
+def parse_gbnf(src):
+    """The GBNF that `--print-gbnf` writes, as {rule: alternatives}; an alternative is a list of
+    (atom, min, max) with atom ('lit', text) | ('cls', negated, ranges) | ('ref', name) | ('grp', alts)."""
+    def esc(s, i):
+        c = s[i + 1]
+        n = {"x": 2, "u": 4, "U": 8}.get(c)
+        if n:
+            return chr(int(s[i + 2:i + 2 + n], 16)), i + 2 + n
+        return {"n": "\n", "t": "\t", "r": "\r"}.get(c, c), i + 2
+
+    def alts(s, i):
+        out, seq = [], []
+        while i < len(s):
+            c = s[i]
+            if c in " \t":
+                i += 1
+            elif c == "|":
+                out.append(seq)
+                seq, i = [], i + 1
+            elif c == ")":
+                break
+            elif c in "*+?{":
+                atom, _, _ = seq.pop()
+                if c == "{":
+                    j = s.index("}", i)
+                    lo, _, hi = s[i + 1:j].partition(",")
+                    lo, hi = int(lo), (int(hi) if hi else (int(lo) if "," not in s[i + 1:j] else None))
+                    i = j + 1
+                else:
+                    lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+                    i += 1
+                seq.append((atom, lo, hi))
+            elif c == "(":
+                a, i = alts(s, i + 1)
+                seq.append((("grp", a), 1, 1))
+                i += 1
+            elif c == '"':
+                text, i = "", i + 1
+                while s[i] != '"':
+                    if s[i] == "\\":
+                        ch, i = esc(s, i)
+                    else:
+                        ch, i = s[i], i + 1
+                    text += ch
+                seq.append((("lit", text), 1, 1))
+                i += 1
+            elif c == "[":
+                i += 1
+                neg = s[i] == "^"
+                i += neg
+                ranges = []
+                while s[i] != "]":
+                    lo, i = esc(s, i) if s[i] == "\\" else (s[i], i + 1)
+                    hi = lo
+                    if s[i] == "-" and s[i + 1] != "]":
+                        hi, i = esc(s, i + 1) if s[i + 1] == "\\" else (s[i + 1], i + 2)
+                    ranges.append((ord(lo), ord(hi)))
+                seq.append((("cls", neg, ranges), 1, 1))
+                i += 1
+            else:
+                j = i
+                while j < len(s) and (s[j].isalnum() or s[j] in "_-"):
+                    j += 1
+                seq.append((("ref", s[i:j]), 1, 1))
+                i = j
+        out.append(seq)
+        return out, i
+
+    rules = {}
+    for line in src.splitlines():
+        if "::=" in line:
+            name, _, body = line.partition("::=")
+            rules[name.strip()] = alts(body.strip(), 0)[0]
+    return rules
+
+
+def generate(rules, rng, start="root", limit=10):
+    """A random sentence of the grammar: repetitions and alternatives drawn at random, the
+    simplest ones once the walk is `limit` rules deep so that recursive grammars end."""
+    pool = "aZ09 _-.:@\u00e9\u65e5\"\\/\n\t"
+
+    def refs(seq):
+        return sum(1 + (refs(sum(a[1], [])) if a[0] == "grp" else 0) for a, _, _ in seq if a[0] in ("ref", "grp"))
+
+    def atom(a, d):
+        kind = a[0]
+        if kind == "lit":
+            return a[1]
+        if kind == "cls":
+            _, neg, ranges = a
+            inside = lambda cp: any(lo <= cp <= hi for lo, hi in ranges)
+            if neg:
+                return rng.choice([ch for ch in pool if not inside(ord(ch))])
+            lo, hi = rng.choice(ranges)
+            cp = rng.randint(lo, min(hi, lo + 200))
+            return chr(cp if not 0xD800 <= cp <= 0xDFFF else lo)
+        return alt(rules[a[1]] if kind == "ref" else a[1], d + 1)
+
+    def alt(alts, d):
+        seq = rng.choice(alts) if d < limit else min(alts, key=refs)
+        out = []
+        for a, lo, hi in seq:
+            top = lo if d >= limit else (hi if hi is not None and hi <= lo + 3 else lo + 3)
+            out.extend(atom(a, d) for _ in range(rng.randint(lo, top)))
+        return "".join(out)
+
+    return alt(rules[start], 0)
+
+
+WALK_SCHEMAS = [c[:2] for c in CASES] + [c[:2] for c in test_grammar.SCHEMA_CASES]
+
+
+@pytest.mark.parametrize("name,schema", WALK_SCHEMAS, ids=[c[0] for c in WALK_SCHEMAS])
+def test_random_walks_are_valid(g4_bin, tmp_path, name, schema):
+    """Documents drawn from the compiled grammar (seeded) all parse as JSON and validate; a few
+    are walked back through the matcher, which must accept them."""
+    import random
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(schema))
+    r = run_g4(g4_bin, "grammar", "--json-schema", f, "--print-gbnf")
+    assert r.returncode == 0, r.stderr.decode()
+    rules = parse_gbnf(r.stdout.decode())
+    rng = random.Random(name)
+    for k in range(40):
+        text = generate(rules, rng)
+        doc = json.loads(text)
+        assert valid(schema, doc), f"{name}: the grammar wrote {text!r}, which jsonschema refuses"
+        if k < 2:
+            assert accepted(walk(g4_bin, tmp_path, text, schema=schema)), text

@@ -583,6 +583,38 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
 
 /* ---------------------------------------------------------------- objects and arrays */
 
+static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
+
+/* The rest of a JSON string after its opening quote, for the keys sorted in k[0..n) that share
+ * their first d bytes: any string but those keys. Along a declared key's bytes the characters are
+ * written as they are; once a character leaves every key, anything follows. */
+static int other_key(ctx *c, const char **k, size_t n, size_t d) {
+    int r = new_rule(c);
+    sbuf b = {0};
+    size_t i = 0;
+    int first = 1;
+    if (!k[0][d]) i = 1;   /* a declared key ends here: the string may not */
+    else { sb_put(&b, "\"\\\"\"", 4); first = 0; }
+    sb_printf(&b, "%s[^\\x22\\x5C\\x00-\\x1F", first ? "" : " | ");
+    for (size_t j = i; j < n; j++)
+        if (j == i || k[j][d] != k[j - 1][d]) sb_printf(&b, "\\x%02X", (unsigned char)k[j][d]);
+    sb_put(&b, "] char* \"\\\"\"", 12);
+    /* an escape leaves every key too; one that writes printable ASCII (\u0041, \/) might not, so
+     * such escapes are not written on a declared key's path (encoders never write them) */
+    sb_put(&b, " | \"\\\\\" ( [\"\\\\bfnrt] | \"u\" ( [1-9a-fA-F] [0-9a-fA-F]{3} | \"0\" [1-9a-fA-F] [0-9a-fA-F]{2} | \"00\" [0189a-fA-F] [0-9a-fA-F] ) ) char* \"\\\"\"", 135);
+    while (i < n) {
+        size_t j = i;
+        while (j < n && k[j][d] == k[i][d]) j++;
+        int sub = other_key(c, k + i, j - i, d + 1);
+        if (sub < 0) { free(b.s); return -1; }
+        sb_printf(&b, " | \"\\x%02X\" r%d", (unsigned char)k[i][d], sub);
+        i = j;
+    }
+    emit_rule(c, r, &b);
+    free(b.s);
+    return r;
+}
+
 static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
     json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
     json_t *ap = json_object_get(s, "additionalProperties");
@@ -607,8 +639,37 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         sb_printf(b, "\"{\" ws ( %s ws \":\" ws r%d ws ( \",\" ws %s ws \":\" ws r%d ws )* )? \"}\"", key, v, key, v);
         return 0;
     }
-    if (ap && !json_is_false(ap))
-        return fail(c, G4_ERR_INPUT, "%s/additionalProperties: only false is supported next to properties", path);
+    /* a schema for the other keys: their names are the strings that are none of the declared ones */
+    int extra = -1;
+    if (ap && !json_is_false(ap)) {
+        if (c->gemma) return fail(c, G4_ERR_INPUT, "%s/additionalProperties: only false is supported next to properties in tool arguments", path);
+        const char **names = malloc(n * sizeof *names);
+        if (!names) return fail(c, G4_ERR_NOMEM, "out of memory");
+        size_t j = 0;
+        const char *kk;
+        json_t *kv_;
+        json_object_foreach(props, kk, kv_) {
+            for (const unsigned char *q = (const unsigned char *)kk; *q; q++)
+                if (*q < 0x20 || *q >= 0x7F || *q == '"' || *q == '\\') {
+                    free(names);
+                    return fail(c, G4_ERR_INPUT, "%s/additionalProperties: a schema next to a property name with characters JSON escapes or non-ASCII ('%s') is not supported", path, kk);
+                }
+            names[j++] = kk;
+        }
+        qsort(names, n, sizeof *names, cmp_str);
+        int nk = other_key(c, names, n, 0);
+        free(names);
+        if (nk < 0) return -1;
+        snprintf(sub, sizeof sub, "%s/additionalProperties", path);
+        int v = json_is_true(ap) ? -1 : gen(c, ap, sub);
+        if (!json_is_true(ap) && v < 0) return -1;
+        extra = new_rule(c);
+        sbuf xb = {0};
+        if (v >= 0) sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws r%d ws", nk, v);
+        else sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws value ws", nk);
+        emit_rule(c, extra, &xb);
+        free(xb.s);
+    }
     /* properties in their declared order, the optional ones skippable: A_i (nothing written yet)
      * and B_i (something written, so a comma first) over properties i.. */
     int *kv = malloc(n * sizeof *kv);
@@ -633,9 +694,15 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         i++;
     }
     int a_next = new_rule(c), b_next = new_rule(c);
-    sbuf e = {0};
+    sbuf e = {0}, e2 = {0};
+    if (extra >= 0) {   /* the other keys after the declared ones */
+        sb_printf(&e, "( r%d ( \",\" ws r%d )* )?", extra, extra);
+        sb_printf(&e2, "( \",\" ws r%d )*", extra);
+    }
     emit_rule(c, a_next, &e);
-    emit_rule(c, b_next, &e);
+    emit_rule(c, b_next, &e2);
+    free(e.s);
+    free(e2.s);
     for (size_t j = n; j-- > 0;) {
         int A = new_rule(c), B = new_rule(c);
         sbuf ab = {0}, bb = {0};

@@ -41,6 +41,12 @@ CASES = [
     ("oneOf-objects-arrays", {"$defs": {"p": POINT},
                               "oneOf": [{"$ref": "#/$defs/p"}, {"type": "array", "items": {"type": "integer"}}]},
      [{"x": 1, "y": 2}, [1, 2], [], {"x": 1}, ["a"]]),
+    ("additional-schema", {"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "null"}},
+                           "required": ["a"], "additionalProperties": {"type": "string"}},
+     [{"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "ab": None, "abc": "y", "": "z"}, {"a": 1, "b": 2},
+      {"a": 1, "ab": "x"}, {"a": 1, "a\u00e9": "x"}, {"b": "x"}]),
+    ("additional-true", {"type": "object", "properties": {"k": {"const": 0}}, "additionalProperties": True},
+     [{"k": 0, "kk": [1, {"x": None}]}, {"k": 1}, {"k": 0, "k2": 5}, {}]),
     ("pattern-u", {"type": "string", "pattern": "^\\u00e9+[\\u0041-\\u0043]$"}, ["\u00e9A", "\u00e9\u00e9C", "\u00e9D", "A"]),
     ("pattern-u-search", {"type": "string", "pattern": "\\u0041\\u0042"}, ["xABy", "AB", "A B", "ab"]),
 ]

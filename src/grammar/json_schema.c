@@ -1087,10 +1087,14 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
     }
     if ((v = json_object_get(s, "allOf"))) return all_of(c, s, v, path, b);
     json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
+    json_t *e0;
     if (any && one) return fail(c, G4_ERR_INPUT, "%s: anyOf together with oneOf is not supported", path);
     if ((v = any ? any : one)) {
         const char *kw = any ? "anyOf" : "oneOf";
         if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/%s must be a non-empty array", path, kw);
+        /* the alternatives are the whole language: a constraint beside them would be ignored */
+        json_object_foreach(s, k, e0)
+            if (strcmp(k, kw) && !is_annotation(k)) return fail(c, G4_ERR_INPUT, "%s: keyword '%s' next to %s is not supported", path, k, kw);
         if (one && one_of_disjoint(c, one, path)) return -1;
         size_t i;
         json_t *e;

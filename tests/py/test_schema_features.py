@@ -113,6 +113,8 @@ def test_merged_object_writes_only_declared_keys(g4_bin, tmp_path):
     ({"oneOf": [{"type": "integer"}, {"const": 1.0}]}, "#/oneOf: branches 0 and 1"),
     ({"oneOf": []}, "#/oneOf must be a non-empty array"),
     ({"anyOf": [{}], "oneOf": [{}]}, "anyOf together with oneOf"),
+    ({"type": "string", "anyOf": [{"maxLength": 2}, {"pattern": "x"}]}, "#: keyword 'type' next to anyOf is not supported"),
+    ({"oneOf": [{"const": 1}, {"const": 2}], "minimum": 2}, "#: keyword 'minimum' next to oneOf is not supported"),
     ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"a": {"type": "string"}}}]},
      "#/allOf/1/properties/a: allOf describes this property differently"),
     ({"type": "object", "additionalProperties": False,

@@ -370,6 +370,36 @@ static void json_char_lit(const ctx *c, sbuf *b, uint32_t cp) {
     else { sb_put(b, "[", 1); cp_esc(b, cp); sb_put(b, "]", 1); }
 }
 
+static int hex4(const char *p, const char *end, uint32_t *v) {
+    if (end - p < 4) return 0;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = p[i];
+        int d = h >= '0' && h <= '9' ? h - '0' : (h | 0x20) >= 'a' && (h | 0x20) <= 'f' ? (h | 0x20) - 'a' + 10 : -1;
+        if (d < 0) return 0;
+        *v = *v << 4 | (uint32_t)d;
+    }
+    return 1;
+}
+
+/* A single-character escape's code point, r->p at the letter after '\' (consumed): \n \t \r \f
+ * \v, \uXXXX (a UTF-16 surrogate pair read as one code point, as ECMA-262 does) and any other
+ * character as itself. -1 (reported) for a malformed \u. */
+static long rx_esc(rx *r) {
+    char e = *r->p++;
+    if (e != 'u') return e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'f' ? '\f' : e == 'v' ? '\v' : (unsigned char)e;
+    uint32_t v, lo;
+    if (!hex4(r->p, r->end, &v)) return fail(r->c, G4_ERR_INPUT, "%s/pattern: \\u needs four hex digits", r->path);
+    r->p += 4;
+    if (v >= 0xD800 && v < 0xDC00) {
+        if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || !hex4(r->p + 2, r->end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+            return fail(r->c, G4_ERR_INPUT, "%s/pattern: \\u%04X is a lone surrogate", r->path, v);
+        r->p += 6;
+        v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+    } else if (v >= 0xDC00 && v <= 0xDFFF) return fail(r->c, G4_ERR_INPUT, "%s/pattern: \\u%04X is a lone surrogate", r->path, v);
+    return v;
+}
+
 static int rx_atom(rx *r, sbuf *b) {
     ctx *c = r->c;
     char ch = *r->p;
@@ -405,13 +435,16 @@ static int rx_atom(rx *r, sbuf *b) {
                     r->p++;
                     continue;
                 }
-                char e = *r->p++;
-                lo = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+                if ((lo = rx_esc(r)) < 0) return -1;
             } else lo = rx_cp(r);
             long hi = lo;
             if (r->end - r->p > 1 && *r->p == '-' && r->p[1] != ']') {
                 r->p++;
-                if (*r->p == '\\') { r->p++; hi = r->p < r->end ? (unsigned char)*r->p++ : lo; }
+                if (*r->p == '\\') {
+                    r->p++;
+                    if (r->p >= r->end) break;
+                    if ((hi = rx_esc(r)) < 0) return -1;
+                }
                 else hi = rx_cp(r);
                 if (hi < lo) return fail(c, G4_ERR_INPUT, "%s/pattern: character range out of order", r->path);
             }
@@ -435,8 +468,9 @@ static int rx_atom(rx *r, sbuf *b) {
         if (class_escape(e, rg, &n, &neg)) { r->p++; return emit_class(c, b, rg, n, neg, r->path); }
         if ((e >= '0' && e <= '9') || e == 'b' || e == 'B' || e == 'k' || e == 'p' || e == 'P')
             return fail(c, G4_ERR_INPUT, "%s/pattern: escape \\%c is not supported", r->path, e);
-        r->p++;
-        json_char_lit(r->c, b, e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : (uint32_t)(unsigned char)e);
+        long cp = rx_esc(r);
+        if (cp < 0) return -1;
+        json_char_lit(r->c, b, (uint32_t)cp);
         return 0;
     }
     if (ch == '^' || ch == '$') return fail(c, G4_ERR_INPUT, "%s/pattern: '%c' is supported only at the pattern's start / end", r->path, ch);
@@ -495,7 +529,12 @@ static int pattern_body(ctx *c, const char *pat, const char *path, sbuf *b) {
     return 0;
 }
 
-#define DATE "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"
+/* A calendar date (RFC 3339 full-date): 30-day months end on the 30th, February on the 28th but
+ * in leap years (divisible by 4, centuries only by 400: a finite, regular set of 4-digit years). */
+#define DAY28 "( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] )"
+#define LEAP "( [0-9]{2} ( \"0\" [48] | [2468] [048] | [13579] [26] ) | ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\" )"
+#define DATE "( [0-9]{4} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( " DAY28 " | \"29\" | \"3\" [01] )" \
+    " | ( \"0\" [469] | \"11\" ) \"-\" ( " DAY28 " | \"29\" | \"30\" ) | \"02-\" " DAY28 " ) | " LEAP " \"-02-29\" )"
 #define TIME "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? " \
              "( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"
 static const struct { const char *name, *gbnf; } FORMATS[] = {
@@ -544,6 +583,38 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
 
 /* ---------------------------------------------------------------- objects and arrays */
 
+static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
+
+/* The rest of a JSON string after its opening quote, for the keys sorted in k[0..n) that share
+ * their first d bytes: any string but those keys. Along a declared key's bytes the characters are
+ * written as they are; once a character leaves every key, anything follows. */
+static int other_key(ctx *c, const char **k, size_t n, size_t d) {
+    int r = new_rule(c);
+    sbuf b = {0};
+    size_t i = 0;
+    int first = 1;
+    if (!k[0][d]) i = 1;   /* a declared key ends here: the string may not */
+    else { sb_put(&b, "\"\\\"\"", 4); first = 0; }
+    sb_printf(&b, "%s[^\\x22\\x5C\\x00-\\x1F", first ? "" : " | ");
+    for (size_t j = i; j < n; j++)
+        if (j == i || k[j][d] != k[j - 1][d]) sb_printf(&b, "\\x%02X", (unsigned char)k[j][d]);
+    sb_put(&b, "] char* \"\\\"\"", 12);
+    /* an escape leaves every key too; one that writes printable ASCII (\u0041, \/) might not, so
+     * such escapes are not written on a declared key's path (encoders never write them) */
+    sb_put(&b, " | \"\\\\\" ( [\"\\\\bfnrt] | \"u\" ( [1-9a-fA-F] [0-9a-fA-F]{3} | \"0\" [1-9a-fA-F] [0-9a-fA-F]{2} | \"00\" [0189a-fA-F] [0-9a-fA-F] ) ) char* \"\\\"\"", 135);
+    while (i < n) {
+        size_t j = i;
+        while (j < n && k[j][d] == k[i][d]) j++;
+        int sub = other_key(c, k + i, j - i, d + 1);
+        if (sub < 0) { free(b.s); return -1; }
+        sb_printf(&b, " | \"\\x%02X\" r%d", (unsigned char)k[i][d], sub);
+        i = j;
+    }
+    emit_rule(c, r, &b);
+    free(b.s);
+    return r;
+}
+
 static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
     json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
     json_t *ap = json_object_get(s, "additionalProperties");
@@ -568,8 +639,37 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         sb_printf(b, "\"{\" ws ( %s ws \":\" ws r%d ws ( \",\" ws %s ws \":\" ws r%d ws )* )? \"}\"", key, v, key, v);
         return 0;
     }
-    if (ap && !json_is_false(ap))
-        return fail(c, G4_ERR_INPUT, "%s/additionalProperties: only false is supported next to properties", path);
+    /* a schema for the other keys: their names are the strings that are none of the declared ones */
+    int extra = -1;
+    if (ap && !json_is_false(ap)) {
+        if (c->gemma) return fail(c, G4_ERR_INPUT, "%s/additionalProperties: only false is supported next to properties in tool arguments", path);
+        const char **names = malloc(n * sizeof *names);
+        if (!names) return fail(c, G4_ERR_NOMEM, "out of memory");
+        size_t j = 0;
+        const char *kk;
+        json_t *kv_;
+        json_object_foreach(props, kk, kv_) {
+            for (const unsigned char *q = (const unsigned char *)kk; *q; q++)
+                if (*q < 0x20 || *q >= 0x7F || *q == '"' || *q == '\\') {
+                    free(names);
+                    return fail(c, G4_ERR_INPUT, "%s/additionalProperties: a schema next to a property name with characters JSON escapes or non-ASCII ('%s') is not supported", path, kk);
+                }
+            names[j++] = kk;
+        }
+        qsort(names, n, sizeof *names, cmp_str);
+        int nk = other_key(c, names, n, 0);
+        free(names);
+        if (nk < 0) return -1;
+        snprintf(sub, sizeof sub, "%s/additionalProperties", path);
+        int v = json_is_true(ap) ? -1 : gen(c, ap, sub);
+        if (!json_is_true(ap) && v < 0) return -1;
+        extra = new_rule(c);
+        sbuf xb = {0};
+        if (v >= 0) sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws r%d ws", nk, v);
+        else sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws value ws", nk);
+        emit_rule(c, extra, &xb);
+        free(xb.s);
+    }
     /* properties in their declared order, the optional ones skippable: A_i (nothing written yet)
      * and B_i (something written, so a comma first) over properties i.. */
     int *kv = malloc(n * sizeof *kv);
@@ -594,9 +694,15 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         i++;
     }
     int a_next = new_rule(c), b_next = new_rule(c);
-    sbuf e = {0};
+    sbuf e = {0}, e2 = {0};
+    if (extra >= 0) {   /* the other keys after the declared ones */
+        sb_printf(&e, "( r%d ( \",\" ws r%d )* )?", extra, extra);
+        sb_printf(&e2, "( \",\" ws r%d )*", extra);
+    }
     emit_rule(c, a_next, &e);
-    emit_rule(c, b_next, &e);
+    emit_rule(c, b_next, &e2);
+    free(e.s);
+    free(e2.s);
     for (size_t j = n; j-- > 0;) {
         int A = new_rule(c), B = new_rule(c);
         sbuf ab = {0}, bb = {0};
@@ -618,27 +724,59 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
 }
 
 static int array_body(ctx *c, json_t *s, const char *path, sbuf *b) {
-    json_t *items = json_object_get(s, "items");
+    json_t *items = json_object_get(s, "items"), *prefix = json_object_get(s, "prefixItems");
     long mn = 0, mx = -1;
     int hmx;
     if (size_kw(c, s, "minItems", path, &mn) < 0 || (hmx = size_kw(c, s, "maxItems", path, &mx)) < 0) return -1;
     if (hmx && mx < mn) return fail(c, G4_ERR_INPUT, "%s: maxItems %ld < minItems %ld", path, mx, mn);
-    int v;
-    if (items) {
-        char sub[1024];
+    if (prefix && (!json_is_array(prefix) || !json_array_size(prefix)))
+        return fail(c, G4_ERR_INPUT, "%s/prefixItems must be a non-empty array", path);
+    char sub[1024];
+    long np = prefix ? (long)json_array_size(prefix) : 0;
+    if (np > 1000) return fail(c, G4_ERR_INPUT, "%s/prefixItems: more than 1000 items", path);
+    if (hmx && np > mx) np = mx;   /* prefixes past maxItems can never be written */
+    int *pr = np ? malloc((size_t)np * sizeof *pr) : NULL;
+    if (np && !pr) return fail(c, G4_ERR_NOMEM, "out of memory");
+    for (long i = 0; i < np; i++) {
+        snprintf(sub, sizeof sub, "%s/prefixItems/%ld", path, i);
+        if ((pr[i] = gen(c, json_array_get(prefix, (size_t)i), sub)) < 0) { free(pr); return -1; }
+    }
+    /* the items after the prefixes: none where items is false */
+    int v = -1, rest = !json_is_false(items);
+    if (!rest && mn > np) { free(pr); return fail(c, G4_ERR_INPUT, "%s: minItems %ld needs more items than prefixItems holds, and items is false", path, mn); }
+    if (rest && items) {
         snprintf(sub, sizeof sub, "%s/items", path);
-        if ((v = gen(c, items, sub)) < 0) return -1;
-    } else {
+        if ((v = gen(c, items, sub)) < 0) { free(pr); return -1; }
+    } else if (rest) {
         v = new_rule(c);
         sbuf vb = {0};
         sb_put(&vb, "value", 5);
         emit_rule(c, v, &vb);
         free(vb.s);
     }
-    if (hmx && mx == 0) { sb_put(b, "\"[\" ws \"]\"", 10); return 0; }
-    sb_printf(b, "\"[\" ws ( r%d ws ( \",\" ws r%d ws ){%ld,", v, v, mn > 0 ? mn - 1 : 0);
-    if (hmx) sb_printf(b, "%ld", mx - 1);
-    sb_printf(b, "} )%s \"]\"", mn > 0 ? "" : "?");
+    if (hmx && mx == 0) { free(pr); sb_put(b, "\"[\" ws \"]\"", 10); return 0; }
+    if (!np) {
+        sb_printf(b, "\"[\" ws ( r%d ws ( \",\" ws r%d ws ){%ld,", v, v, mn > 0 ? mn - 1 : 0);
+        if (hmx) sb_printf(b, "%ld", mx - 1);
+        sb_printf(b, "} )%s \"]\"", mn > 0 ? "" : "?");
+        return 0;
+    }
+    /* p0 ( "," p1 ( "," p2 ... ( "," rest ){lo,hi} )? )? — item i optional from minItems on */
+    sb_put(b, "\"[\" ws ", 7);
+    for (long i = 0; i < np; i++) {
+        if (i >= mn) sb_put(b, "( ", 2);
+        sb_printf(b, "%sr%d ws ", i ? "\",\" ws " : "", pr[i]);
+    }
+    long rlo = mn > np ? mn - np : 0, rhi = hmx ? mx - np : -1;
+    if (rest && rhi != 0) {
+        sb_printf(b, "( \",\" ws r%d ws ){%ld,", v, rlo);
+        if (rhi > 0) sb_printf(b, "%ld", rhi);
+        sb_put(b, "} ", 2);
+    }
+    for (long i = np; i-- > 0;)
+        if (i >= mn) sb_put(b, ")? ", 3);
+    sb_put(b, "\"]\"", 3);
+    free(pr);
     return 0;
 }
 
@@ -647,7 +785,7 @@ static int array_body(ctx *c, json_t *s, const char *path, sbuf *b) {
 static const char *const KNOWN[] = {
     "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum",
     "const", "anyOf", "$ref", "$defs", "definitions", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "minLength", "maxLength", "pattern", "format",
+    "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "prefixItems", "allOf", "oneOf",
     /* annotations: no effect on the language */
     "title", "description", "$schema", "$id", "$comment", "default", "examples",
 };
@@ -737,6 +875,188 @@ static int gen(ctx *c, json_t *s, const char *path) {
     return r;
 }
 
+static int is_annotation(const char *k) {
+    static const char *const a[] = {"title", "description", "$schema", "$id", "$comment", "default", "examples", "$defs", "definitions"};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        if (!strcmp(a[i], k)) return 1;
+    return 0;
+}
+
+/* A subschema with its $ref followed (one level at a time, bounded), for the checks below. */
+static json_t *deref(ctx *c, json_t *s, const char *path) {
+    for (int i = 0; i < 16 && json_is_object(s) && json_is_string(json_object_get(s, "$ref")); i++)
+        if (!(s = resolve(c, json_string_value(json_object_get(s, "$ref")), path))) return NULL;
+    return s;
+}
+
+/* allOf: the branches (and the keywords beside allOf) as one schema. A single schema is itself;
+ * several must all be object schemas of properties / required / additionalProperties: false,
+ * which merge exactly: a key any closed branch leaves out is forbidden, a key two branches
+ * describe differently is refused (the intersection of two schemas is not generated). */
+static int all_of(ctx *c, json_t *s, json_t *all, const char *path, sbuf *b) {
+    if (!json_is_array(all) || !json_array_size(all)) return fail(c, G4_ERR_INPUT, "%s/allOf must be a non-empty array", path);
+    json_t *self = json_object(), *br = json_array();
+    if (!self || !br) { json_decref(self); json_decref(br); return fail(c, G4_ERR_NOMEM, "out of memory"); }
+    const char *k;
+    json_t *v;
+    int own = 0;
+    json_object_foreach(s, k, v) {
+        if (strcmp(k, "allOf")) json_object_set(self, k, v);
+        own |= strcmp(k, "allOf") && !is_annotation(k);
+    }
+    if (own) json_array_append(br, self);
+    json_array_extend(br, all);
+    json_decref(self);
+    char sub[1024];
+    int rc = -1;
+    if (json_array_size(br) == 1) {
+        snprintf(sub, sizeof sub, "%s/allOf/0", path);
+        int r = gen(c, json_array_get(br, 0), sub);
+        if (r >= 0) { sb_printf(b, "r%d", r); rc = 0; }
+        json_decref(br);
+        return rc;
+    }
+    json_t *props = json_object(), *req = json_array(), *closed = NULL, *m = json_object();
+    size_t i;
+    json_t *x;
+    json_array_foreach(br, i, x) {
+        if (own && i == 0) snprintf(sub, sizeof sub, "%s", path);
+        else snprintf(sub, sizeof sub, "%s/allOf/%zu", path, i - (size_t)own);
+        json_t *d = deref(c, x, sub);
+        if (!d) goto out;
+        if (!json_is_object(d)) { fail(c, G4_ERR_INPUT, "%s: allOf of several schemas needs object schemas", sub); goto out; }
+        json_object_foreach(d, k, v) {
+            if (is_annotation(k) || !strcmp(k, "properties") || !strcmp(k, "required")) continue;
+            if (!strcmp(k, "type") && json_is_string(v) && !strcmp(json_string_value(v), "object")) continue;
+            if (!strcmp(k, "additionalProperties") && json_is_false(v)) continue;
+            fail(c, G4_ERR_INPUT, "%s: keyword '%s' in allOf of several schemas is not supported (only object schemas of properties, required and additionalProperties: false merge)", sub, k);
+            goto out;
+        }
+        json_t *ps = json_object_get(d, "properties"), *rq = json_object_get(d, "required");
+        if (ps && !json_is_object(ps)) { fail(c, G4_ERR_INPUT, "%s/properties is not an object", sub); goto out; }
+        if (rq && !json_is_array(rq)) { fail(c, G4_ERR_INPUT, "%s/required is not an array", sub); goto out; }
+        json_object_foreach(ps, k, v) {
+            json_t *had = json_object_get(props, k);
+            if (had && !json_equal(had, v)) { fail(c, G4_ERR_INPUT, "%s/properties/%s: allOf describes this property differently in two branches", sub, k); goto out; }
+            json_object_set(props, k, v);
+        }
+        if (rq) json_array_extend(req, rq);
+        if (json_is_false(json_object_get(d, "additionalProperties"))) {
+            /* a closed branch: only its own keys survive */
+            json_t *keep = json_object();
+            json_object_foreach(closed ? closed : ps, k, v)
+                if (ps && json_object_get(ps, k)) json_object_set(keep, k, json_true());
+            json_decref(closed);
+            closed = keep;
+        }
+    }
+    if (closed) {
+        void *tmp;
+        json_object_foreach_safe(props, tmp, k, v)
+            if (!json_object_get(closed, k)) json_object_del(props, k);
+    }
+    json_t *rq2 = json_array();
+    json_array_foreach(req, i, x) {
+        if (!json_is_string(x)) { json_decref(rq2); fail(c, G4_ERR_INPUT, "%s/allOf: a required entry is not a string", path); goto out; }
+        if (!json_object_get(props, json_string_value(x))) {
+            json_decref(rq2);
+            fail(c, G4_ERR_INPUT, "%s/allOf: required '%s' is not among the properties the branches allow", path, json_string_value(x));
+            goto out;
+        }
+        size_t j;
+        json_t *y;
+        int dup = 0;
+        json_array_foreach(rq2, j, y) dup |= json_equal(x, y);
+        if (!dup) json_array_append(rq2, x);
+    }
+    json_object_set_new(m, "type", json_string("object"));
+    json_object_set(m, "properties", props);
+    json_object_set_new(m, "required", rq2);
+    json_object_set_new(m, "additionalProperties", json_false());
+    rc = object_body(c, m, path, b);
+out:
+    json_decref(props);
+    json_decref(req);
+    json_decref(closed);
+    json_decref(m);
+    json_decref(br);
+    return rc;
+}
+
+/* The JSON types a schema's values can have, as bits (integral and fractional numbers apart, as
+ * "integer" is a subset of "number"); all bits where the schema does not say. */
+enum { T_NULL = 1, T_BOOL = 2, T_STR = 4, T_INT = 8, T_FRAC = 16, T_ARR = 32, T_OBJ = 64, T_ANY = 127 };
+
+static int value_bits(json_t *v) {
+    if (json_is_null(v)) return T_NULL;
+    if (json_is_boolean(v)) return T_BOOL;
+    if (json_is_string(v)) return T_STR;
+    if (json_is_number(v)) { double d = json_number_value(v); return d == floor(d) ? T_INT : T_FRAC; }
+    return json_is_array(v) ? T_ARR : T_OBJ;
+}
+
+static int type_bits(json_t *s) {
+    if (!json_is_object(s)) return T_ANY;
+    json_t *v = json_object_get(s, "const"), *e = json_object_get(s, "enum"), *t = json_object_get(s, "type");
+    if (v) return value_bits(v);
+    if (json_is_array(e)) {
+        int m = 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(e, i, x) m |= value_bits(x);
+        return m;
+    }
+    int m = 0;
+    for (size_t i = 0; t && i < (json_is_array(t) ? json_array_size(t) : 1); i++) {
+        const char *n = json_string_value(json_is_array(t) ? json_array_get(t, i) : t);
+        if (!n) return T_ANY;
+        m |= !strcmp(n, "null") ? T_NULL : !strcmp(n, "boolean") ? T_BOOL : !strcmp(n, "string") ? T_STR
+           : !strcmp(n, "integer") ? T_INT : !strcmp(n, "number") ? T_INT | T_FRAC : !strcmp(n, "array") ? T_ARR
+           : !strcmp(n, "object") ? T_OBJ : T_ANY;
+    }
+    return t ? m : T_ANY;
+}
+
+/* JSON Schema equality of two values: numbers by value (1 == 1.0), the rest structurally. */
+static int same_value(json_t *a, json_t *b) {
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b);
+}
+
+/* The const / enum values a schema allows, or NULL where it is not a list of values. */
+static json_t *value_list(json_t *s) {
+    json_t *v = json_is_object(s) ? json_object_get(s, "const") : NULL;
+    if (v) { json_t *a = json_array(); json_array_append(a, v); return a; }
+    v = json_is_object(s) ? json_object_get(s, "enum") : NULL;
+    return json_is_array(v) ? json_incref(v) : NULL;
+}
+
+/* oneOf is anyOf where no value can match two branches: proven when each pair of branches has
+ * disjoint types or both are const / enum lists with no value in common. */
+static int one_of_disjoint(ctx *c, json_t *one, const char *path) {
+    size_t n = json_array_size(one);
+    char sub[1024];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            snprintf(sub, sizeof sub, "%s/oneOf/%zu", path, i);
+            json_t *a = deref(c, json_array_get(one, i), sub);
+            snprintf(sub, sizeof sub, "%s/oneOf/%zu", path, j);
+            json_t *b = deref(c, json_array_get(one, j), sub);
+            if (!a || !b) return -1;
+            if (!(type_bits(a) & type_bits(b))) continue;
+            json_t *la = value_list(a), *lb = value_list(b);
+            int overlap = !la || !lb;
+            size_t x, y;
+            json_t *u, *w;
+            json_array_foreach(la, x, u) json_array_foreach(lb, y, w) overlap |= same_value(u, w);
+            json_decref(la);
+            json_decref(lb);
+            if (overlap)
+                return fail(c, G4_ERR_INPUT, "%s/oneOf: branches %zu and %zu may both match a value; oneOf is supported only where the branches have different types or different const / enum values", path, i, j);
+        }
+    return 0;
+}
+
 static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
     if (json_is_true(s)) { sb_put(b, "value", 5); return 0; }
     if (!json_is_object(s)) return fail(c, G4_ERR_INPUT, "%s: a schema must be an object or true", path);
@@ -765,12 +1085,21 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
         }
         return 0;
     }
-    if ((v = json_object_get(s, "anyOf"))) {
-        if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/anyOf must be a non-empty array", path);
+    if ((v = json_object_get(s, "allOf"))) return all_of(c, s, v, path, b);
+    json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
+    json_t *e0;
+    if (any && one) return fail(c, G4_ERR_INPUT, "%s: anyOf together with oneOf is not supported", path);
+    if ((v = any ? any : one)) {
+        const char *kw = any ? "anyOf" : "oneOf";
+        if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/%s must be a non-empty array", path, kw);
+        /* the alternatives are the whole language: a constraint beside them would be ignored */
+        json_object_foreach(s, k, e0)
+            if (strcmp(k, kw) && !is_annotation(k)) return fail(c, G4_ERR_INPUT, "%s: keyword '%s' next to %s is not supported", path, k, kw);
+        if (one && one_of_disjoint(c, one, path)) return -1;
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
-            snprintf(sub, sizeof sub, "%s/anyOf/%zu", path, i);
+            snprintf(sub, sizeof sub, "%s/%s/%zu", path, kw, i);
             int r = gen(c, e, sub);
             if (r < 0) return -1;
             sb_printf(b, i ? " | r%d" : "r%d", r);
@@ -782,7 +1111,7 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
         /* no type: the type its keywords imply, or any value */
         static const struct { const char *kw, *type; } imply[] = {
             {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
-            {"items", "array"}, {"minItems", "array"}, {"maxItems", "array"},
+            {"items", "array"}, {"prefixItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
             {"pattern", "string"}, {"format", "string"}, {"minLength", "string"}, {"maxLength", "string"},
             {"minimum", "integer"}, {"maximum", "integer"}, {"exclusiveMinimum", "integer"}, {"exclusiveMaximum", "integer"},
         };

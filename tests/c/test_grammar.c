@@ -213,8 +213,9 @@ static void test_json_schema_errors(void **state) {
     (void)state;
     static const struct { const char *schema, *needle; } cases[] = {
         {"{\"type\": \"string\", \"contentEncoding\": \"base64\"}", "unsupported keyword 'contentEncoding'"},
-        {"{\"oneOf\": [{\"type\": \"string\"}]}", "unsupported keyword 'oneOf'"},
-        {"{\"type\": \"object\", \"properties\": {\"a\": {\"allOf\": []}}}", "#/properties/a: unsupported keyword 'allOf'"},
+        {"{\"oneOf\": [{\"type\": \"string\"}, {\"type\": [\"null\", \"string\"]}]}", "#/oneOf: branches 0 and 1 may both match"},
+        {"{\"type\": \"object\", \"properties\": {\"a\": {\"allOf\": []}}}", "#/properties/a/allOf must be a non-empty array"},
+        {"{\"type\": \"string\", \"pattern\": \"\\\\udc00\"}", "#/pattern: \\uDC00 is a lone surrogate"},
         {"{\"type\": \"number\", \"minimum\": 1}", "'minimum' on type number"},
         {"{\"type\": \"string\", \"format\": \"hostname\"}", "unsupported format 'hostname'"},
         {"{\"$ref\": \"#/$defs/nope\"}", "names nothing"},
@@ -253,6 +254,15 @@ static void test_json_schema_bytes(void **state) {
         {"{\"type\": \"string\", \"format\": \"date\"}", "\"2024-02-29\"", 1},
         {"{\"type\": \"string\", \"format\": \"date\"}", "\"2024-13-01\"", 0},
         {"{\"type\": \"string\", \"format\": \"uuid\"}", "\"123e4567-e89b-12d3-a456-426614174000\"", 1},
+        /* a surrogate pair in a pattern is one code point (U+1F600, four UTF-8 bytes) */
+        {"{\"type\": \"string\", \"pattern\": \"^\\\\ud83d\\\\ude00$\"}", "\"\xF0\x9F\x98\x80\"", 1},
+        {"{\"type\": \"string\", \"pattern\": \"^\\\\ud83d\\\\ude00$\"}", "\"\xF0\x9F\x98\x81\"", 0},
+        {"{\"prefixItems\": [{\"type\": \"integer\"}, {\"type\": \"null\"}], \"items\": false}", "[1,null]", 1},
+        {"{\"prefixItems\": [{\"type\": \"integer\"}, {\"type\": \"null\"}], \"items\": false}", "[1,null,2]", 0},
+        {"{\"oneOf\": [{\"const\": 1}, {\"const\": 2}]}", "2", 1},
+        {"{\"oneOf\": [{\"const\": 1}, {\"const\": 2}]}", "3", 0},
+        {"{\"allOf\": [{\"properties\": {\"a\": {\"type\": \"null\"}}, \"required\": [\"a\"]}, {\"properties\": {\"b\": {\"type\": \"null\"}}}]}", "{\"a\":null,\"b\":null}", 1},
+        {"{\"allOf\": [{\"properties\": {\"a\": {\"type\": \"null\"}}, \"required\": [\"a\"]}, {\"properties\": {\"b\": {\"type\": \"null\"}}}]}", "{\"b\":null}", 0},
         {"{\"$defs\": {\"n\": {\"type\": \"object\", \"properties\": {\"k\": {\"anyOf\": [{\"$ref\": \"#/$defs/n\"}, {\"type\": \"null\"}]}}, \"required\": [\"k\"], \"additionalProperties\": false}}, \"$ref\": \"#/$defs/n\"}",
          "{\"k\": {\"k\": {\"k\": null}}}", 1},
     };

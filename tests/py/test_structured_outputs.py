@@ -1,9 +1,10 @@
 """response_format through the server: json_schema and json_object constrain the output with the
 grammar engine (src/grammar), so even the random-weight fixture answers with JSON that parses and
 satisfies the schema; keywords the engine does not implement, and unknown types, are 400s naming
-them. The expected values come from the schema, checked with Python's json module."""
+them. Outputs are parsed with Python's json module and validated by the jsonschema package."""
 import json
 
+import jsonschema
 import pytest
 import requests
 
@@ -15,9 +16,17 @@ SCHEMA = {"type": "object",
           "required": ["ok", "color", "n"], "additionalProperties": False}
 
 
-def _valid(doc):
-    return (isinstance(doc, dict) and set(doc) == {"ok", "color", "n"} and isinstance(doc["ok"], bool)
-            and doc["color"] in ("red", "green", "blue") and isinstance(doc["n"], int) and 0 <= doc["n"] <= 9)
+# The newer keywords too: a pair by prefixItems, a tagged value by oneOf of disjoint consts.
+RICH = {"type": "object",
+        "properties": {"pair": {"type": "array", "prefixItems": [{"type": "integer", "minimum": 0, "maximum": 9},
+                                                                 {"enum": ["a", "b"]}], "items": False, "minItems": 2},
+                       "tag": {"oneOf": [{"const": "x"}, {"const": "y"}, {"type": "null"}]}},
+        "required": ["pair", "tag"], "additionalProperties": {"type": "boolean"}}
+
+
+def _valid(doc, schema=SCHEMA):
+    """Draft 2020-12 validation by the jsonschema package."""
+    return jsonschema.Draft202012Validator(schema).is_valid(doc)
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +49,18 @@ def test_json_schema_output_satisfies_the_schema(srv, temperature):
     for ch in r.json()["choices"]:
         assert ch["finish_reason"] == "stop", ch
         assert _valid(json.loads(ch["message"]["content"])), ch["message"]["content"]
+
+
+def test_newer_keywords_constrain_the_output(srv):
+    r = _chat(srv, max_tokens=200, temperature=1.0, seed=11, n=3,
+              response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": RICH}})
+    assert r.status_code == 200, r.text
+    stopped = 0
+    for ch in r.json()["choices"]:
+        if ch["finish_reason"] == "stop":
+            stopped += 1
+            assert _valid(json.loads(ch["message"]["content"]), RICH), ch["message"]["content"]
+    assert stopped >= 1
 
 
 def test_json_schema_streams_the_same_document(srv):
@@ -73,6 +94,8 @@ def test_json_object_is_an_object(srv):
 
 @pytest.mark.parametrize("rf,words", [
     ({"type": "json_schema", "json_schema": {"name": "c", "schema": {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 3}}}}}, "multipleOf"),
+    ({"type": "json_schema", "json_schema": {"name": "c", "schema": {"oneOf": [{"type": "string"}, {"const": "s"}]}}},
+     "#/oneOf: branches 0 and 1 may both match"),
     ({"type": "json_schema", "json_schema": {"name": "c"}}, "schema"),
     ({"type": "yaml"}, "yaml"),
     ({"kind": "json_object"}, "type"),

@@ -121,6 +121,26 @@ static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_
     return 0;
 }
 
+/* The first key of o that is neither a nor b, or NULL */
+static const char *stray_key(json_t *o, const char *a, const char *b) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+        if (strcmp(key, a) && strcmp(key, b)) return key;
+    return NULL;
+}
+
+/* Room for one more element in *arr (of *cap, n used); -1 out of memory */
+static int make_room(void *arr, int *cap, int n, size_t elem) {
+    if (n < *cap) return 0;
+    const int nc = *cap ? 2 * *cap : 4;
+    void *na = realloc(*(void **)arr, (size_t)nc * elem);
+    if (!na) return -1;
+    *(void **)arr = na;
+    *cap = nc;
+    return 0;
+}
+
 /* r's media, made at its first part; NULL with err filled past --max-media-per-request */
 static g4_req_media *req_media(const g4_api_ctx *c, g4_req *r, const char *where, g4_api_error *err) {
     g4_req_media *md = r->media;
@@ -140,29 +160,21 @@ int g4_media_audio_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g
     snprintf(where, sizeof where, "messages[%zu].content[%zu]", i, k);
     if (!c->media || !c->media->audio)
         return BAD("messages", "%s: this model takes no audio (no audio embedder)", where);
-    const char *key;
-    json_t *v;
-    json_object_foreach(part, key, v)
-        if (strcmp(key, "type") && strcmp(key, "input_audio"))
-            return BAD("messages", "%s: '%s' is not supported in an input_audio part", where, key);
+    const char *key = stray_key(part, "type", "input_audio");
+    if (key) return BAD("messages", "%s: '%s' is not supported in an input_audio part", where, key);
     json_t *ia = json_object_get(part, "input_audio");
     json_t *data = json_object_get(ia, "data"), *fmt = json_object_get(ia, "format");
     if (!json_is_object(ia) || !json_is_string(data) || !json_is_string(fmt))
         return BAD("messages", "%s.input_audio must be an object with string 'data' (base64) and 'format'", where);
-    json_object_foreach(ia, key, v)
-        if (strcmp(key, "data") && strcmp(key, "format"))
-            return BAD("messages", "%s.input_audio: '%s' is not supported", where, key);
+    if ((key = stray_key(ia, "data", "format"))) return BAD("messages", "%s.input_audio: '%s' is not supported", where, key);
     static const char *const formats[] = {"wav", "mp3", "flac", "ogg"};
     int known = 0;
     for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) known |= !strcmp(json_string_value(fmt), formats[f]);
     if (!known) return BAD("messages", "%s.input_audio.format '%s' is not one of wav, mp3, flac, ogg", where, json_string_value(fmt));
     g4_req_media *md = req_media(c, r, where, err);
     if (!md) return -1;
-    if (md->n_audio == md->cap_audio) {
-        g4_audio **na = realloc(md->audios, (size_t)(md->cap_audio = md->cap_audio ? 2 * md->cap_audio : 4) * sizeof *na);
-        if (!na) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
-        md->audios = na;
-    }
+    if (make_room(&md->audios, &md->cap_audio, md->n_audio, sizeof *md->audios))
+        return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     unsigned char *bytes;
     size_t n;
     const int rc = base64_decode(json_string_value(data), json_string_length(data), &bytes, &n);
@@ -184,11 +196,9 @@ int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req 
     snprintf(where, sizeof where, "messages[%zu].content[%zu]", i, k);
     if (!c->media || !c->media->vision)
         return BAD("messages", "%s: this model takes no images (no vision embedder)", where);
-    const char *key;
+    const char *key = stray_key(part, "type", "image_url");
+    if (key) return BAD("messages", "%s: '%s' is not supported in an image_url part", where, key);
     json_t *v;
-    json_object_foreach(part, key, v)
-        if (strcmp(key, "type") && strcmp(key, "image_url"))
-            return BAD("messages", "%s: '%s' is not supported in an image_url part", where, key);
     json_t *iu = json_object_get(part, "image_url");
     json_t *url = json_is_object(iu) ? json_object_get(iu, "url") : iu;
     if (!json_is_string(url))
@@ -201,11 +211,8 @@ int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req 
     }
     g4_req_media *md = req_media(c, r, where, err);
     if (!md) return -1;
-    if (md->n == md->cap) {
-        g4_image **ni = realloc(md->images, (size_t)(md->cap = md->cap ? 2 * md->cap : 4) * sizeof *ni);
-        if (!ni) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
-        md->images = ni;
-    }
+    if (make_room(&md->images, &md->cap, md->n, sizeof *md->images))
+        return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     if (load_url(c, json_string_value(url), where, &md->images[md->n], err)) return -1;
     md->n++;
     /* the chat template writes <|image|> for an {"type": "image"} item */

@@ -935,7 +935,7 @@ char *g4_api_model_json(const g4_api_ctx *c, const char *id, long created, g4_ap
     return dump(model_object(c, created));
 }
 
-static json_t *load_object(const char *body, size_t len, g4_api_error *err) {
+json_t *g4_api_load_object(const char *body, size_t len, g4_api_error *err) {
     json_error_t je;
     json_t *root = json_loadb(body, len, 0, &je);
     if (!root) {
@@ -956,7 +956,7 @@ static json_t *load_object(const char *body, size_t len, g4_api_error *err) {
  * tokens written as text become the special tokens, as in llama-server's default. */
 char *g4_api_tokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err) {
     static const char *const fields[] = {"content", "add_special", "with_pieces", "model", NULL};
-    json_t *root = load_object(body, len, err);
+    json_t *root = g4_api_load_object(body, len, err);
     if (!root) return NULL;
     char *out = NULL;
     int add_special = 0, pieces = 0;
@@ -1000,7 +1000,7 @@ done:
 /* {"tokens": [ids]} -> {"content": text}, special tokens written out as llama-server does. */
 char *g4_api_detokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err) {
     static const char *const fields[] = {"tokens", "model", NULL};
-    json_t *root = load_object(body, len, err);
+    json_t *root = g4_api_load_object(body, len, err);
     if (!root) return NULL;
     char *out = NULL;
     json_t *toks = json_object_get(root, "tokens");

@@ -306,18 +306,12 @@ g4_req *g4_responses_parse(const g4_api_ctx *c, const char *body, size_t len, g4
                            g4_api_error *err) {
     memset(o, 0, sizeof *o);
     reqs[0] = NULL;
-    json_error_t je;
-    json_t *root = json_loadb(body, len, 0, &je);
-    if (!root) {
-        g4_api_err(err, 400, "invalid_request_error", NULL, "invalid_json",
-                   "We could not parse the JSON body of your request: %s (line %d, column %d)", je.text, je.line, je.column);
-        return NULL;
-    }
+    json_t *root = g4_api_load_object(body, len, err);
+    if (!root) return NULL;
     json_t *chat = json_object(), *echo = json_object();
     g4_req *r = NULL;
     char *cbody = NULL;
-    if (!json_is_object(root)) g4_api_err(err, 400, "invalid_request_error", NULL, "invalid_type", "the body must be a JSON object");
-    else if (!translate(c, root, chat, echo, err) && (cbody = json_dumps(chat, JSON_COMPACT))) {
+    if (!translate(c, root, chat, echo, err) && (cbody = json_dumps(chat, JSON_COMPACT))) {
         r = g4_api_parse(c, G4_API_CHAT, cbody, strlen(cbody), o, reqs, err);
         if (!r) rename_param(err);
     }

@@ -231,6 +231,8 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
 /* Fills err; returns err for chaining. */
 g4_api_error *g4_api_err(g4_api_error *err, int status, const char *type, const char *param,
                          const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* A request body that must be a JSON object (400 invalid_json / invalid_type otherwise). */
+struct json_t *g4_api_load_object(const char *body, size_t len, g4_api_error *err);
 /* {"error": {...}} as a malloc'ed JSON string. */
 char *g4_api_error_json(const g4_api_error *err);
 /* The whole non-streaming response body for finished requests (o->n choices). */

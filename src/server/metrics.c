@@ -164,6 +164,11 @@ static void put_histo(sbuf *b, const char *name, const char *help, const histo *
     put(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.6f\n%s_count %lu\n", name, h->n, name, h->sum, name, h->n);
 }
 
+/* One integer counter or gauge with its HELP and TYPE lines */
+static void put_int(sbuf *b, const char *name, const char *type, const char *help, long long v) {
+    put(b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name, v);
+}
+
 char *g4_metrics_render(g4_metrics *mx) {
     sbuf b = {0};
     pthread_mutex_lock(&mx->mu);
@@ -171,41 +176,27 @@ char *g4_metrics_render(g4_metrics *mx) {
     for (int i = 0; i < mx->n_routes; i++)
         put(&b, "g4_requests_total{route=\"%s\",status=\"%d\"} %lu\n", mx->routes[i].route, mx->routes[i].status,
             mx->routes[i].n);
-    put(&b, "# HELP g4_prompt_tokens_total Prompt tokens prefilled.\n# TYPE g4_prompt_tokens_total counter\n"
-            "g4_prompt_tokens_total %lu\n", mx->prompt_tokens);
-    put(&b, "# HELP g4_generation_tokens_total Tokens generated.\n# TYPE g4_generation_tokens_total counter\n"
-            "g4_generation_tokens_total %lu\n", mx->gen_tokens);
-    put(&b, "# HELP g4_requests_cancelled_total Generations cancelled (client gone or shutdown).\n"
-            "# TYPE g4_requests_cancelled_total counter\ng4_requests_cancelled_total %lu\n", mx->cancelled);
-    put(&b, "# HELP g4_decode_steps_total Batched decode forward passes.\n# TYPE g4_decode_steps_total counter\n"
-            "g4_decode_steps_total %lu\n", mx->decode_steps);
-    put(&b, "# HELP g4_decode_rows_total Sequences advanced by decode passes (rows / steps = mean batch).\n"
-            "# TYPE g4_decode_rows_total counter\ng4_decode_rows_total %lu\n", mx->decode_rows);
-    put(&b, "# HELP g4_decode_batch_max Largest decode batch so far.\n# TYPE g4_decode_batch_max gauge\n"
-            "g4_decode_batch_max %d\n", mx->max_batch);
+    put_int(&b, "g4_prompt_tokens_total", "counter", "Prompt tokens prefilled.", mx->prompt_tokens);
+    put_int(&b, "g4_generation_tokens_total", "counter", "Tokens generated.", mx->gen_tokens);
+    put_int(&b, "g4_requests_cancelled_total", "counter", "Generations cancelled (client gone or shutdown).", mx->cancelled);
+    put_int(&b, "g4_decode_steps_total", "counter", "Batched decode forward passes.", mx->decode_steps);
+    put_int(&b, "g4_decode_rows_total", "counter", "Sequences advanced by decode passes (rows / steps = mean batch).", mx->decode_rows);
+    put_int(&b, "g4_decode_batch_max", "gauge", "Largest decode batch so far.", mx->max_batch);
     put_histo(&b, "g4_time_to_first_token_seconds", "Submit to first generated token.", &mx->ttft);
     put_histo(&b, "g4_inter_token_latency_seconds", "Time between consecutive tokens of a request.", &mx->itl);
-    put(&b, "# HELP g4_queue_depth Requests waiting for a slot.\n# TYPE g4_queue_depth gauge\ng4_queue_depth %d\n", mx->queue);
-    put(&b, "# HELP g4_busy_slots Session slots running a request.\n# TYPE g4_busy_slots gauge\ng4_busy_slots %d\n", mx->busy);
-    put(&b, "# HELP g4_slots Session slots (--parallel).\n# TYPE g4_slots gauge\ng4_slots %d\n", mx->slots);
-    put(&b, "# HELP g4_kv_cache_used_tokens KV positions in use over all slots.\n# TYPE g4_kv_cache_used_tokens gauge\n"
-            "g4_kv_cache_used_tokens %ld\n", mx->kv_used);
-    put(&b, "# HELP g4_kv_cache_capacity_tokens KV positions over all slots.\n# TYPE g4_kv_cache_capacity_tokens gauge\n"
-            "g4_kv_cache_capacity_tokens %ld\n", mx->kv_cap);
+    put_int(&b, "g4_queue_depth", "gauge", "Requests waiting for a slot.", mx->queue);
+    put_int(&b, "g4_busy_slots", "gauge", "Session slots running a request.", mx->busy);
+    put_int(&b, "g4_slots", "gauge", "Session slots (--parallel).", mx->slots);
+    put_int(&b, "g4_kv_cache_used_tokens", "gauge", "KV positions in use over all slots.", mx->kv_used);
+    put_int(&b, "g4_kv_cache_capacity_tokens", "gauge", "KV positions over all slots.", mx->kv_cap);
     put(&b, "# HELP g4_kv_cache_usage_ratio Fraction of KV positions in use.\n# TYPE g4_kv_cache_usage_ratio gauge\n"
             "g4_kv_cache_usage_ratio %.6f\n", mx->kv_cap ? (double)mx->kv_used / (double)mx->kv_cap : 0.0);
-    put(&b, "# HELP g4_prompt_cache_hits_total Requests that reused a cached prompt prefix.\n"
-            "# TYPE g4_prompt_cache_hits_total counter\ng4_prompt_cache_hits_total %lu\n", mx->cache_hits);
-    put(&b, "# HELP g4_prompt_cache_misses_total Requests that computed their whole prompt.\n"
-            "# TYPE g4_prompt_cache_misses_total counter\ng4_prompt_cache_misses_total %lu\n", mx->cache_misses);
-    put(&b, "# HELP g4_prompt_cache_tokens_total Prompt tokens taken from the cache instead of computed.\n"
-            "# TYPE g4_prompt_cache_tokens_total counter\ng4_prompt_cache_tokens_total %lu\n", mx->cache_tokens);
-    put(&b, "# HELP g4_prompt_cache_evictions_total Snapshots dropped to stay within --cache-ram.\n"
-            "# TYPE g4_prompt_cache_evictions_total counter\ng4_prompt_cache_evictions_total %lu\n", mx->cache_evictions);
-    put(&b, "# HELP g4_prompt_cache_bytes Host memory held by prompt-cache snapshots.\n"
-            "# TYPE g4_prompt_cache_bytes gauge\ng4_prompt_cache_bytes %ld\n", mx->cache_bytes);
-    put(&b, "# HELP g4_prompt_cache_entries Prompt-cache snapshots held.\n"
-            "# TYPE g4_prompt_cache_entries gauge\ng4_prompt_cache_entries %d\n", mx->cache_entries);
+    put_int(&b, "g4_prompt_cache_hits_total", "counter", "Requests that reused a cached prompt prefix.", mx->cache_hits);
+    put_int(&b, "g4_prompt_cache_misses_total", "counter", "Requests that computed their whole prompt.", mx->cache_misses);
+    put_int(&b, "g4_prompt_cache_tokens_total", "counter", "Prompt tokens taken from the cache instead of computed.", mx->cache_tokens);
+    put_int(&b, "g4_prompt_cache_evictions_total", "counter", "Snapshots dropped to stay within --cache-ram.", mx->cache_evictions);
+    put_int(&b, "g4_prompt_cache_bytes", "gauge", "Host memory held by prompt-cache snapshots.", mx->cache_bytes);
+    put_int(&b, "g4_prompt_cache_entries", "gauge", "Prompt-cache snapshots held.", mx->cache_entries);
     pthread_mutex_unlock(&mx->mu);
     return b.p;
 }

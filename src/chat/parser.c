@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gemma4c.h"
+#include "base/strbuf.h"
 
 /* Inside a call's raw text a <|"|> token is kept as this byte, which valid UTF-8 never holds
  * (a stray 0xFF from a byte token is stored as 0xFE: both are invalid text either way). */
@@ -17,28 +18,6 @@
 
 enum { S_CONTENT, S_LABEL, S_THOUGHT, S_CALL, S_DONE };
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const void *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 64;
-        while (nc < b->len + n + 1) nc *= 2;
-        char *np = realloc(b->p, nc);
-        if (!np) { b->oom = 1; return; }
-        b->p = np;
-        b->cap = nc;
-    }
-    if (n) memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 struct g4_chat_parser {
     const g4_tokenizer *t;
@@ -47,9 +26,9 @@ struct g4_chat_parser {
     g4_detok_stream *detok;
     int state, ended, finished, oom;
     int nl_held;       /* S_THOUGHT: a trailing newline held back (it may be <channel|>'s) */
-    sbuf label;        /* S_LABEL: the channel's name so far */
-    sbuf call;         /* S_CALL: the call's raw text, <|"|> as QUOTE_MARK */
-    sbuf pend;         /* content not yet emitted (a stop string may begin in it) */
+    g4_strbuf label;        /* S_LABEL: the channel's name so far */
+    g4_strbuf call;         /* S_CALL: the call's raw text, <|"|> as QUOTE_MARK */
+    g4_strbuf pend;         /* content not yet emitted (a stop string may begin in it) */
     char **stop;
     int n_stop;
     g4_chat_delta *d;
@@ -93,7 +72,7 @@ static size_t stop_holdback(const g4_chat_parser *p, const char *s, size_t n) {
 static void content_add(g4_chat_parser *p, const char *s, size_t n) {
     if (p->state == S_DONE || !n) return;
     if (!p->n_stop) { add_delta(p, G4_DELTA_CONTENT, s, n, NULL); return; }
-    sb_put(&p->pend, s, n);
+    g4_sb_put(&p->pend, s, n);
     if (p->pend.oom) { p->oom = 1; return; }
     size_t cut = (size_t)-1;
     for (int i = 0; i < p->n_stop; i++) {
@@ -125,9 +104,9 @@ static void content_flush(g4_chat_parser *p) {
  * delimiter, so a trailing newline waits to see whether <channel|> follows. */
 static void reasoning_add(g4_chat_parser *p, const char *s, size_t n) {
     if (!n) return;
-    sbuf b = {0};
-    if (p->nl_held) sb_put(&b, "\n", 1);
-    sb_put(&b, s, n);
+    g4_strbuf b = {0};
+    if (p->nl_held) g4_sb_put(&b, "\n", 1);
+    g4_sb_put(&b, s, n);
     if (b.oom) { p->oom = 1; free(b.p); return; }
     p->nl_held = b.p[b.len - 1] == '\n';
     add_delta(p, G4_DELTA_REASONING, b.p, b.len - (size_t)p->nl_held, NULL);
@@ -145,7 +124,7 @@ static const char LABEL[] = "thought\n";
 /* The label buffer as the thought's first text: the "thought\n" label is dropped, anything else
  * (another channel name, or text without a label) is reasoning as written. */
 static void label_resolve(g4_chat_parser *p, int final) {
-    sbuf *l = &p->label;
+    g4_strbuf *l = &p->label;
     const size_t L = sizeof LABEL - 1;
     if (l->len >= L && !memcmp(l->p, LABEL, L)) {
         p->state = S_THOUGHT;
@@ -165,7 +144,7 @@ static void label_resolve(g4_chat_parser *p, int final) {
 typedef struct {
     const unsigned char *s;
     size_t n, i;
-    sbuf *out;
+    g4_strbuf *out;
 } cursor;
 
 static void skip_ws(cursor *c) {
@@ -194,22 +173,22 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 }
 
 /* s[0..n) as a JSON string literal; invalid UTF-8 becomes U+FFFD. */
-static void json_str(sbuf *o, const unsigned char *s, size_t n) {
-    sb_put(o, "\"", 1);
+static void json_str(g4_strbuf *o, const unsigned char *s, size_t n) {
+    g4_sb_put(o, "\"", 1);
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
-        if (c == '"' || c == '\\') { sb_put(o, "\\", 1); sb_put(o, &c, 1); i++; }
-        else if (c == '\n') { sb_puts(o, "\\n"); i++; }
-        else if (c == '\t') { sb_puts(o, "\\t"); i++; }
-        else if (c == '\r') { sb_puts(o, "\\r"); i++; }
-        else if (c < 0x20) { char e[8]; snprintf(e, sizeof e, "\\u%04x", c); sb_puts(o, e); i++; }
+        if (c == '"' || c == '\\') { g4_sb_put(o, "\\", 1); g4_sb_put(o, &c, 1); i++; }
+        else if (c == '\n') { g4_sb_puts(o, "\\n"); i++; }
+        else if (c == '\t') { g4_sb_puts(o, "\\t"); i++; }
+        else if (c == '\r') { g4_sb_puts(o, "\\r"); i++; }
+        else if (c < 0x20) { char e[8]; snprintf(e, sizeof e, "\\u%04x", c); g4_sb_puts(o, e); i++; }
         else {
             size_t L = utf8_len(s + i, n - i);
-            if (L) { sb_put(o, s + i, L); i += L; }
-            else { sb_puts(o, "\xef\xbf\xbd"); i++; }
+            if (L) { g4_sb_put(o, s + i, L); i += L; }
+            else { g4_sb_puts(o, "\xef\xbf\xbd"); i++; }
         }
     }
-    sb_put(o, "\"", 1);
+    g4_sb_put(o, "\"", 1);
 }
 
 /* A JSON number exactly as RFC 8259 writes it. */
@@ -249,11 +228,11 @@ static int bare_value(cursor *c) {
     size_t n = e - b;
     if (!n) return -1;
     if ((n == 4 && !memcmp(s, "true", 4)) || (n == 5 && !memcmp(s, "false", 5)) || (n == 4 && !memcmp(s, "null", 4))) {
-        sb_put(c->out, s, n);
+        g4_sb_put(c->out, s, n);
         return 0;
     }
-    if (n == 4 && !memcmp(s, "None", 4)) { sb_puts(c->out, "null"); return 0; }
-    if (is_json_number(s, n)) { sb_put(c->out, s, n); return 0; }
+    if (n == 4 && !memcmp(s, "None", 4)) { g4_sb_puts(c->out, "null"); return 0; }
+    if (is_json_number(s, n)) { g4_sb_put(c->out, s, n); return 0; }
     char tmp[64];
     if (n < sizeof tmp && (isdigit((unsigned char)s[0]) || strchr("+-.", s[0]))) {
         memcpy(tmp, s, n);
@@ -263,7 +242,7 @@ static int bare_value(cursor *c) {
         if (end == tmp + n && isfinite(d) && !strpbrk(tmp, "xXpPnN")) {   /* no hex, inf or nan */
             char num[40];
             snprintf(num, sizeof num, "%.17g", d);
-            if (is_json_number(num, strlen(num))) { sb_puts(c->out, num); return 0; }
+            if (is_json_number(num, strlen(num))) { g4_sb_puts(c->out, num); return 0; }
         }
     }
     json_str(c->out, (const unsigned char *)s, n);
@@ -301,13 +280,13 @@ static int quoted(cursor *c) {
 
 static int object(cursor *c, int depth) {
     c->i++;
-    sb_put(c->out, "{", 1);
+    g4_sb_put(c->out, "{", 1);
     skip_ws(c);
     for (int first = 1;; first = 0) {
         skip_ws(c);
         if (c->i >= c->n) return -1;
         if (c->s[c->i] == '}') break;   /* also after a trailing comma */
-        if (!first) sb_put(c->out, ",", 1);
+        if (!first) g4_sb_put(c->out, ",", 1);
         if (c->s[c->i] == QUOTE_MARK) {
             if (quoted(c)) return -1;
         } else if (c->s[c->i] == '"') {
@@ -326,7 +305,7 @@ static int object(cursor *c, int depth) {
         skip_ws(c);
         if (c->i >= c->n || c->s[c->i] != ':') return -1;
         c->i++;
-        sb_put(c->out, ":", 1);
+        g4_sb_put(c->out, ":", 1);
         if (value(c, depth + 1)) return -1;
         skip_ws(c);
         if (c->i < c->n && c->s[c->i] == ',') { c->i++; continue; }
@@ -334,18 +313,18 @@ static int object(cursor *c, int depth) {
         return -1;
     }
     c->i++;
-    sb_put(c->out, "}", 1);
+    g4_sb_put(c->out, "}", 1);
     return 0;
 }
 
 static int array(cursor *c, int depth) {
     c->i++;
-    sb_put(c->out, "[", 1);
+    g4_sb_put(c->out, "[", 1);
     for (int first = 1;; first = 0) {
         skip_ws(c);
         if (c->i >= c->n) return -1;
         if (c->s[c->i] == ']') break;
-        if (!first) sb_put(c->out, ",", 1);
+        if (!first) g4_sb_put(c->out, ",", 1);
         if (value(c, depth + 1)) return -1;
         skip_ws(c);
         if (c->i < c->n && c->s[c->i] == ',') { c->i++; continue; }
@@ -353,7 +332,7 @@ static int array(cursor *c, int depth) {
         return -1;
     }
     c->i++;
-    sb_put(c->out, "]", 1);
+    g4_sb_put(c->out, "]", 1);
     return 0;
 }
 
@@ -371,7 +350,7 @@ static int value(cursor *c, int depth) {
 }
 
 /* "call:NAME{ARGS}" -> name and the arguments as JSON text; -1 when it does not parse. */
-static int parse_call(const sbuf *raw, sbuf *name, sbuf *args) {
+static int parse_call(const g4_strbuf *raw, g4_strbuf *name, g4_strbuf *args) {
     cursor c = {.s = (const unsigned char *)(raw->p ? raw->p : ""), .n = raw->len, .out = args};
     skip_ws(&c);
     if (c.n - c.i < 5 || memcmp(c.s + c.i, "call:", 5)) return -1;
@@ -389,7 +368,7 @@ static int parse_call(const sbuf *raw, sbuf *name, sbuf *args) {
         if (!L || c.s[k] < 0x20) return -1;
         k += L;
     }
-    sb_put(name, c.s + b, c.i - b);
+    g4_sb_put(name, c.s + b, c.i - b);
     if (object(&c, 0)) return -1;
     skip_ws(&c);
     return c.i == c.n && !args->oom && !name->oom ? 0 : -1;
@@ -398,13 +377,13 @@ static int parse_call(const sbuf *raw, sbuf *name, sbuf *args) {
 /* The call's text as the model wrote it, as content: a call that does not parse or never closed. */
 static void call_as_content(g4_chat_parser *p, int closed) {
     p->state = S_CONTENT;
-    sbuf raw = {0};
-    sb_puts(&raw, p->s_call_open);
+    g4_strbuf raw = {0};
+    g4_sb_puts(&raw, p->s_call_open);
     for (size_t i = 0; i < p->call.len; i++) {
-        if ((unsigned char)p->call.p[i] == QUOTE_MARK) sb_puts(&raw, p->s_quote);
-        else sb_put(&raw, p->call.p + i, 1);
+        if ((unsigned char)p->call.p[i] == QUOTE_MARK) g4_sb_puts(&raw, p->s_quote);
+        else g4_sb_put(&raw, p->call.p + i, 1);
     }
-    if (closed) sb_puts(&raw, p->s_call_close);
+    if (closed) g4_sb_puts(&raw, p->s_call_close);
     if (raw.oom) p->oom = 1;
     else content_add(p, raw.p, raw.len);
     free(raw.p);
@@ -412,7 +391,7 @@ static void call_as_content(g4_chat_parser *p, int closed) {
 }
 
 static void call_close(g4_chat_parser *p) {
-    sbuf name = {0}, args = {0};
+    g4_strbuf name = {0}, args = {0};
     if (!parse_call(&p->call, &name, &args)) {
         p->state = S_CONTENT;
         add_delta(p, G4_DELTA_TOOL_CALL, args.p, args.len, name.p);
@@ -431,14 +410,14 @@ static void route_text(g4_chat_parser *p, const char *s, size_t n) {
     switch (p->state) {
     case S_CONTENT: content_add(p, s, n); break;
     case S_LABEL:
-        sb_put(&p->label, s, n);
+        g4_sb_put(&p->label, s, n);
         label_resolve(p, 0);
         break;
     case S_THOUGHT: reasoning_add(p, s, n); break;
     case S_CALL:
         for (size_t i = 0; i < n; i++) {
             unsigned char ch = (unsigned char)s[i] == QUOTE_MARK ? 0xFE : (unsigned char)s[i];
-            sb_put(&p->call, &ch, 1);
+            g4_sb_put(&p->call, &ch, 1);
         }
         break;
     default: break;
@@ -460,7 +439,7 @@ static void special(g4_chat_parser *p, int32_t id) {
     if (id == p->id_quote) {
         if (p->state == S_CALL) {
             unsigned char m = QUOTE_MARK;
-            sb_put(&p->call, &m, 1);
+            g4_sb_put(&p->call, &m, 1);
         }
         return;   /* outside a call it adds nothing, like any other special token */
     }

@@ -4,6 +4,7 @@
  * patterns; any other keyword is refused by name, never ignored. Whitespace between tokens is
  * bounded so that a model cannot pad forever. */
 #include "grammar/grammar.h"
+#include "base/strbuf.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -12,43 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char *s; size_t n, cap; int oom; } sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *p = realloc(b->s, nc);
-        if (!p) { b->oom = 1; return; }
-        b->s = p;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) { sb_put(b, tmp, (size_t)n); return; }
-    char *big = malloc((size_t)n + 1);
-    if (!big) { b->oom = 1; return; }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
 
 typedef struct {
-    sbuf out;
+    g4_strbuf out;
     json_t *root;
     int n_rules;
     char **ref_name;    /* $ref strings seen, and the rules they became */
@@ -106,22 +73,22 @@ static const char GEMMA_PRIMITIVES[] =
 static const char *quote(const ctx *c) { return c->gemma ? "<|\"|>" : "\"\\\"\""; }
 
 /* A GBNF string literal matching exactly the bytes s[0..n). */
-static void lit(sbuf *b, const char *s, size_t n) {
-    sb_put(b, "\"", 1);
+static void lit(g4_strbuf *b, const char *s, size_t n) {
+    g4_sb_put(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; sb_put(b, e, 2); }
-        else if (c < 0x20 || c == 0x7F) sb_printf(b, "\\x%02X", c);
-        else sb_put(b, (const char *)&c, 1);
+        if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; g4_sb_put(b, e, 2); }
+        else if (c < 0x20 || c == 0x7F) g4_sb_printf(b, "\\x%02X", c);
+        else g4_sb_put(b, (const char *)&c, 1);
     }
-    sb_put(b, "\"", 1);
+    g4_sb_put(b, "\"", 1);
 }
 
-static int lit_json(ctx *c, sbuf *b, json_t *v);
+static int lit_json(ctx *c, g4_strbuf *b, json_t *v);
 
 /* An object's key: a JSON string; in Gemma's dialect bare where the parser reads it back as
  * written (no delimiters, no surrounding space), else quoted. */
-static int key_lit(ctx *c, sbuf *b, const char *k) {
+static int key_lit(ctx *c, g4_strbuf *b, const char *k) {
     size_t n = strlen(k);
     if (c->gemma && n && !strpbrk(k, "{}[],:") && k[0] > ' ' && k[n - 1] > ' ') { lit(b, k, n); return 0; }
     json_t *ks = json_string(k);
@@ -133,36 +100,36 @@ static int key_lit(ctx *c, sbuf *b, const char *k) {
 
 /* A JSON value exactly (enum / const): scalars as their compact serialization, arrays and objects
  * member by member in their order, with the same bounded whitespace as everywhere else. */
-static int lit_json(ctx *c, sbuf *b, json_t *v) {
+static int lit_json(ctx *c, g4_strbuf *b, json_t *v) {
     if (json_is_array(v) || json_is_object(v)) {
         int arr = json_is_array(v);
         size_t n = arr ? json_array_size(v) : json_object_size(v);
-        sb_put(b, arr ? "\"[\" ws" : "\"{\" ws", 6);
+        g4_sb_put(b, arr ? "\"[\" ws" : "\"{\" ws", 6);
         size_t i = 0;
         const char *k;
         json_t *x;
         void *it = arr ? NULL : json_object_iter(v);
         for (i = 0; i < n; i++) {
-            if (i) sb_put(b, " \",\" ws", 7);
-            sb_put(b, " ", 1);
+            if (i) g4_sb_put(b, " \",\" ws", 7);
+            g4_sb_put(b, " ", 1);
             if (arr) x = json_array_get(v, i);
             else {
                 k = json_object_iter_key(it);
                 x = json_object_iter_value(it);
                 it = json_object_iter_next(v, it);
                 if (key_lit(c, b, k)) return -1;
-                sb_put(b, " ws \":\" ws ", 11);
+                g4_sb_put(b, " ws \":\" ws ", 11);
             }
             if (lit_json(c, b, x)) return -1;
-            sb_put(b, " ws", 3);
+            g4_sb_put(b, " ws", 3);
         }
-        sb_put(b, arr ? " \"]\"" : " \"}\"", 4);
+        g4_sb_put(b, arr ? " \"]\"" : " \"}\"", 4);
         return 0;
     }
     if (c->gemma && json_is_string(v)) {   /* the text as it is, between the quote tokens */
-        sb_printf(b, "%s ", quote(c));
+        g4_sb_printf(b, "%s ", quote(c));
         lit(b, json_string_value(v), json_string_length(v));
-        sb_printf(b, " %s", quote(c));
+        g4_sb_printf(b, " %s", quote(c));
         return 0;
     }
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -176,48 +143,48 @@ static int gen(ctx *c, json_t *s, const char *path);
 
 static int new_rule(ctx *c) { return c->n_rules++; }
 
-static void emit_rule(ctx *c, int r, const sbuf *body) {
-    sb_printf(&c->out, "r%d ::= ", r);
-    sb_put(&c->out, body->s ? body->s : "\"\"", body->s ? body->n : 2);
-    sb_put(&c->out, "\n", 1);
+static void emit_rule(ctx *c, int r, const g4_strbuf *body) {
+    g4_sb_printf(&c->out, "r%d ::= ", r);
+    g4_sb_put(&c->out, body->p ? body->p : "\"\"", body->p ? body->len : 2);
+    g4_sb_put(&c->out, "\n", 1);
 }
 
 /* ---------------------------------------------------------------- integers in a range */
 
 /* Same-length digit strings a <= b (leading zeros allowed inside). */
-static void digits_range(sbuf *b, const char *a, const char *z, int L) {
-    if (L == 1) { sb_printf(b, "[%c-%c]", a[0], z[0]); return; }
+static void digits_range(g4_strbuf *b, const char *a, const char *z, int L) {
+    if (L == 1) { g4_sb_printf(b, "[%c-%c]", a[0], z[0]); return; }
     if (a[0] == z[0]) {
-        sb_printf(b, "\"%c\" ", a[0]);
+        g4_sb_printf(b, "\"%c\" ", a[0]);
         digits_range(b, a + 1, z + 1, L - 1);
         return;
     }
     char nines[24], zeros[24];
     memset(nines, '9', (size_t)L);
     memset(zeros, '0', (size_t)L);
-    sb_printf(b, "( \"%c\" ", a[0]);
+    g4_sb_printf(b, "( \"%c\" ", a[0]);
     digits_range(b, a + 1, nines, L - 1);
-    if (a[0] + 1 <= z[0] - 1) sb_printf(b, " | [%c-%c] [0-9]{%d}", a[0] + 1, z[0] - 1, L - 1);
-    sb_printf(b, " | \"%c\" ", z[0]);
+    if (a[0] + 1 <= z[0] - 1) g4_sb_printf(b, " | [%c-%c] [0-9]{%d}", a[0] + 1, z[0] - 1, L - 1);
+    g4_sb_printf(b, " | \"%c\" ", z[0]);
     digits_range(b, zeros, z + 1, L - 1);
-    sb_put(b, " )", 2);
+    g4_sb_put(b, " )", 2);
 }
 
 /* Naturals in [a, z] without leading zeros (z < 0: unbounded), as alternatives. */
-static void nat_range(sbuf *b, long long a, long long z) {
+static void nat_range(g4_strbuf *b, long long a, long long z) {
     char as[24], zs[24];
     int la = snprintf(as, sizeof as, "%lld", a);
     int lz = z >= 0 ? snprintf(zs, sizeof zs, "%lld", z) : la;
-    sb_put(b, "( ", 2);
+    g4_sb_put(b, "( ", 2);
     for (int L = la; L <= lz; L++) {
         char lo[24], hi[24];
         if (L == la) memcpy(lo, as, 24); else { memset(lo, '0', (size_t)L); lo[0] = '1'; lo[L] = 0; }
         if (z >= 0 && L == lz) memcpy(hi, zs, 24); else { memset(hi, '9', (size_t)L); hi[L] = 0; }
-        if (L > la) sb_put(b, " | ", 3);
+        if (L > la) g4_sb_put(b, " | ", 3);
         digits_range(b, lo, hi, L);
     }
-    if (z < 0) sb_printf(b, " | [1-9] [0-9]{%d,}", la);
-    sb_put(b, " )", 2);
+    if (z < 0) g4_sb_printf(b, " | [1-9] [0-9]{%d,}", la);
+    g4_sb_put(b, " )", 2);
 }
 
 static int int_bound(ctx *c, json_t *s, const char *key, const char *path, long long *v) {
@@ -233,7 +200,7 @@ static int int_bound(ctx *c, json_t *s, const char *key, const char *path, long 
     return 1;
 }
 
-static int integer_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+static int integer_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     long long lo = 0, hi = 0, t;
     int has_lo = 0, has_hi = 0, k;
     static const char *lows[] = {"minimum", "exclusiveMinimum"}, *highs[] = {"maximum", "exclusiveMaximum"};
@@ -243,20 +210,20 @@ static int integer_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if ((k = int_bound(c, s, highs[i], path, &t)) < 0) return -1;
         if (k && (!has_hi || t < hi)) { hi = t; has_hi = 1; }
     }
-    if (!has_lo && !has_hi) { sb_put(b, "integer", 7); return 0; }
+    if (!has_lo && !has_hi) { g4_sb_put(b, "integer", 7); return 0; }
     if (has_lo && has_hi && lo > hi) return fail(c, G4_ERR_INPUT, "%s: no integer lies between minimum %lld and maximum %lld", path, lo, hi);
     int alts = 0;
-    sb_put(b, "( ", 2);
+    g4_sb_put(b, "( ", 2);
     if (!has_hi || hi >= 0) {  /* the non-negative part */
         nat_range(b, has_lo && lo > 0 ? lo : 0, has_hi ? hi : -1);
         alts++;
     }
     if (!has_lo || lo < 0) {   /* the negative part, as magnitudes */
-        if (alts) sb_put(b, " | ", 3);
-        sb_put(b, "\"-\" ", 4);
+        if (alts) g4_sb_put(b, " | ", 3);
+        g4_sb_put(b, "\"-\" ", 4);
         nat_range(b, has_hi && hi < 0 ? -hi : 1, has_lo ? -lo : -1);
     }
-    sb_put(b, " )", 2);
+    g4_sb_put(b, " )", 2);
     return 0;
 }
 
@@ -269,16 +236,16 @@ static int cmp_cpr(const void *x, const void *y) {
     return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
-static void cp_esc(sbuf *b, uint32_t cp) {
-    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) sb_printf(b, "%c", (char)cp);
-    else if (cp < 0x100) sb_printf(b, "\\x%02X", cp);
-    else if (cp < 0x10000) sb_printf(b, "\\u%04X", cp);
-    else sb_printf(b, "\\U%08X", cp);
+static void cp_esc(g4_strbuf *b, uint32_t cp) {
+    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) g4_sb_printf(b, "%c", (char)cp);
+    else if (cp < 0x100) g4_sb_printf(b, "\\x%02X", cp);
+    else if (cp < 0x10000) g4_sb_printf(b, "\\u%04X", cp);
+    else g4_sb_printf(b, "\\U%08X", cp);
 }
 
 /* A JSON-string character set: the code points of rg (negated when neg) as they appear inside a
  * JSON string — '"' and '\' escaped, control characters left out. */
-static int emit_class(ctx *c, sbuf *b, cpr *rg, int n, int neg, const char *path) {
+static int emit_class(ctx *c, g4_strbuf *b, cpr *rg, int n, int neg, const char *path) {
     qsort(rg, (size_t)n, sizeof *rg, cmp_cpr);
     cpr m[300];
     int k = 0;
@@ -300,7 +267,7 @@ static int emit_class(ctx *c, sbuf *b, cpr *rg, int n, int neg, const char *path
         np = k;
     }
     int quote = 0, bslash = 0, any = 0;
-    sbuf cls = {0};
+    g4_strbuf cls = {0};
     for (int i = 0; i < np; i++) {
         uint32_t lo = pos[i].lo < 0x20 ? 0x20 : pos[i].lo, hi = pos[i].hi;
         if (lo > hi) continue;
@@ -311,31 +278,31 @@ static int emit_class(ctx *c, sbuf *b, cpr *rg, int n, int neg, const char *path
                 if (j == 0) quote = 1; else bslash = 1;
                 if (lo < cuts[j]) {
                     cp_esc(&cls, lo);
-                    if (cuts[j] - 1 > lo) { sb_put(&cls, "-", 1); cp_esc(&cls, cuts[j] - 1); }
+                    if (cuts[j] - 1 > lo) { g4_sb_put(&cls, "-", 1); cp_esc(&cls, cuts[j] - 1); }
                     any = 1;
                 }
                 lo = cuts[j] + 1;
             }
         if (lo <= hi) {
             cp_esc(&cls, lo);
-            if (hi > lo) { sb_put(&cls, "-", 1); cp_esc(&cls, hi); }
+            if (hi > lo) { g4_sb_put(&cls, "-", 1); cp_esc(&cls, hi); }
             any = 1;
         }
     }
-    if (!any && !quote && !bslash) { free(cls.s); return fail(c, G4_ERR_INPUT, "%s/pattern: a character class that matches nothing", path); }
-    sb_put(b, "( ", 2);
+    if (!any && !quote && !bslash) { free(cls.p); return fail(c, G4_ERR_INPUT, "%s/pattern: a character class that matches nothing", path); }
+    g4_sb_put(b, "( ", 2);
     int first = 1;
-    if (any) { sb_put(b, "[", 1); sb_put(b, cls.s, cls.n); sb_put(b, "]", 1); first = 0; }
-    if (quote) { sb_put(b, first ? "\"\\\\\\\"\"" : " | \"\\\\\\\"\"", first ? 6 : 9); first = 0; }
-    if (bslash) sb_put(b, first ? "\"\\\\\\\\\"" : " | \"\\\\\\\\\"", first ? 6 : 9);
-    sb_put(b, " )", 2);
-    free(cls.s);
+    if (any) { g4_sb_put(b, "[", 1); g4_sb_put(b, cls.p, cls.len); g4_sb_put(b, "]", 1); first = 0; }
+    if (quote) { g4_sb_put(b, first ? "\"\\\\\\\"\"" : " | \"\\\\\\\"\"", first ? 6 : 9); first = 0; }
+    if (bslash) g4_sb_put(b, first ? "\"\\\\\\\\\"" : " | \"\\\\\\\\\"", first ? 6 : 9);
+    g4_sb_put(b, " )", 2);
+    free(cls.p);
     return 0;
 }
 
 typedef struct { ctx *c; const char *p, *end, *path; } rx;
 
-static int rx_alt(rx *r, sbuf *b);
+static int rx_alt(rx *r, g4_strbuf *b);
 
 /* One code point of the pattern (UTF-8), or -1. */
 static long rx_cp(rx *r) {
@@ -359,15 +326,15 @@ static int class_escape(char e, cpr *rg, int *n, int *neg) {
     }
 }
 
-static void json_char_lit(const ctx *c, sbuf *b, uint32_t cp) {
-    if (c->gemma) { sb_put(b, "[", 1); cp_esc(b, cp); sb_put(b, "]", 1); }
-    else if (cp == '"') sb_put(b, "\"\\\\\\\"\"", 6);
-    else if (cp == '\\') sb_put(b, "\"\\\\\\\\\"", 6);
-    else if (cp == '\n') sb_put(b, "\"\\\\n\"", 5);
-    else if (cp == '\t') sb_put(b, "\"\\\\t\"", 5);
-    else if (cp == '\r') sb_put(b, "\"\\\\r\"", 5);
-    else if (cp < 0x20) sb_printf(b, "\"\\\\u%04X\"", cp);
-    else { sb_put(b, "[", 1); cp_esc(b, cp); sb_put(b, "]", 1); }
+static void json_char_lit(const ctx *c, g4_strbuf *b, uint32_t cp) {
+    if (c->gemma) { g4_sb_put(b, "[", 1); cp_esc(b, cp); g4_sb_put(b, "]", 1); }
+    else if (cp == '"') g4_sb_put(b, "\"\\\\\\\"\"", 6);
+    else if (cp == '\\') g4_sb_put(b, "\"\\\\\\\\\"", 6);
+    else if (cp == '\n') g4_sb_put(b, "\"\\\\n\"", 5);
+    else if (cp == '\t') g4_sb_put(b, "\"\\\\t\"", 5);
+    else if (cp == '\r') g4_sb_put(b, "\"\\\\r\"", 5);
+    else if (cp < 0x20) g4_sb_printf(b, "\"\\\\u%04X\"", cp);
+    else { g4_sb_put(b, "[", 1); cp_esc(b, cp); g4_sb_put(b, "]", 1); }
 }
 
 static int hex4(const char *p, const char *end, uint32_t *v) {
@@ -400,7 +367,7 @@ static long rx_esc(rx *r) {
     return v;
 }
 
-static int rx_atom(rx *r, sbuf *b) {
+static int rx_atom(rx *r, g4_strbuf *b) {
     ctx *c = r->c;
     char ch = *r->p;
     if (ch == '(') {
@@ -409,11 +376,11 @@ static int rx_atom(rx *r, sbuf *b) {
             if (r->p[1] != ':') return fail(c, G4_ERR_INPUT, "%s/pattern: lookaround and named groups are not supported", r->path);
             r->p += 2;
         }
-        sb_put(b, "( ", 2);
+        g4_sb_put(b, "( ", 2);
         if (rx_alt(r, b)) return -1;
         if (r->p >= r->end || *r->p != ')') return fail(c, G4_ERR_INPUT, "%s/pattern: unbalanced '('", r->path);
         r->p++;
-        sb_put(b, " )", 2);
+        g4_sb_put(b, " )", 2);
         return 0;
     }
     if (ch == '[') {
@@ -479,53 +446,53 @@ static int rx_atom(rx *r, sbuf *b) {
     return 0;
 }
 
-static int rx_seq(rx *r, sbuf *b) {
+static int rx_seq(rx *r, g4_strbuf *b) {
     while (r->p < r->end && *r->p != '|' && *r->p != ')') {
         if (*r->p == '$' && r->p + 1 == r->end) break;
         if (rx_atom(r, b)) return -1;
         if (r->p < r->end && (*r->p == '*' || *r->p == '+' || *r->p == '?')) {
-            sb_put(b, r->p, 1);
+            g4_sb_put(b, r->p, 1);
             r->p++;
         } else if (r->p < r->end && *r->p == '{') {
             const char *q = r->p + 1;
             while (q < r->end && ((*q >= '0' && *q <= '9') || *q == ',')) q++;
             if (q >= r->end || *q != '}') return fail(r->c, G4_ERR_INPUT, "%s/pattern: bad '{' quantifier", r->path);
-            sb_put(b, r->p, (size_t)(q + 1 - r->p));
+            g4_sb_put(b, r->p, (size_t)(q + 1 - r->p));
             r->p = q + 1;
         }
         if (r->p < r->end && *r->p == '?') r->p++;  /* lazy: the language is the same */
-        sb_put(b, " ", 1);
+        g4_sb_put(b, " ", 1);
     }
     return 0;
 }
 
-static int rx_alt(rx *r, sbuf *b) {
+static int rx_alt(rx *r, g4_strbuf *b) {
     if (++r->c->depth > 100) return fail(r->c, G4_ERR_INPUT, "%s/pattern: nested too deep", r->path);
-    sb_put(b, "\"\" ", 3);
+    g4_sb_put(b, "\"\" ", 3);
     if (rx_seq(r, b)) return -1;
     while (r->p < r->end && *r->p == '|') {
         r->p++;
-        sb_put(b, "| \"\" ", 5);
+        g4_sb_put(b, "| \"\" ", 5);
         if (rx_seq(r, b)) return -1;
     }
     r->c->depth--;
     return 0;
 }
 
-static int pattern_body(ctx *c, const char *pat, const char *path, sbuf *b) {
+static int pattern_body(ctx *c, const char *pat, const char *path, g4_strbuf *b) {
     size_t n = strlen(pat);
     rx r = {c, pat, pat + n, path};
     int anch_start = n && pat[0] == '^';
     int anch_end = n && pat[n - 1] == '$' && (n < 2 || pat[n - 2] != '\\');
     if (anch_start) r.p++;
-    sb_printf(b, "%s ", quote(c));
-    if (!anch_start) sb_put(b, "char* ", 6);
-    sb_put(b, "( ", 2);
+    g4_sb_printf(b, "%s ", quote(c));
+    if (!anch_start) g4_sb_put(b, "char* ", 6);
+    g4_sb_put(b, "( ", 2);
     if (rx_alt(&r, b)) return -1;
     if (r.p < r.end && *r.p == ')') return fail(c, G4_ERR_INPUT, "%s/pattern: unbalanced ')'", path);
-    sb_put(b, " ) ", 3);
-    if (!anch_end) sb_put(b, "char* ", 6);
-    sb_put(b, quote(c), strlen(quote(c)));
+    g4_sb_put(b, " ) ", 3);
+    if (!anch_end) g4_sb_put(b, "char* ", 6);
+    g4_sb_put(b, quote(c), strlen(quote(c)));
     return 0;
 }
 
@@ -554,7 +521,7 @@ static int size_kw(ctx *c, json_t *s, const char *key, const char *path, long *o
     return 1;
 }
 
-static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+static int string_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     json_t *fmt = json_object_get(s, "format"), *pat = json_object_get(s, "pattern");
     long mn = 0, mx = -1;
     int hmn, hmx;
@@ -565,7 +532,7 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if (!json_is_string(fmt)) return fail(c, G4_ERR_INPUT, "%s/format is not a string", path);
         for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
             if (!strcmp(json_string_value(fmt), FORMATS[i].name)) {
-                sb_printf(b, "%s %s %s", quote(c), FORMATS[i].gbnf, quote(c));
+                g4_sb_printf(b, "%s %s %s", quote(c), FORMATS[i].gbnf, quote(c));
                 return 0;
             }
         return fail(c, G4_ERR_INPUT, "%s/format: unsupported format '%s' (supported: date, time, date-time, uuid, email)", path, json_string_value(fmt));
@@ -574,10 +541,10 @@ static int string_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if (!json_is_string(pat)) return fail(c, G4_ERR_INPUT, "%s/pattern is not a string", path);
         return pattern_body(c, json_string_value(pat), path, b);
     }
-    if (!hmn && !hmx) { sb_put(b, "string", 6); return 0; }
+    if (!hmn && !hmx) { g4_sb_put(b, "string", 6); return 0; }
     if (hmx && mx < mn) return fail(c, G4_ERR_INPUT, "%s: maxLength %ld < minLength %ld", path, mx, mn);
-    if (hmx) sb_printf(b, "%s char{%ld,%ld} %s", quote(c), mn, mx, quote(c));
-    else sb_printf(b, "%s char{%ld,} %s", quote(c), mn, quote(c));
+    if (hmx) g4_sb_printf(b, "%s char{%ld,%ld} %s", quote(c), mn, mx, quote(c));
+    else g4_sb_printf(b, "%s char{%ld,} %s", quote(c), mn, quote(c));
     return 0;
 }
 
@@ -590,32 +557,32 @@ static int cmp_str(const void *x, const void *y) { return strcmp(*(const char *c
  * written as they are; once a character leaves every key, anything follows. */
 static int other_key(ctx *c, const char **k, size_t n, size_t d) {
     int r = new_rule(c);
-    sbuf b = {0};
+    g4_strbuf b = {0};
     size_t i = 0;
     int first = 1;
     if (!k[0][d]) i = 1;   /* a declared key ends here: the string may not */
-    else { sb_put(&b, "\"\\\"\"", 4); first = 0; }
-    sb_printf(&b, "%s[^\\x22\\x5C\\x00-\\x1F", first ? "" : " | ");
+    else { g4_sb_put(&b, "\"\\\"\"", 4); first = 0; }
+    g4_sb_printf(&b, "%s[^\\x22\\x5C\\x00-\\x1F", first ? "" : " | ");
     for (size_t j = i; j < n; j++)
-        if (j == i || k[j][d] != k[j - 1][d]) sb_printf(&b, "\\x%02X", (unsigned char)k[j][d]);
-    sb_put(&b, "] char* \"\\\"\"", 12);
+        if (j == i || k[j][d] != k[j - 1][d]) g4_sb_printf(&b, "\\x%02X", (unsigned char)k[j][d]);
+    g4_sb_put(&b, "] char* \"\\\"\"", 12);
     /* an escape leaves every key too; one that writes printable ASCII (\u0041, \/) might not, so
      * such escapes are not written on a declared key's path (encoders never write them) */
-    sb_put(&b, " | \"\\\\\" ( [\"\\\\bfnrt] | \"u\" ( [1-9a-fA-F] [0-9a-fA-F]{3} | \"0\" [1-9a-fA-F] [0-9a-fA-F]{2} | \"00\" [0189a-fA-F] [0-9a-fA-F] ) ) char* \"\\\"\"", 135);
+    g4_sb_put(&b, " | \"\\\\\" ( [\"\\\\bfnrt] | \"u\" ( [1-9a-fA-F] [0-9a-fA-F]{3} | \"0\" [1-9a-fA-F] [0-9a-fA-F]{2} | \"00\" [0189a-fA-F] [0-9a-fA-F] ) ) char* \"\\\"\"", 135);
     while (i < n) {
         size_t j = i;
         while (j < n && k[j][d] == k[i][d]) j++;
         int sub = other_key(c, k + i, j - i, d + 1);
-        if (sub < 0) { free(b.s); return -1; }
-        sb_printf(&b, " | \"\\x%02X\" r%d", (unsigned char)k[i][d], sub);
+        if (sub < 0) { free(b.p); return -1; }
+        g4_sb_printf(&b, " | \"\\x%02X\" r%d", (unsigned char)k[i][d], sub);
         i = j;
     }
     emit_rule(c, r, &b);
-    free(b.s);
+    free(b.p);
     return r;
 }
 
-static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+static int object_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
     json_t *ap = json_object_get(s, "additionalProperties");
     char sub[1024];
@@ -630,13 +597,13 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
     }
     size_t n = props ? json_object_size(props) : 0;
     if (!n) {
-        if (ap && json_is_false(ap)) { sb_put(b, "\"{\" ws \"}\"", 10); return 0; }
-        if (!ap || json_is_true(ap)) { sb_put(b, "object", 6); return 0; }
+        if (ap && json_is_false(ap)) { g4_sb_put(b, "\"{\" ws \"}\"", 10); return 0; }
+        if (!ap || json_is_true(ap)) { g4_sb_put(b, "object", 6); return 0; }
         snprintf(sub, sizeof sub, "%s/additionalProperties", path);
         int v = gen(c, ap, sub);
         if (v < 0) return -1;
         const char *key = c->gemma ? "key" : "string";
-        sb_printf(b, "\"{\" ws ( %s ws \":\" ws r%d ws ( \",\" ws %s ws \":\" ws r%d ws )* )? \"}\"", key, v, key, v);
+        g4_sb_printf(b, "\"{\" ws ( %s ws \":\" ws r%d ws ( \",\" ws %s ws \":\" ws r%d ws )* )? \"}\"", key, v, key, v);
         return 0;
     }
     /* a schema for the other keys: their names are the strings that are none of the declared ones */
@@ -664,11 +631,11 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         int v = json_is_true(ap) ? -1 : gen(c, ap, sub);
         if (!json_is_true(ap) && v < 0) return -1;
         extra = new_rule(c);
-        sbuf xb = {0};
-        if (v >= 0) sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws r%d ws", nk, v);
-        else sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws value ws", nk);
+        g4_strbuf xb = {0};
+        if (v >= 0) g4_sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws r%d ws", nk, v);
+        else g4_sb_printf(&xb, "\"\\\"\" r%d ws \":\" ws value ws", nk);
         emit_rule(c, extra, &xb);
-        free(xb.s);
+        free(xb.p);
     }
     /* properties in their declared order, the optional ones skippable: A_i (nothing written yet)
      * and B_i (something written, so a comma first) over properties i.. */
@@ -686,44 +653,44 @@ static int object_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         int v = gen(c, ps, sub);
         if (v < 0) { free(kv); free(opt); return -1; }
         kv[i] = new_rule(c);
-        sbuf kb = {0};
-        if (key_lit(c, &kb, key)) { free(kb.s); free(kv); free(opt); return -1; }
-        sb_printf(&kb, " ws \":\" ws r%d ws", v);
+        g4_strbuf kb = {0};
+        if (key_lit(c, &kb, key)) { free(kb.p); free(kv); free(opt); return -1; }
+        g4_sb_printf(&kb, " ws \":\" ws r%d ws", v);
         emit_rule(c, kv[i], &kb);
-        free(kb.s);
+        free(kb.p);
         i++;
     }
     int a_next = new_rule(c), b_next = new_rule(c);
-    sbuf e = {0}, e2 = {0};
+    g4_strbuf e = {0}, e2 = {0};
     if (extra >= 0) {   /* the other keys after the declared ones */
-        sb_printf(&e, "( r%d ( \",\" ws r%d )* )?", extra, extra);
-        sb_printf(&e2, "( \",\" ws r%d )*", extra);
+        g4_sb_printf(&e, "( r%d ( \",\" ws r%d )* )?", extra, extra);
+        g4_sb_printf(&e2, "( \",\" ws r%d )*", extra);
     }
     emit_rule(c, a_next, &e);
     emit_rule(c, b_next, &e2);
-    free(e.s);
-    free(e2.s);
+    free(e.p);
+    free(e2.p);
     for (size_t j = n; j-- > 0;) {
         int A = new_rule(c), B = new_rule(c);
-        sbuf ab = {0}, bb = {0};
-        sb_printf(&ab, "r%d r%d", kv[j], b_next);
-        if (opt[j]) sb_printf(&ab, " | r%d", a_next);
-        sb_printf(&bb, "\",\" ws r%d r%d", kv[j], b_next);
-        if (opt[j]) sb_printf(&bb, " | r%d", b_next);
+        g4_strbuf ab = {0}, bb = {0};
+        g4_sb_printf(&ab, "r%d r%d", kv[j], b_next);
+        if (opt[j]) g4_sb_printf(&ab, " | r%d", a_next);
+        g4_sb_printf(&bb, "\",\" ws r%d r%d", kv[j], b_next);
+        if (opt[j]) g4_sb_printf(&bb, " | r%d", b_next);
         emit_rule(c, A, &ab);
         emit_rule(c, B, &bb);
-        free(ab.s);
-        free(bb.s);
+        free(ab.p);
+        free(bb.p);
         a_next = A;
         b_next = B;
     }
     free(kv);
     free(opt);
-    sb_printf(b, "\"{\" ws r%d \"}\"", a_next);
+    g4_sb_printf(b, "\"{\" ws r%d \"}\"", a_next);
     return 0;
 }
 
-static int array_body(ctx *c, json_t *s, const char *path, sbuf *b) {
+static int array_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     json_t *items = json_object_get(s, "items"), *prefix = json_object_get(s, "prefixItems");
     long mn = 0, mx = -1;
     int hmx;
@@ -749,33 +716,33 @@ static int array_body(ctx *c, json_t *s, const char *path, sbuf *b) {
         if ((v = gen(c, items, sub)) < 0) { free(pr); return -1; }
     } else if (rest) {
         v = new_rule(c);
-        sbuf vb = {0};
-        sb_put(&vb, "value", 5);
+        g4_strbuf vb = {0};
+        g4_sb_put(&vb, "value", 5);
         emit_rule(c, v, &vb);
-        free(vb.s);
+        free(vb.p);
     }
-    if (hmx && mx == 0) { free(pr); sb_put(b, "\"[\" ws \"]\"", 10); return 0; }
+    if (hmx && mx == 0) { free(pr); g4_sb_put(b, "\"[\" ws \"]\"", 10); return 0; }
     if (!np) {
-        sb_printf(b, "\"[\" ws ( r%d ws ( \",\" ws r%d ws ){%ld,", v, v, mn > 0 ? mn - 1 : 0);
-        if (hmx) sb_printf(b, "%ld", mx - 1);
-        sb_printf(b, "} )%s \"]\"", mn > 0 ? "" : "?");
+        g4_sb_printf(b, "\"[\" ws ( r%d ws ( \",\" ws r%d ws ){%ld,", v, v, mn > 0 ? mn - 1 : 0);
+        if (hmx) g4_sb_printf(b, "%ld", mx - 1);
+        g4_sb_printf(b, "} )%s \"]\"", mn > 0 ? "" : "?");
         return 0;
     }
     /* p0 ( "," p1 ( "," p2 ... ( "," rest ){lo,hi} )? )? — item i optional from minItems on */
-    sb_put(b, "\"[\" ws ", 7);
+    g4_sb_put(b, "\"[\" ws ", 7);
     for (long i = 0; i < np; i++) {
-        if (i >= mn) sb_put(b, "( ", 2);
-        sb_printf(b, "%sr%d ws ", i ? "\",\" ws " : "", pr[i]);
+        if (i >= mn) g4_sb_put(b, "( ", 2);
+        g4_sb_printf(b, "%sr%d ws ", i ? "\",\" ws " : "", pr[i]);
     }
     long rlo = mn > np ? mn - np : 0, rhi = hmx ? mx - np : -1;
     if (rest && rhi != 0) {
-        sb_printf(b, "( \",\" ws r%d ws ){%ld,", v, rlo);
-        if (rhi > 0) sb_printf(b, "%ld", rhi);
-        sb_put(b, "} ", 2);
+        g4_sb_printf(b, "( \",\" ws r%d ws ){%ld,", v, rlo);
+        if (rhi > 0) g4_sb_printf(b, "%ld", rhi);
+        g4_sb_put(b, "} ", 2);
     }
     for (long i = np; i-- > 0;)
-        if (i >= mn) sb_put(b, ")? ", 3);
-    sb_put(b, "\"]\"", 3);
+        if (i >= mn) g4_sb_put(b, ")? ", 3);
+    g4_sb_put(b, "\"]\"", 3);
     free(pr);
     return 0;
 }
@@ -790,15 +757,15 @@ static const char *const KNOWN[] = {
     "title", "description", "$schema", "$id", "$comment", "default", "examples",
 };
 
-static int type_body(ctx *c, json_t *s, const char *t, const char *path, sbuf *b) {
-    if (!strcmp(t, "null") || !strcmp(t, "boolean")) { sb_put(b, t, strlen(t)); return 0; }
+static int type_body(ctx *c, json_t *s, const char *t, const char *path, g4_strbuf *b) {
+    if (!strcmp(t, "null") || !strcmp(t, "boolean")) { g4_sb_put(b, t, strlen(t)); return 0; }
     if (!strcmp(t, "integer")) return integer_body(c, s, path, b);
     if (!strcmp(t, "number")) {
         static const char *const k[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
         for (int i = 0; i < 4; i++)
             if (json_object_get(s, k[i]))
                 return fail(c, G4_ERR_INPUT, "%s: unsupported keyword '%s' on type number (integers only)", path, k[i]);
-        sb_put(b, "number", 6);
+        g4_sb_put(b, "number", 6);
         return 0;
     }
     if (!strcmp(t, "string")) return string_body(c, s, path, b);
@@ -828,7 +795,7 @@ static json_t *resolve(ctx *c, const char *ref, const char *path) {
     return cur;
 }
 
-static int body(ctx *c, json_t *s, const char *path, sbuf *b);
+static int body(ctx *c, json_t *s, const char *path, g4_strbuf *b);
 
 static int gen(ctx *c, json_t *s, const char *path) {
     if (c->err) return -1;
@@ -858,19 +825,19 @@ static int gen(ctx *c, json_t *s, const char *path) {
         if (!nn || !nr || !(c->ref_name[c->n_refs] = strdup(rs))) return fail(c, G4_ERR_NOMEM, "out of memory");
         r = new_rule(c);
         c->ref_rule[c->n_refs++] = r;
-        sbuf bb = {0};
+        g4_strbuf bb = {0};
         /* the referenced schema's own rule is written once; the recursion ends at the lookup above */
-        if (body(c, t, rs, &bb)) { free(bb.s); return -1; }
+        if (body(c, t, rs, &bb)) { free(bb.p); return -1; }
         emit_rule(c, r, &bb);
-        free(bb.s);
+        free(bb.p);
         c->depth--;
         return r;
     }
     r = new_rule(c);
-    sbuf bb = {0};
-    if (body(c, s, path, &bb)) { free(bb.s); return -1; }
+    g4_strbuf bb = {0};
+    if (body(c, s, path, &bb)) { free(bb.p); return -1; }
     emit_rule(c, r, &bb);
-    free(bb.s);
+    free(bb.p);
     c->depth--;
     return r;
 }
@@ -893,7 +860,7 @@ static json_t *deref(ctx *c, json_t *s, const char *path) {
  * several must all be object schemas of properties / required / additionalProperties: false,
  * which merge exactly: a key any closed branch leaves out is forbidden, a key two branches
  * describe differently is refused (the intersection of two schemas is not generated). */
-static int all_of(ctx *c, json_t *s, json_t *all, const char *path, sbuf *b) {
+static int all_of(ctx *c, json_t *s, json_t *all, const char *path, g4_strbuf *b) {
     if (!json_is_array(all) || !json_array_size(all)) return fail(c, G4_ERR_INPUT, "%s/allOf must be a non-empty array", path);
     json_t *self = json_object(), *br = json_array();
     if (!self || !br) { json_decref(self); json_decref(br); return fail(c, G4_ERR_NOMEM, "out of memory"); }
@@ -912,7 +879,7 @@ static int all_of(ctx *c, json_t *s, json_t *all, const char *path, sbuf *b) {
     if (json_array_size(br) == 1) {
         snprintf(sub, sizeof sub, "%s/allOf/0", path);
         int r = gen(c, json_array_get(br, 0), sub);
-        if (r >= 0) { sb_printf(b, "r%d", r); rc = 0; }
+        if (r >= 0) { g4_sb_printf(b, "r%d", r); rc = 0; }
         json_decref(br);
         return rc;
     }
@@ -1057,8 +1024,8 @@ static int one_of_disjoint(ctx *c, json_t *one, const char *path) {
     return 0;
 }
 
-static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
-    if (json_is_true(s)) { sb_put(b, "value", 5); return 0; }
+static int body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
+    if (json_is_true(s)) { g4_sb_put(b, "value", 5); return 0; }
     if (!json_is_object(s)) return fail(c, G4_ERR_INPUT, "%s: a schema must be an object or true", path);
     const char *k;
     json_t *v;
@@ -1071,7 +1038,7 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
     if (json_object_get(s, "$ref")) {
         int r = gen(c, s, path);
         if (r < 0) return -1;
-        sb_printf(b, "r%d", r);
+        g4_sb_printf(b, "r%d", r);
         return 0;
     }
     if ((v = json_object_get(s, "const"))) return lit_json(c, b, v);
@@ -1080,7 +1047,7 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
-            if (i) sb_put(b, " | ", 3);
+            if (i) g4_sb_put(b, " | ", 3);
             if (lit_json(c, b, e)) return -1;
         }
         return 0;
@@ -1102,7 +1069,7 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
             snprintf(sub, sizeof sub, "%s/%s/%zu", path, kw, i);
             int r = gen(c, e, sub);
             if (r < 0) return -1;
-            sb_printf(b, i ? " | r%d" : "r%d", r);
+            g4_sb_printf(b, i ? " | r%d" : "r%d", r);
         }
         return 0;
     }
@@ -1117,22 +1084,22 @@ static int body(ctx *c, json_t *s, const char *path, sbuf *b) {
         };
         for (size_t i = 0; i < sizeof imply / sizeof imply[0]; i++)
             if (json_object_get(s, imply[i].kw)) return type_body(c, s, imply[i].type, path, b);
-        sb_put(b, "value", 5);
+        g4_sb_put(b, "value", 5);
         return 0;
     }
     if (json_is_string(t)) return type_body(c, s, json_string_value(t), path, b);
     if (!json_is_array(t) || !json_array_size(t)) return fail(c, G4_ERR_INPUT, "%s/type must be a string or a non-empty array", path);
     size_t i;
     json_t *e;
-    sb_put(b, "( ", 2);
+    g4_sb_put(b, "( ", 2);
     json_array_foreach(t, i, e) {
         if (!json_is_string(e)) return fail(c, G4_ERR_INPUT, "%s/type/%zu is not a string", path, i);
-        if (i) sb_put(b, " | ", 3);
-        sb_put(b, "( ", 2);
+        if (i) g4_sb_put(b, " | ", 3);
+        g4_sb_put(b, "( ", 2);
         if (type_body(c, s, json_string_value(e), path, b)) return -1;
-        sb_put(b, " )", 2);
+        g4_sb_put(b, " )", 2);
     }
-    sb_put(b, " )", 2);
+    g4_sb_put(b, " )", 2);
     return 0;
 }
 
@@ -1147,17 +1114,17 @@ g4_status g4_json_schema_to_gbnf(const char *json, size_t len, char **gbnf) {
         if (!root) return g4_fail(G4_ERR_INPUT, "json_schema: not JSON: %s (line %d column %d)", je.text, je.line, je.column);
     }
     c.root = root;
-    sb_put(&c.out, PRIMITIVES, sizeof PRIMITIVES - 1);
+    g4_sb_put(&c.out, PRIMITIVES, sizeof PRIMITIVES - 1);
     int r = root ? gen(&c, root, "#") : -1;
-    if (root && r >= 0) sb_printf(&c.out, "root ::= r%d\n", r);
-    if (!root) sb_put(&c.out, "root ::= object\n", 16);
+    if (root && r >= 0) g4_sb_printf(&c.out, "root ::= r%d\n", r);
+    if (!root) g4_sb_put(&c.out, "root ::= object\n", 16);
     if (!c.err && c.out.oom) c.err = g4_fail(G4_ERR_NOMEM, "json_schema: out of memory");
     for (int i = 0; i < c.n_refs; i++) free(c.ref_name[i]);
     free(c.ref_name);
     free(c.ref_rule);
     json_decref(root);
-    if (c.err) { free(c.out.s); return c.err; }
-    *gbnf = c.out.s;
+    if (c.err) { free(c.out.p); return c.err; }
+    *gbnf = c.out.p;
     return G4_OK;
 }
 
@@ -1190,11 +1157,11 @@ static int tool_params(ctx *c, json_t *params, const char *path) {
     int none = !params || json_is_null(params);
     if (none || (json_is_object(params) && !json_object_size(params))) {
         int r = new_rule(c);
-        sbuf b = {0};
-        if (none) sb_put(&b, "\"{}\"", 4);
-        else sb_put(&b, "object", 6);
+        g4_strbuf b = {0};
+        if (none) g4_sb_put(&b, "\"{}\"", 4);
+        else g4_sb_put(&b, "object", 6);
         emit_rule(c, r, &b);
-        free(b.s);
+        free(b.p);
         return r;
     }
     c->root = params;
@@ -1211,8 +1178,8 @@ g4_status g4_tool_calls_to_gbnf(const char *tools_json, size_t len, const char *
     ctx c;
     memset(&c, 0, sizeof c);
     c.gemma = 1;
-    sb_put(&c.out, GEMMA_PRIMITIVES, sizeof GEMMA_PRIMITIVES - 1);
-    sbuf alts = {0};
+    g4_sb_put(&c.out, GEMMA_PRIMITIVES, sizeof GEMMA_PRIMITIVES - 1);
+    g4_strbuf alts = {0};
     int n = 0;
     size_t i;
     json_t *t;
@@ -1230,23 +1197,23 @@ g4_status g4_tool_calls_to_gbnf(const char *tools_json, size_t len, const char *
         snprintf(path, sizeof path, "tools[%zu].function.parameters", i);
         int r = tool_params(&c, json_object_get(f, "parameters"), path);
         if (r < 0) break;
-        if (n++) sb_put(&alts, " | ", 3);
+        if (n++) g4_sb_put(&alts, " | ", 3);
         lit(&alts, name, strlen(name));
-        sb_printf(&alts, " r%d", r);
+        g4_sb_printf(&alts, " r%d", r);
     }
     if (!c.err && !n) fail(&c, G4_ERR_INPUT, only ? "tools: no function named '%s'" : "tools: no function to call%s", only ? only : "");
     if (!c.err) {
-        sb_printf(&c.out, "call ::= <|tool_call> \"call:\" ( %s ) <tool_call|>\n", alts.s);
-        if (max_calls > 0) sb_printf(&c.out, "root ::= call{1,%d} <|tool_response>\n", max_calls);
-        else sb_put(&c.out, "root ::= call+ <|tool_response>\n", 32);
+        g4_sb_printf(&c.out, "call ::= <|tool_call> \"call:\" ( %s ) <tool_call|>\n", alts.p);
+        if (max_calls > 0) g4_sb_printf(&c.out, "root ::= call{1,%d} <|tool_response>\n", max_calls);
+        else g4_sb_put(&c.out, "root ::= call+ <|tool_response>\n", 32);
     }
     if (!c.err && (c.out.oom || alts.oom)) c.err = g4_fail(G4_ERR_NOMEM, "tools: out of memory");
     for (int k = 0; k < c.n_refs; k++) free(c.ref_name[k]);
     free(c.ref_name);
     free(c.ref_rule);
-    free(alts.s);
+    free(alts.p);
     json_decref(tools);
-    if (c.err) { free(c.out.s); return c.err; }
-    *gbnf = c.out.s;
+    if (c.err) { free(c.out.p); return c.err; }
+    *gbnf = c.out.p;
     return G4_OK;
 }

@@ -15,47 +15,27 @@
 #include <string.h>
 
 #include "io/gguf.h"
+#include "base/strbuf.h"
 #include "tokenizer/tokenizer_gguf.h"
 #include "tokenizer/tokenizer_internal.h"
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 1 << 20;
-        while (nc < b->len + n + 1) nc *= 2;
-        char *np = realloc(b->p, nc);
-        if (!np) { b->oom = 1; return; }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
 /* JSON string literal of bytes s[0..n) (valid UTF-8, checked by the caller) */
-static void put_jstr(sbuf *b, const char *s, size_t n) {
-    put(b, "\"", 1);
+static void put_jstr(g4_strbuf *b, const char *s, size_t n) {
+    g4_sb_put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        put(b, s + run, i - run);
+        g4_sb_put(b, s + run, i - run);
         char esc[8];
         if (c == '"' || c == '\\') snprintf(esc, sizeof esc, "\\%c", c);
         else snprintf(esc, sizeof esc, "\\u%04x", c);
-        puts_(b, esc);
+        g4_sb_puts(b, esc);
         run = i + 1;
     }
-    put(b, s + run, n - run);
-    put(b, "\"", 1);
+    g4_sb_put(b, s + run, n - run);
+    g4_sb_put(b, "\"", 1);
 }
 
 static int is_ws(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -244,7 +224,7 @@ static int piece_set_has(const piece_set *ps, uint64_t h, const char *s, uint32_
     return 0;
 }
 
-static g4_status build_json(vocab_t *v, sbuf *b) {
+static g4_status build_json(vocab_t *v, g4_strbuf *b) {
     g4_status st;
     const char *model;
     size_t ml;
@@ -278,7 +258,7 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
         bos = found && id >= 0 && (uint64_t)id < v->n ? (int32_t)id : -1;
     }
 
-    puts_(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[");
+    g4_sb_puts(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[");
     int first = 1;
     for (uint64_t i = 0; i < v->n; i++) {
         int32_t ty = ttype(v, i);   /* 3 CONTROL: special; 4 USER_DEFINED: plain added token */
@@ -287,42 +267,42 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
         if (v->verbatim) ty = 3;   /* Gemma 4's tokenizer.json marks every added token special */
         char head[64];
         snprintf(head, sizeof head, "%s{\"id\":%llu,\"content\":", first ? "" : ",", (unsigned long long)i);
-        puts_(b, head);
+        g4_sb_puts(b, head);
         put_jstr(b, v->tok[i].s, v->tok[i].len);
-        puts_(b, ty == 3 ? ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true}"
+        g4_sb_puts(b, ty == 3 ? ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true}"
                          : ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":false}");
         first = 0;
     }
-    puts_(b, "],\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\xe2\x96\x81\"},"
+    g4_sb_puts(b, "],\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\xe2\x96\x81\"},"
              "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"MergedWithPrevious\",\"invert\":false},");
     if (add_bos && bos >= 0) {
-        puts_(b, "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":");
+        g4_sb_puts(b, "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":");
         put_jstr(b, v->tok[bos].s, v->tok[bos].len);
-        puts_(b, ",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],\"special_tokens\":{");
+        g4_sb_puts(b, ",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],\"special_tokens\":{");
         put_jstr(b, v->tok[bos].s, v->tok[bos].len);
-        puts_(b, ":{\"id\":");
+        g4_sb_puts(b, ":{\"id\":");
         put_jstr(b, v->tok[bos].s, v->tok[bos].len);
         char ids[48];
         snprintf(ids, sizeof ids, ",\"ids\":[%d],\"tokens\":[", bos);
-        puts_(b, ids);
+        g4_sb_puts(b, ids);
         put_jstr(b, v->tok[bos].s, v->tok[bos].len);
-        puts_(b, "]}}},");
-    } else puts_(b, "\"post_processor\":null,");
-    puts_(b, "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\xe2\x96\x81\"},"
+        g4_sb_puts(b, "]}}},");
+    } else g4_sb_puts(b, "\"post_processor\":null,");
+    g4_sb_puts(b, "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\xe2\x96\x81\"},"
              "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]},"
              "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":");
     if (unk >= 0) put_jstr(b, v->tok[unk].s, v->tok[unk].len);
-    else puts_(b, "null");
-    puts_(b, ",\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,"
+    else g4_sb_puts(b, "null");
+    g4_sb_puts(b, ",\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,"
              "\"ignore_merges\":false,\"vocab\":{");
     for (uint64_t i = 0; i < v->n; i++) {
-        if (i) put(b, ",", 1);
+        if (i) g4_sb_put(b, ",", 1);
         put_jstr(b, v->tok[i].s, v->tok[i].len);
         char id[24];
         snprintf(id, sizeof id, ":%llu", (unsigned long long)i);
-        puts_(b, id);
+        g4_sb_puts(b, id);
     }
-    puts_(b, "},\"merges\":[");
+    g4_sb_puts(b, "},\"merges\":[");
     if (v->verbatim) {   /* the file's merges, "left right" split at the first space after byte 0, as llama.cpp does */
         const uint8_t *p = merges->val;
         for (uint64_t i = 0; i < merges->n; i++) {
@@ -333,13 +313,13 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
             if (k >= len || tk_utf8_check(m, len) != len)
                 return g4_fail(G4_ERR_INPUT, "%s: tokenizer.ggml.merges[%llu] is not two UTF-8 pieces separated by a space",
                                v->path, (unsigned long long)i);
-            put(b, i ? ",[" : "[", i ? 2 : 1);
+            g4_sb_put(b, i ? ",[" : "[", i ? 2 : 1);
             put_jstr(b, m, k);
-            put(b, ",", 1);
+            g4_sb_put(b, ",", 1);
             put_jstr(b, m + k + 1, len - k - 1);
-            put(b, "]", 1);
+            g4_sb_put(b, "]", 1);
         }
-        puts_(b, "]}}");
+        g4_sb_puts(b, "]}}");
         return b->oom ? g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path) : G4_OK;
     }
     /* merges: for each piece in file order (its final id: a respelled duplicate keeps the last),
@@ -377,11 +357,11 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
             const uint64_t hl = pre[k], hr = pre[n] - pre[k] * pw[n - k];
             if (!piece_set_has(&ps, hl, s, k, 0) || !piece_set_has(&ps, hr, s + k, n - k, 0)) continue;
             if (!piece_set_has(&ps, hl, s, k, 1) || !piece_set_has(&ps, hr, s + k, n - k, 1)) continue;
-            put(b, first ? "[" : ",[", first ? 1 : 2);
+            g4_sb_put(b, first ? "[" : ",[", first ? 1 : 2);
             put_jstr(b, s, k);
-            put(b, ",", 1);
+            g4_sb_put(b, ",", 1);
             put_jstr(b, s + k, n - k);
-            put(b, "]", 1);
+            g4_sb_put(b, "]", 1);
             first = 0;
         }
     }
@@ -389,7 +369,7 @@ static g4_status build_json(vocab_t *v, sbuf *b) {
     free(pw);
     piece_set_free(&ps);
     tk_strmap_free(&map);
-    puts_(b, "]}}");
+    g4_sb_puts(b, "]}}");
     return b->oom ? g4_fail(G4_ERR_NOMEM, "%s: out of memory", v->path) : G4_OK;
 }
 
@@ -397,7 +377,7 @@ g4_status tk_load_gguf(const g4_gguf *g, const char *path, g4_tokenizer **out) {
     *out = NULL;
     g4_status st;
     vocab_t v = {.g = g, .path = path};
-    sbuf b = {0};
+    g4_strbuf b = {0};
     if (!(st = build_json(&v, &b))) st = tk_load_json(b.p, b.len, path, out);
     free(b.p);
     free(v.tok);
@@ -425,16 +405,16 @@ g4_status tk_template_load_gguf(const g4_gguf *g, const char *path, g4_template 
         len = sizeof gemma_template - 1;
     }
     vocab_t v = {.g = g, .path = path};
-    sbuf b = {0};
+    g4_strbuf b = {0};
     if (!(st = read_vocab(&v))) {
         static const char *const names[][2] = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}};
         for (int i = 0; i < 2; i++) {
             if (find_tok(&v, names[i][1]) < 0) continue;
             char set[96];
             snprintf(set, sizeof set, "{%% set %s = \"%s\" %%}", names[i][0], names[i][1]);
-            puts_(&b, set);
+            g4_sb_puts(&b, set);
         }
-        put(&b, src, len);
+        g4_sb_put(&b, src, len);
         char name[4200];
         snprintf(name, sizeof name, "%s:%s", path, found ? "tokenizer.chat_template" : "built-in Gemma template");
         st = b.oom ? g4_fail(G4_ERR_NOMEM, "out of memory") : g4_template_load_source(b.p, b.len, name, NULL, out);

@@ -124,6 +124,16 @@ int cli_parse_constraint_opt(const char *cmd, int argc, char **argv, int *i, cli
 g4_status cli_constraint_build(cli_constraint *c, const g4_tokenizer *tok, const g4_gen_config *cfg);
 void cli_constraint_free(cli_constraint *c);
 
+/* bench --verify (cli_bench_verify.c): per K, the median seconds of a verify step of K + 1 rows of
+ * one slot and of a one-row decode step, both at position `depth` (prefilled from ids first), and
+ * the median ratio of adjacent pairs (reps x 8 of them). The model needs verify_rows >= max K + 1 and ids >= depth + 72 entries. */
+typedef struct {
+    int k;
+    double step_s, decode_s, ratio;
+} cli_verify_timing;
+g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int depth, int reps, const long *ks, int nk,
+                           cli_verify_timing *out);
+
 /* The speculative decoding options of run (cli_spec.c). */
 enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM };
 typedef struct {

@@ -78,6 +78,14 @@ def test_seeded_sampling_identical(g4_bin, seed):
     assert run_ids(g4_bin, model, PROMPTS["periodic"], *args, "--spec", "none") == want
 
 
+@pytest.mark.parametrize("sampling", [[], ["--temp", "1", "--seed", "3"]])
+def test_tensor_parallel(g4_bin, sampling):
+    """--tp 2: the verify step's rows run over both ranks (argmax or gathered logits)."""
+    model = FIXTURES / "g4-cond-tiny"
+    want = run_ids(g4_bin, model, PROMPTS["periodic"], "--tp", 2, *sampling, n=40)
+    assert run_ids(g4_bin, model, PROMPTS["periodic"], "--tp", 2, "--spec", "ngram", *sampling, n=40) == want
+
+
 def test_text_identical(g4_bin):
     model = FIXTURES / "g4-causal-tiny"
     out = []

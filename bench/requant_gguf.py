@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Re-encodes the weight matrices of a GGUF file: dequantizes every tensor with the `gguf` package
 (PyPI; its dequantizers are ggml's block formats) and writes a copy in which each 2-D tensor is
-F32 (the exact reference: the same values the quantized file decodes to) or re-quantized with the
-`gguf` package's own quantizer (Q8_0, Q4_0 — ggml's reference rounding). 1-D tensors (norms) stay
+F32 (the exact reference: the same values the quantized file decodes to), BF16 (those values rounded
+to nearest even: the dtype the CPU's bf16 units multiply) or re-quantized with the `gguf` package's
+own quantizer (Q8_0, Q4_0 — ggml's reference rounding). 1-D tensors (norms) stay
 as they are, and so does every metadata key (architecture, tokenizer, chat template).
 
 Used by bench/quant_accuracy_real.py to measure quantization on a real trained model (Google's
 Gemma 3 270M, shipped only as Q4_K_M): its F32 decode is the reference, Q8_0/Q4_0 re-encodings are
-compared with it.
+compared with it. bench/speculate.py times speculative decoding on its BF16 copy.
 
-usage: requant_gguf.py IN.gguf OUT.gguf --type f32|q8_0|q4_0 [--keep-embedding]
+usage: requant_gguf.py IN.gguf OUT.gguf --type f32|bf16|q8_0|q4_0 [--keep-embedding]
   --keep-embedding: leave token_embd (Gemma's tied embedding / LM head) as stored, as llama.cpp's
   own Q4_0 recipe keeps its output matrix at higher precision.
 """
@@ -27,10 +28,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src")
     ap.add_argument("dst")
-    ap.add_argument("--type", required=True, choices=["f32", "q8_0", "q4_0"])
+    ap.add_argument("--type", required=True, choices=["f32", "bf16", "q8_0", "q4_0"])
     ap.add_argument("--keep-embedding", action="store_true")
     a = ap.parse_args()
-    target = {"f32": gguf.GGMLQuantizationType.F32, "q8_0": gguf.GGMLQuantizationType.Q8_0,
+    target = {"f32": gguf.GGMLQuantizationType.F32, "bf16": gguf.GGMLQuantizationType.BF16, "q8_0": gguf.GGMLQuantizationType.Q8_0,
               "q4_0": gguf.GGMLQuantizationType.Q4_0}[a.type]
     r = gguf.GGUFReader(a.src)
     arch = r.fields["general.architecture"].contents()

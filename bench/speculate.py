@@ -5,8 +5,11 @@
            on the bench checkpoint (default ${TMPDIR:-/tmp}/g4-bench), at --depth positions;
   rewrite  tokens/s of `gemma4c run --spec ngram` against plain greedy `run` on a rewriting task (a
            paragraph given twice with small edits, the model asked for it once more) on a small real
-           model (default: the Gemma 3 270M of scripts/gemma3-270m.sh); runs alternate, median of
-           --reps, and both outputs must be identical;
+           model (--small; default the Gemma 3 270M Q4_K_M of scripts/gemma3-270m.sh — its BF16
+           re-encoding, bench/requant_gguf.py --type bf16, is the one whose multi-row steps are cheap
+           in exact mode); runs alternate, median of --reps, and both outputs must be identical;
+  free     the same on a prompt for free text (a story), where little can be copied: the cost of
+           rounds whose drafts are mostly rejected;
   mtp      a model, not a measurement: the speedup an MTP drafter would give at acceptance rates
            alpha, from the verify part's step-cost ratios: per round E[tokens] = (1 - a^(K+1)) / (1 - a)
            (each draft kept with probability a, independently: Leviathan et al.), cost = ratio(K) +
@@ -78,20 +81,23 @@ def part_verify(a, rep):
     rep.append("## Verify step against a decode step\n")
     rep.append(f"Bench checkpoint ({js['model_info']['architecture']}, hidden {js['model_info']['hidden']}, "
                f"{js['model_info']['n_layers']} layers, vocab {js['model_info']['vocab']}), kernels "
-               f"`{js['kernels']}`, {js['threads']} threads, at position {a.depth}; greedy steps, median of "
-               f"{a.reps} reps of 8 steps each undone by a rewind.\n")
-    rep.append("| K drafts | rows | verify step (ms) | decode step (ms) | verify / decode | break-even tokens a round |")
-    rep.append("|---:|---:|---:|---:|---:|---:|")
+               f"`{js['kernels']}`, {js['threads']} threads, at position {js['depth']}; greedy steps, each undone by "
+               f"a rewind, decode and verify alternating; medians over {8 * a.reps} pairs.\n")
+    rep.append("| K drafts | rows | verify step (ms) | decode step (ms) | verify / decode (median of pairs) |")
+    rep.append("|---:|---:|---:|---:|---:|")
     for v in js["verify"]:
         rep.append(f"| {v['k']} | {v['rows']} | {1e3 * v['step_s']:.1f} | {1e3 * v['decode_step_s']:.1f} | "
-                   f"{v['ratio']:.3f} | {v['ratio']:.2f} |")
+                   f"{v['ratio']:.3f} |")
+    rep.append("\nA round pays when it yields more tokens than verify / decode (the drafter's own cost aside).")
     rep.append(f"\nCommand (per run of Ks; runs with the same settings add up): "
                f"`{' '.join(map(str, [os.path.relpath(a.bin, REPO)] + cmd[1:])).replace(a.bench_model, 'BENCH_MODEL')}`\n")
     return js
 
 
-def run_once(a, prompt, spec, log):
+def run_once(a, prompt, spec, log, chat=False):
     cmd = [a.bin, "run", "-m", a.small, "-p", prompt, "-n", a.n, "--ignore-eos", "-v", "--threads", a.threads]
+    if chat:
+        cmd.append("--chat")
     if spec:
         cmd += ["--spec", "ngram"] + (["--draft-max", a.draft_max] if a.draft_max else [])
     out, err = sh(cmd, log)
@@ -100,22 +106,27 @@ def run_once(a, prompt, spec, log):
     return out, int(m.group(1)) / float(m.group(2)), s.groups() if s else None
 
 
-def part_rewrite(a, rep):
-    prompt = rewrite_prompt()
-    log = os.path.join(OUT, "rewrite.log")
+FREE_PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle.\n\n"
+
+
+def part_rewrite(a, rep, free=False):
+    prompt = FREE_PROMPT if free else rewrite_prompt()
+    log = os.path.join(OUT, "free.log" if free else "rewrite.log")
     plain, spec, stats = [], [], None
     for _ in range(a.reps):
-        out_p, tp, _ = run_once(a, prompt, False, log)
-        out_s, ts, stats = run_once(a, prompt, True, log)
+        out_p, tp, _ = run_once(a, prompt, False, log, chat=free)
+        out_s, ts, stats = run_once(a, prompt, True, log, chat=free)
         if out_p != out_s:
             sys.exit("the speculative output differs from plain decoding's:\n" + out_p + "\n---\n" + out_s)
         plain.append(tp)
         spec.append(ts)
     mp, ms = statistics.median(plain), statistics.median(spec)
     rounds, steps, drafted, accepted = map(int, stats)
-    rep.append("## Rewriting with n-gram drafts\n")
-    rep.append(f"`{os.path.basename(a.small)}`, {a.threads} threads, default kernels; the prompt gives a "
-               f"{len(PARAGRAPH.split())}-word paragraph twice with small edits and asks for a third version; "
+    task = (f"a chat request for a story ({FREE_PROMPT.strip()!r}, `--chat`): little to copy" if free else
+            f"the prompt gives a {len(PARAGRAPH.split())}-word paragraph twice with small edits and asks for a "
+            "third version")
+    rep.append("## Free text with n-gram drafts\n" if free else "## Rewriting with n-gram drafts\n")
+    rep.append(f"`{os.path.basename(a.small)}`, {a.threads} threads, default kernels; {task}; "
                f"{a.n} greedy tokens (`--ignore-eos`), plain and `--spec ngram` alternating, {a.reps} runs each. "
                "Output identical in every run.\n")
     rep.append("| | decode tok/s (median) | runs |")
@@ -127,8 +138,9 @@ def part_rewrite(a, rep):
                f"{a.n - 1} tokens after the first; drafted {drafted}, accepted {accepted} "
                f"({100 * accepted / max(drafted, 1):.0f}%); {(a.n - 1) / max(rounds + steps, 1):.2f} tokens a step.\n")
     rep.append("The generated text (identical in both modes):\n\n```\n" + out_s.strip() + "\n```\n")
-    rep.append(f"Command: `bench/speculate.py --parts rewrite --threads {a.threads} --reps {a.reps} -n {a.n}` "
-               "(the `run` lines are in bench/out/speculate/rewrite.log)\n")
+    part = "free" if free else "rewrite"
+    rep.append(f"Command: `bench/speculate.py --parts {part} --threads {a.threads} --reps {a.reps} -n {a.n}` "
+               f"(the `run` lines are in bench/out/speculate/{part}.log)\n")
     return ms / mp
 
 
@@ -174,7 +186,7 @@ def main():
     a.bin = os.path.abspath(a.bin)
     parts = a.parts.split(",")
     os.makedirs(OUT, exist_ok=True)
-    if "rewrite" in parts and not a.small:
+    if ("rewrite" in parts or "free" in parts) and not a.small:
         a.small = subprocess.run([os.path.join(REPO, "scripts", "gemma3-270m.sh")], capture_output=True, text=True,
                                  check=True).stdout.strip()
     commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -185,10 +197,20 @@ def main():
            f"CPU: {cpu.group(1) if cpu else 'unknown'}, {os.cpu_count()} CPUs (a shared virtual machine: "
            "compare ratios within this file).\n"]
     js = None
+    partial = os.path.join(OUT, "report.md")   # the report so far, rewritten after every part
+
+    def keep():
+        with open(partial, "w") as f:
+            f.write("\n".join(rep) + "\n")
     if "verify" in parts:
         js = part_verify(a, rep)
+        keep()
     if "rewrite" in parts:
         part_rewrite(a, rep)
+        keep()
+    if "free" in parts:
+        part_rewrite(a, rep, free=True)
+        keep()
     if "mtp" in parts:
         if js is None:
             with open(os.path.join(OUT, "verify.json")) as f:

@@ -8,8 +8,9 @@
            model (--small; default the Gemma 3 270M Q4_K_M of scripts/gemma3-270m.sh — its BF16
            re-encoding, bench/requant_gguf.py --type bf16, is the one whose multi-row steps are cheap
            in exact mode); runs alternate, median of --reps, and both outputs must be identical;
-  free     the same on a prompt for free text (a story), where little can be copied: the cost of
-           rounds whose drafts are mostly rejected;
+  free     the same on a chat request for a story (a small model may still repeat itself);
+  nomatch  random prompt ids into the random-weight bench checkpoint, whose output hardly repeats:
+           what rounds of mostly rejected drafts cost;
   mtp      a model, not a measurement: the speedup an MTP drafter would give at acceptance rates
            alpha, from the verify part's step-cost ratios: per round E[tokens] = (1 - a^(K+1)) / (1 - a)
            (each draft kept with probability a, independently: Leviathan et al.), cost = ratio(K) +
@@ -139,9 +140,40 @@ def part_rewrite(a, rep, free=False):
                f"({100 * accepted / max(drafted, 1):.0f}%); {(a.n - 1) / max(rounds + steps, 1):.2f} tokens a step.\n")
     rep.append("The generated text (identical in both modes):\n\n```\n" + out_s.strip() + "\n```\n")
     part = "free" if free else "rewrite"
-    rep.append(f"Command: `bench/speculate.py --parts {part} --threads {a.threads} --reps {a.reps} -n {a.n}` "
+    small = f" --small {os.path.basename(a.small)}" if a.small_given else ""
+    rep.append(f"Command: `bench/speculate.py --parts {part}{small} --threads {a.threads} --reps {a.reps} -n {a.n}` "
                f"(the `run` lines are in bench/out/speculate/{part}.log)\n")
     return ms / mp
+
+
+def part_nomatch(a, rep):
+    """Random ids into the random-weight bench checkpoint: its output hardly repeats, so most rounds'
+    drafts are rejected: what speculation costs where it cannot help. --amx-gemv1-k-below 8192 lets
+    one row take the same AMX kernel as several over its 6144-wide down projection, so that the
+    outputs can be compared token for token (numerics.md)."""
+    import random
+    rng = random.Random(7)
+    ids = ",".join(str(rng.randrange(3, 262000)) for _ in range(64))
+    log = os.path.join(OUT, "nomatch.log")
+    base = [a.bin, "run", "-m", a.bench_model, "--prompt-ids", ids, "-n", a.n_nomatch, "--ids", "--ignore-eos", "-v",
+            "--threads", a.threads, "--amx-gemv1-k-below", 8192]
+    res = {}
+    for name, extra in (("plain", []), ("spec", ["--spec", "ngram"])):
+        out, err = sh(base + extra, log)
+        m = re.search(r"decode (\d+) tokens ([0-9.]+) s", err)
+        st = re.search(r"speculative: (\d+) verify rounds, (\d+) plain steps; drafted (\d+), accepted (\d+)", err)
+        res[name] = (out, int(m.group(1)) / float(m.group(2)), st.groups() if st else None)
+    same = res["plain"][0] == res["spec"][0]
+    rounds, steps, drafted, accepted = map(int, res["spec"][2])
+    rep.append("## Where drafts fail: random ids into the bench checkpoint\n")
+    rep.append(f"64 random prompt ids, {a.n_nomatch} greedy tokens, {a.threads} threads, `--amx-gemv1-k-below 8192`; "
+               f"output {'identical' if same else 'DIFFERENT'}.\n")
+    rep.append("| | decode tok/s |\n|---|---:|")
+    rep.append(f"| plain | {res['plain'][1]:.2f} |\n| `--spec ngram` | {res['spec'][1]:.2f} |")
+    rep.append(f"\nRatio {res['spec'][1] / res['plain'][1]:.2f}x; {rounds} verify rounds and {steps} plain steps; drafted "
+               f"{drafted}, accepted {accepted}.\n")
+    rep.append(f"Command: `bench/speculate.py --parts nomatch --threads {a.threads} --n-nomatch {a.n_nomatch}` "
+               "(the `run` lines are in bench/out/speculate/nomatch.log)\n")
 
 
 def part_mtp(a, rep, js):
@@ -178,6 +210,7 @@ def main():
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8")
     p.add_argument("--depth", type=int, default=256)
     p.add_argument("-n", type=int, default=160)
+    p.add_argument("--n-nomatch", type=int, default=24)
     p.add_argument("--draft-max", type=int, default=0)
     p.add_argument("--draft-cost", type=float, default=0.034)
     p.add_argument("--fresh", action="store_true", help="verify: do not add to the last run's Ks")
@@ -185,6 +218,7 @@ def main():
     a = p.parse_args()
     a.bin = os.path.abspath(a.bin)
     parts = a.parts.split(",")
+    a.small_given = a.small is not None
     os.makedirs(OUT, exist_ok=True)
     if ("rewrite" in parts or "free" in parts) and not a.small:
         a.small = subprocess.run([os.path.join(REPO, "scripts", "gemma3-270m.sh")], capture_output=True, text=True,
@@ -210,6 +244,9 @@ def main():
         keep()
     if "free" in parts:
         part_rewrite(a, rep, free=True)
+        keep()
+    if "nomatch" in parts:
+        part_nomatch(a, rep)
         keep()
     if "mtp" in parts:
         if js is None:

@@ -356,8 +356,9 @@ int g4_mtp_default_k(const g4_mtp *d) { return d->default_k; }
 int g4_mtp_vocab(const g4_mtp *d) { return d->V; }
 void g4_mtp_reset(g4_mtp *d) { d->fresh = 1, d->last_k = 0; }
 
-const float *g4_mtp_target_hidden(const g4_model *target) {
-    return target->h;   /* forward.c's lm_head leaves each logit row's final-normed input there */
+const float *g4_mtp_target_hidden(const g4_model *target, int row) {
+    /* forward.c's lm_head leaves each logit row's final-normed input there */
+    return target->h + (size_t)row * target->cfg.hidden_size;
 }
 
 /* ---------------------------------------------------------------- the forward pass */

@@ -34,8 +34,8 @@ HIDDEN = 48             # != the target's 64: pre/post projection really change 
 LAYERS = [S, S, S, F]   # four layers, as the published assistants
 DRAFTERS = {
     "random": dict(seed=7001, ordered=False, train_steps=0),
-    "friendly": dict(seed=7002, ordered=False, train_steps=400),
-    "friendly-ordered": dict(seed=7002, ordered=True, train_steps=400),
+    "friendly": dict(seed=7002, ordered=False, copy=True, train_steps=0),
+    "friendly-ordered": dict(seed=7002, ordered=True, copy=True, train_steps=0),
 }
 NUM_CENTROIDS, TOP_K = 32, 8   # 512 / 32 = 16 tokens a centroid, 8 x 16 candidates a step
 
@@ -105,6 +105,27 @@ def masks(T: int, W: int):
     return {"full_attention": full, "sliding_attention": slide}
 
 
+def copy_init_(asst, target, gen) -> None:
+    """A drafter that proposes its input token again (the tiny target repeats its last token in
+    about half of its greedy steps): pre_projection keeps only a random projection A of the
+    target's embedding, every layer passes the residual stream through (o_proj, down_proj = 0,
+    layer_scalar 1), and the tied lm_head rows are A times the target's embedding rows, so the
+    input token's own row scores highest."""
+    import torch
+
+    with torch.no_grad():
+        Hb = target.config.hidden_size
+        A = torch.randn(HIDDEN, Hb, generator=gen) / Hb ** 0.5
+        E = target.get_input_embeddings().weight.float()
+        asst.model.embed_tokens.weight.copy_(E @ A.T * target.get_input_embeddings().embed_scale)
+        asst.pre_projection.weight.zero_()
+        asst.pre_projection.weight[:, :Hb].copy_(A)
+        for layer in asst.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+            layer.layer_scalar.fill_(1.0)
+
+
 def distill(asst, target, steps: int, seed: int) -> float:
     """Trains the drafter to predict the target's next greedy tokens, NUM_ASSISTANT_TOKENS steps
     unrolled as SinglePositionMultiTokenCandidateGenerator runs it; returns the last step's
@@ -161,6 +182,8 @@ def make(name: str) -> None:
         asst.model.norm.weight.uniform_(0.8 * 8.0, 1.2 * 8.0, generator=gen)
     asst.tie_weights()
     acc = None
+    if spec.get("copy"):
+        copy_init_(asst, target, gen)
     if spec["train_steps"]:
         asst.train()
         acc = distill(asst, target, spec["train_steps"], spec["seed"])

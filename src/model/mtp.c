@@ -45,8 +45,9 @@ struct g4_mtp {
     /* scratch of one row */
     float *in, *x, *h, *t, *q, *att, *gate, *up, *hid, *cs, *scores, *logits, *cl, *sel;
     int *top;
-    /* the previous round, for the KV window transformers' target handed over (draft_window) */
-    int fresh, last_k;
+    /* the previous round, for the KV window transformers' target handed over (draft_window):
+     * fresh after a reset (the last forward was the prefill), else its n and drafts */
+    int fresh, last_n, last_k;
 };
 
 /* ---------------------------------------------------------------- loading */
@@ -354,7 +355,7 @@ void g4_mtp_free(g4_mtp *d) {
 
 int g4_mtp_default_k(const g4_mtp *d) { return d->default_k; }
 int g4_mtp_vocab(const g4_mtp *d) { return d->V; }
-void g4_mtp_reset(g4_mtp *d) { d->fresh = 1, d->last_k = 0; }
+void g4_mtp_reset(g4_mtp *d) { d->fresh = 1, d->last_n = d->last_k = 0; }
 
 const float *g4_mtp_target_hidden(const g4_model *target, int row) {
     /* forward.c's lm_head leaves each logit row's final-normed input there */
@@ -382,7 +383,9 @@ static void draft_window(const g4_mtp *d, const g4_draft_ctx *c, int full, int *
         *hi = (kw < c->n ? kw : c->n) - 1;
         return;
     }
-    const int start = d->fresh ? 0 : kw - d->last_k - 1;
+    /* the forward's first position: 0 for the prefill; the previous round's newest token for
+     * its verify step; one position back for a one-row step the drafter was not asked about */
+    const int start = d->fresh ? 0 : kw == d->last_n + d->last_k ? d->last_n - 1 : kw - 1;
     const int a = start - (W - 1) > 0 ? start - (W - 1) : 0;
     const int e = kw < a + c->n ? kw : a + c->n;
     *lo = e - (W + 1) > a ? e - (W + 1) : a;
@@ -487,6 +490,7 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
         if (logits) memcpy(logits + (size_t)k * d->V, d->logits, (size_t)d->V * sizeof(float));
     }
     d->fresh = 0;
+    d->last_n = c->n;
     d->last_k = k;
     return k;
 }

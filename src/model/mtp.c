@@ -287,7 +287,7 @@ static g4_status alloc_scratch(g4_mtp *d) {
     d->up = malloc((size_t)d->I * sizeof(float));
     d->hid = malloc((size_t)d->Hb * sizeof(float));
     d->cs = malloc((size_t)maxD * sizeof(float));
-    d->scores = malloc(((size_t)d->m->opts.ctx + 1) * sizeof(float));
+    d->scores = malloc((size_t)d->n_q * ((size_t)d->m->opts.ctx + 1) * sizeof(float));   /* [G][span] */
     d->logits = malloc((size_t)d->V * sizeof(float));
     if (d->ordered) {
         d->cl = malloc((size_t)d->n_centroids * sizeof(float));
@@ -449,13 +449,16 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
         k->rope_table(L->rope_base, L->inv_freq, D, pos, d->cs);
         int lo, hi;
         draft_window(d, c, L->is_full, &lo, &hi);
-        const float *K0 = g4_slot_k(m, c->slot, L->src), *V0 = K0 + (size_t)L->src->n_kv * cap * D;
         for (int hh = 0; hh < d->n_q; hh++) {
             float *qh = d->q + (size_t)hh * D;
             k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
             k->rope_apply(qh, d->cs, D);
-            const size_t g = (size_t)(hh / G) * cap * D;
-            k->attend(qh, K0 + g, V0 + g, cap, lo, hi, D, 1.0f, d->scores, d->att + (size_t)hh * D);
+        }
+        /* the target's attention kernel, one block of the G query heads sharing each KV head */
+        const float *K0 = g4_slot_k(m, c->slot, L->src), *V0 = K0 + (size_t)L->src->n_kv * cap * D;
+        for (int g = 0; g < L->n_kv; g++) {
+            const size_t kv = (size_t)g * cap * D, qo = (size_t)g * G * D;
+            k->attend_block(d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, K0 + kv, V0 + kv, cap, D, 1.0f, d->scores, 0);
         }
         matmul1(d, &L->o, d->att, d->t);
         k->rmsnorm(d->t, L->w_post_attn, eps, H, d->t);
@@ -477,6 +480,9 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
 int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, float *logits) {
     if (c->target != d->m) return g4_fail(G4_ERR_INPUT, "drafter: called with another target model"), -1;
     if (!c->hidden) return g4_fail(G4_ERR_INPUT, "drafter: the MTP drafter needs the target's hidden state"), -1;
+    if (c->slot < 0 || c->slot >= d->m->opts.n_slots || c->kv_written > d->m->opts.ctx)
+        return g4_fail(G4_ERR_INPUT, "drafter: slot %d / %d positions outside the target's %d slots of %d", c->slot,
+                       c->kv_written, d->m->opts.n_slots, d->m->opts.ctx), -1;
     if (c->n < 1 || c->kv_written < c->n - 1 || c->tokens[c->n - 1] < 0 || c->tokens[c->n - 1] >= d->V)
         return g4_fail(G4_ERR_INPUT, "drafter: inconsistent round (n %d, kv_written %d)", c->n, c->kv_written), -1;
     if (c->kv_written < 1 || max_draft <= 0) return 0;

@@ -8,7 +8,8 @@
  *     the next round; accept the matching prefix plus the target's token; rewind, leaving the
  *     rejected drafts' K/V in the cache past the accepted position): every round's drafted ids
  *     and accepted count identical, and the output identical to plain greedy;
- *   - bad drafter directories fail with a message. */
+ *   - bad drafter directories fail with a message; the published 12B assistant's config shape
+ *     parses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gemma4c.h"
 #include "model/model.h"
@@ -211,6 +213,29 @@ static void bad_drafters(void **s) {
     assert_non_null(strstr(g4_last_error(), "the target's"));
     assert_null(d);
     g4_model_free(other);
+    /* the published 12B assistant's config.json shape parses; only the target differs */
+    char dir[] = "/tmp/g4-mtp-cfg-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"architectures\": [\"Gemma4UnifiedAssistantForCausalLM\"], \"model_type\": \"gemma4_unified_assistant\","
+          " \"backbone_hidden_size\": 3840, \"use_ordered_embeddings\": false, \"tie_word_embeddings\": true,"
+          " \"num_centroids\": 2048, \"centroid_intermediate_top_k\": 32, \"text_config\": {"
+          " \"model_type\": \"gemma4_unified_text\", \"hidden_size\": 1024, \"intermediate_size\": 8192,"
+          " \"num_hidden_layers\": 4, \"layer_types\": [\"sliding_attention\", \"sliding_attention\","
+          " \"sliding_attention\", \"full_attention\"], \"num_attention_heads\": 16, \"num_key_value_heads\": 8,"
+          " \"num_global_key_value_heads\": 1, \"head_dim\": 256, \"global_head_dim\": 512, \"attention_k_eq_v\": true,"
+          " \"sliding_window\": 1024, \"rms_norm_eps\": 1e-06, \"vocab_size\": 262144, \"final_logit_softcapping\": null,"
+          " \"num_kv_shared_layers\": 4, \"hidden_size_per_layer_input\": 0, \"use_double_wide_mlp\": false,"
+          " \"rope_parameters\": {\"full_attention\": {\"partial_rotary_factor\": 0.25, \"rope_theta\": 1000000.0,"
+          " \"rope_type\": \"proportional\"}, \"sliding_attention\": {\"rope_theta\": 10000.0, \"rope_type\": \"default\"}},"
+          " \"hidden_activation\": \"gelu_pytorch_tanh\", \"tie_word_embeddings\": true}}", f);
+    fclose(f);
+    assert_int_not_equal(g4_mtp_load(dir, m, &d), G4_OK);
+    assert_non_null(strstr(g4_last_error(), "drafter vocabulary 262144 != the target's 512"));
+    remove(path);
+    rmdir(dir);
     g4_model_free(m);
 }
 

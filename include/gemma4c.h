@@ -73,6 +73,9 @@ typedef struct {
     g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
     const char *mmproj; /* llama.cpp's mmproj GGUF (gemma4uv / gemma4ua) beside a GGUF model: its
                          * vision and audio embedders; NULL (default): none */
+    int verify_rows;    /* rows one g4_verify step of a slot may take (speculative decoding: the
+                         * most drafts a round + 1); sizes the logits scratch [rows][vocab] and
+                         * the sliding rings' slack. Default 0: no verify steps */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
@@ -95,6 +98,7 @@ typedef struct {
     int n_layers;
     int ctx;            /* per-slot context length in use */
     int n_slots;
+    int verify_rows;              /* opts.verify_rows: the most rows of a g4_verify step */
     int bos_id, eos_id, pad_id;   /* from config.json; -1 where absent */
     float final_logit_softcap;    /* 0 when absent */
     const char *architecture;     /* e.g. "Gemma4UnifiedForConditionalGeneration" */
@@ -170,6 +174,21 @@ g4_status g4_decode(g4_model *m, int n, const int *slots, const int32_t *ids, fl
  * logits are never gathered. */
 g4_status g4_prefill_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
 g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *ids, int32_t *next);
+
+/* Speculative decoding's verify step: appends ids[0..n) to `slot` in ONE forward step of n rows
+ * (positions continuing) and writes every row's raw logits [n][vocab] (as g4_decode's), or with
+ * g4_verify_argmax every row's greedy token. Rejected rows are dropped afterwards with
+ * g4_slot_rewind (the rings keep the slack for it). n <= opts.verify_rows, else G4_ERR_INPUT;
+ * G4_ERR_CONTEXT past the slot's context. Numerics: a row's result equals a one-row step's
+ * wherever the kernel path is row-invariant (docs/numerics.md). */
+g4_status g4_verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits);
+g4_status g4_verify_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
+
+/* The final hidden state (after the final norm: the LM head's input) of row `row` of the model's
+ * last step that computed logits or greedy tokens, [hidden_size] into out: prefill's last
+ * position (row 0), decode's i-th slot, verify's i-th row. G4_ERR_INPUT when that step had no
+ * such row. Rank 0's copy (every rank computes the same one). */
+g4_status g4_step_hidden(const g4_model *m, int row, float *out);
 
 /* Applies the final-logit softcap cap*tanh(x/cap) in place (no-op if the model has none, or
  * under G4_NUMERICS_GGML, whose logits already carry it). */
@@ -383,6 +402,63 @@ g4_finish g4_gen_accept(g4_gen *g, int32_t tok, const char **text, size_t *len);
 int g4_gen_n_tokens(const g4_gen *g);
 /* 1 when the last G4_FIN_LENGTH came from the slot's context filling up (not max_tokens). */
 int g4_gen_hit_context(const g4_gen *g);
+/* Tokens the generation may still accept before max_tokens ends it (INT32_MAX without a limit). */
+int g4_gen_tokens_left(const g4_gen *g);
+
+/* ---------------------------------------------------------------- speculative decoding */
+
+/* Speculative decoding (src/generate/speculate.c; docs/speculative.md). Each round a drafter
+ * proposes up to K tokens; the target runs [newest token, drafts] as one g4_verify step, keeps
+ * the drafts its own choices agree with plus its own next token, and rewinds the slot's KV past
+ * them. Every token is still chosen by g4_gen_next from the target's logits, row by row, exactly
+ * as plain decoding chooses it (same sampler pipeline, same PRNG draws; a draft is accepted when
+ * the choice equals it): greedy output is plain greedy's and seeded sampling is plain seeded
+ * sampling's, token for token, wherever a verify row's logits equal a one-row step's
+ * (docs/numerics.md). For sampling this is rejection sampling of a point-mass draft (Leviathan et
+ * al.): a draft d is accepted with probability p(d), else the token is drawn from p without d. */
+typedef struct g4_drafter g4_drafter;   /* the drafter interface: src/generate/draft.h */
+
+/* N-gram (prompt lookup) drafting: the tokens that followed the most recent earlier occurrence of
+ * the sequence's last n tokens (prompt and output), trying n from n_max down to n_min.
+ * G4_ERR_INPUT unless 1 <= n_min <= n_max <= 64. */
+g4_status g4_drafter_ngram_new(int n_min, int n_max, g4_drafter **out);
+void g4_drafter_free(g4_drafter *d);
+/* Drafts a round when the caller gives no draft_max. */
+int g4_drafter_default_max(const g4_drafter *d);
+
+typedef struct {
+    g4_drafter *drafter;   /* borrowed; must outlive the g4_spec */
+    int draft_max;         /* most drafts a round, 1 .. the model's verify_rows - 1; 0: the
+                            * drafter's default */
+    /* (may be NULL) called after every verify round with its drafts and how many the target kept */
+    void (*on_round)(void *ctx, const int32_t *drafted, int n_drafted, int accepted);
+    void *ctx;
+} g4_spec_params;
+
+typedef struct {
+    long rounds;           /* verify rounds (a step with drafts) */
+    long plain_steps;      /* one-row steps (the drafter had nothing) */
+    long drafted, accepted;
+} g4_spec_stats;
+
+/* The caller's hook for each generated token: as g4_gen_accept took it, with its finish reason and
+ * the text that became final; a non-zero return ends the generation there (as an eos would). */
+typedef int (*g4_spec_emit)(void *ctx, int32_t tok, g4_finish fin, const char *text, size_t len);
+
+typedef struct g4_spec g4_spec;
+
+/* A speculative generator for `slot` of m (scratch for draft_max + 1 rows). G4_ERR_INPUT when
+ * draft_max does not fit the model's verify_rows. */
+g4_status g4_spec_new(g4_model *m, int slot, const g4_spec_params *p, g4_spec **out);
+void g4_spec_free(g4_spec *s);
+/* Generates with g after the caller's prefill of ids[0..n) (the slot holds exactly them), whose
+ * step gave `logits` [vocab] (NULL where g4_gen_argmax_only(g): `argmax` instead), until g
+ * finishes or emit stops it; *fin gets the reason. As with plain decoding the slot then holds
+ * the prompt and every generated token but the last. */
+g4_status g4_spec_run(g4_spec *s, g4_gen *g, const int32_t *ids, int n, float *logits, int32_t argmax, g4_spec_emit emit,
+                      void *ctx, g4_finish *fin);
+/* Counters of the generator's runs so far. */
+const g4_spec_stats *g4_spec_get_stats(const g4_spec *s);
 
 /* ---------------------------------------------------------------- chat output protocol */
 

@@ -4,6 +4,7 @@
 #define G4_CLI_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "gemma4c.h"
 
@@ -60,6 +61,8 @@ typedef struct {
     void *ctx;
     char *text_buf;          /* out: malloc'ed, NUL-terminated [text_len]; the caller frees */
     size_t text_len;
+    const g4_spec_params *spec;   /* in (optional): speculative decoding with this drafter */
+    g4_spec_stats spec_stats;     /* out: its rounds */
     int32_t *id_buf;         /* out: malloc'ed [n_gen]; the caller frees */
     int n_gen;               /* tokens generated (an eos included) */
     g4_finish fin;
@@ -120,6 +123,40 @@ int cli_parse_constraint_opt(const char *cmd, int argc, char **argv, int *i, cli
  * schema or grammar is G4_ERR_INPUT naming the option, the file and the problem. */
 g4_status cli_constraint_build(cli_constraint *c, const g4_tokenizer *tok, const g4_gen_config *cfg);
 void cli_constraint_free(cli_constraint *c);
+
+/* bench --verify (cli_bench_verify.c): per K, the median seconds of a verify step of K + 1 rows of
+ * one slot and of a one-row decode step, both at position `depth` (prefilled from ids first), and
+ * the median ratio of adjacent pairs (reps x 8 of them). The model needs verify_rows >= max K + 1 and ids >= depth + 72 entries. */
+typedef struct {
+    int k;
+    double step_s, decode_s, ratio;
+} cli_verify_timing;
+g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int depth, int reps, const long *ks, int nk,
+                           cli_verify_timing *out);
+
+/* The speculative decoding options of run (cli_spec.c). */
+enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM };
+typedef struct {
+    int kind;                 /* CLI_SPEC_* */
+    int draft_max;            /* 0: the drafter's default */
+    int ngram_min, ngram_max; /* 0: the defaults */
+    const char *trace_path;
+    FILE *trace;
+    g4_drafter *drafter;      /* once prepared */
+    g4_spec_params params;    /* for cli_gen_out.spec */
+} cli_spec;
+extern const char *const cli_spec_opts_help;
+/* --spec, --draft-max, --spec-ngram-min, --spec-ngram-max, --spec-trace (and the reserved --draft,
+ * refused): as cli_parse_model_opt. */
+int cli_parse_spec_opt(const char *cmd, int argc, char **argv, int *i, cli_spec *s);
+/* After parsing, before the model loads: refuses a loop option without --spec, makes the drafter,
+ * raises mo->verify_rows to fit the rounds and opens the trace file. 0, or the exit code after
+ * reporting. */
+int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo);
+/* g4_spec_params.on_round writing the trace's JSON line to ctx (a FILE *). */
+void cli_spec_trace(void *ctx, const int32_t *drafted, int n, int accepted);
+/* Closes the trace and frees the drafter: 0, or the exit code after reporting a failed write. */
+int cli_spec_close(cli_spec *s);
 
 /* Reads all of stdin into a malloc'ed NUL-terminated buffer. */
 char *cli_read_stdin(size_t *len);

@@ -15,8 +15,8 @@
 
 typedef struct {
     const char *model;
-    long p[MAX_TESTS], n[MAX_TESTS];
-    int np, nn;
+    long p[MAX_TESTS], n[MAX_TESTS], verify[MAX_TESTS];
+    int np, nn, nv;
     long reps, bw_mib, seed, batch, depth;
     g4_model_opts mo;   /* ctx 0: sized from the longest test */
     int no_peaks, kernels;
@@ -42,7 +42,7 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap] [--act-q8]\n"
-    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B] [--depth D]\n"
+    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B] [--depth D] [--verify K,...]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
@@ -50,6 +50,9 @@ static const char *USAGE =
     "  prefills D random ids into every slot (untimed); the KV cache's reads then count too.\n"
     "  --batch B: each decode step advances B slots at once (continuous batching, as serve's\n"
     "  --parallel B): tgN reports B x N tokens a rep; the weights are read once a step for all B.\n"
+    "  --verify K[,K...]: a speculative decoding verify step of K + 1 rows of one slot (K drafts, 1..64)\n"
+    "  against a one-row decode step, both at position D (--depth), greedy, alternating; the median of\n"
+    "  --reps x 8 adjacent pairs' ratios.\n"
     "  --kernels: also time the matmul kernels alone on the model's matrices, each group over all\n"
     "  layers, the LM head, and (T = 1) every matmul of a decode step in its order (T = 1 and\n"
     "  T = prefill chunk), to separate kernel speed from the rest of the forward pass.\n"
@@ -98,6 +101,13 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "-p")) { NEEDV(); if (!parse_list(a, v, o->p, &o->np)) return 0; }
         else if (!strcmp(a, "-n")) { NEEDV(); if (!parse_list(a, v, o->n, &o->nn)) return 0; }
+        else if (!strcmp(a, "--verify")) {
+            NEEDV();
+            if (!parse_list(a, v, o->verify, &o->nv)) return 0;
+            for (int k = 0; k < o->nv; k++)
+                if (o->verify[k] > 64) { cli_usage_error("bench", "--verify: K %ld is over 64", o->verify[k]); return 0; }
+            if (!o->nv) { cli_usage_error("bench", "--verify needs at least one K of 1..64"); return 0; }
+        }
         else if (!strcmp(a, "--reps") || !strcmp(a, "-r")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 64, &o->reps)) return 0; }
         else if (!strcmp(a, "--bw-mib")) { NEEDV(); if (!cli_parse_int("bench", a, v, 64, 1 << 20, &o->bw_mib)) return 0; }
         else if (!strcmp(a, "--batch")) { NEEDV(); if (!cli_parse_int("bench", a, v, 1, 256, &o->batch)) return 0; }
@@ -111,7 +121,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     if (!o->model) { cli_usage_error("bench", "-m MODEL is required"); return 0; }
     /* MPI ranks would measure the machine all at once, and idle ranks poll: measure with threads */
     if (o->mo.tp_backend == G4_TP_MPI) o->no_peaks = 1;
-    if (o->np + o->nn == 0 && !o->kernels) { cli_usage_error("bench", "nothing to measure: -p and -n are both 0"); return 0; }
+    if (o->np + o->nn + o->nv == 0 && !o->kernels) { cli_usage_error("bench", "nothing to measure: -p and -n are both 0"); return 0; }
     return 1;
 }
 
@@ -189,9 +199,13 @@ int cli_bench(int argc, char **argv) {
 
     /* ---- model */
     g4_model_opts mo = o.mo;
-    const long max_len = max_p > o.depth + max_n ? max_p : o.depth + max_n;   /* longest test, in positions */
+    long max_v = 0;
+    for (int i = 0; i < o.nv; i++) if (o.verify[i] > max_v) max_v = o.verify[i];
+    long max_len = max_p > o.depth + max_n ? max_p : o.depth + max_n;   /* longest test, in positions */
+    if (o.nv && o.depth + max_v + 1 > max_len) max_len = o.depth + max_v + 1;
     if (!mo.ctx) mo.ctx = (int)(max_len + 1);   /* +1: the warm-up step */
     mo.n_slots = (int)o.batch;
+    if (o.nv) mo.verify_rows = (int)max_v + 1;
     if (mo.ctx < max_len)
         return cli_usage_error("bench", "--ctx %d is smaller than the longest test (%ld positions, --depth included)", mo.ctx, max_len);
     g4_model *m;
@@ -210,7 +224,7 @@ int cli_bench(int argc, char **argv) {
     const int bf16_units = g4_model_bf16_units(m);
     const double prefill_peak = o.mo.prefill_bf16 && bf16_units ? (bf16 > 0 ? bf16 : -1) : fma;
 
-    long n_ids = max_len;
+    long n_ids = max_len + (o.nv ? 72 : 0);   /* --verify's steps read past the depth */
     if (n_ids < 1) n_ids = 1;
     int32_t *ids = malloc((size_t)n_ids * sizeof *ids);
     const int B = (int)o.batch;
@@ -300,6 +314,8 @@ int cli_bench(int argc, char **argv) {
         nt++;
     }
     g4_bw_probe_free(probe);
+    cli_verify_timing vt[MAX_TESTS];
+    if (!st && o.nv) st = cli_bench_verify(m, ids, n_ids, (int)o.depth, (int)o.reps, o.verify, o.nv, vt);
     if (st) {
         rc = cli_report(st);
         free(ids); free(logits);
@@ -366,6 +382,14 @@ int cli_bench(int argc, char **argv) {
         printf("  reps:");
         for (int r = 0; r < t->reps; r++) printf(" %.2f", t->reps_tok_s[r]);
         printf("\n");
+    }
+
+    if (o.nv) {
+        printf("speculative verify at position %ld (greedy; medians over %ld x 8 alternating pairs of steps, each undone):\n",
+               o.depth, o.reps);
+        for (int i = 0; i < o.nv; i++)
+            printf("  K=%-2d %2d rows %8.3f ms  one-row decode %8.3f ms  ratio of pairs %.3f\n", vt[i].k, vt[i].k + 1,
+                   1e3 * vt[i].step_s, 1e3 * vt[i].decode_s, vt[i].ratio);
     }
 
     /* ---- kernel-only timings (matmul on the model's own matrices, thread pool split) */
@@ -446,6 +470,13 @@ int cli_bench(int argc, char **argv) {
         fputc('}', f);
     }
     fputc(']', f);
+    if (o.nv) {
+        fputs(",\"verify\":[", f);
+        for (int i = 0; i < o.nv; i++)
+            fprintf(f, "%s{\"k\":%d,\"rows\":%d,\"step_s\":%.6g,\"decode_step_s\":%.6g,\"ratio\":%.6g}", i ? "," : "",
+                    vt[i].k, vt[i].k + 1, vt[i].step_s, vt[i].decode_s, vt[i].ratio);
+        fputc(']', f);
+    }
     if (o.kernels) {
         fputs(",\"kernels_only\":[", f);
         for (int a = 0; a < 2; a++)

@@ -23,6 +23,7 @@ typedef struct {
     int chunk_set;             /* --prefill-chunk given: images must fit it */
     cli_media md;
     cli_constraint cons;       /* --json-schema / --grammar / --json-object (run only) */
+    cli_spec spec;             /* --spec ngram ... (run only) */
 } run_opts;
 
 static void usage(const char *cmd) {
@@ -34,10 +35,12 @@ static void usage(const char *cmd) {
         printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
                "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
                "                   [--json-schema FILE | --grammar FILE | --json-object]\n"
+               "                   [--spec ngram [--draft-max K] [--spec-trace FILE]]\n"
                "                   [--image FILE ...] [-v] [model options]\n"
                "  generates greedily (unless --temp) until an eos id of generation_config.json, -n tokens\n"
                "  or the end of the context; --ids prints the generated ids as one JSON array\n");
     if (strcmp(cmd, "logits")) fputs(cli_constraint_opts_help, stdout);
+    if (strcmp(cmd, "logits")) fputs(cli_spec_opts_help, stdout);
     fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
@@ -112,7 +115,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         if (cli_is_help(a)) { usage(cmd); return -1; }
         if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o->mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &o->sp)) ||
             (r = cli_parse_media_opt(cmd, argc, argv, &i, &o->md)) ||
-            (!strcmp(cmd, "run") && (r = cli_parse_constraint_opt(cmd, argc, argv, &i, &o->cons)))) {
+            (!strcmp(cmd, "run") && ((r = cli_parse_constraint_opt(cmd, argc, argv, &i, &o->cons)) ||
+                                     (r = cli_parse_spec_opt(cmd, argc, argv, &i, &o->spec))))) {
             if (r < 0) return 0;
             continue;
         }
@@ -264,6 +268,59 @@ g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen 
     return generate(m, slot, ids, n, NULL, g, ids_out, out);
 }
 
+/* Where generated tokens go: printed (text, or ids with ids_out), collected into out. */
+typedef struct {
+    cli_gen_out *out;
+    int ids_out;
+    g4_status st;          /* an allocation that failed while collecting */
+} emit_ctx;
+
+/* One generated token as g4_gen_accept took it: counted, printed, collected; returns 1 when the
+ * generation ends here early (out->on_token said so, or collecting failed: e->st). */
+static int emit(void *ctx, int32_t t, g4_finish fin, const char *piece, size_t plen) {
+    emit_ctx *e = ctx;
+    cli_gen_out *out = e->out;
+    int stop = 0;
+    out->fin = fin;
+    out->n_gen++;
+    /* an eos (G4_FIN_STOP) ends the reply and is no part of it */
+    if (out->on_token && fin != G4_FIN_STOP && out->on_token(out->ctx, t)) {
+        out->fin = G4_FIN_STOP;
+        stop = 1;
+    }
+    if (e->ids_out) printf("%s%d", out->n_gen > 1 ? "," : "", t);
+    else if (plen && !out->on_token) fwrite(piece, 1, plen, stdout);
+    if (!e->ids_out && plen && out->text) {
+        char *nt = realloc(out->text_buf, out->text_len + plen + 1);
+        if (!nt) { e->st = g4_fail(G4_ERR_NOMEM, "out of memory"); return 1; }
+        memcpy(nt + out->text_len, piece, plen);
+        out->text_buf = nt;
+        out->text_len += plen;
+        nt[out->text_len] = 0;
+    }
+    if (out->ids) {
+        int32_t *ni = realloc(out->id_buf, (size_t)(out->n_gen) * sizeof *ni);
+        if (!ni) { e->st = g4_fail(G4_ERR_NOMEM, "out of memory"); return 1; }
+        out->id_buf = ni;
+        ni[out->n_gen - 1] = t;
+    }
+    fflush(stdout);
+    return stop;
+}
+
+/* The speculative loop after the prefill (out->spec): drafts verified in batches of rows. */
+static g4_status generate_spec(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, float *logits,
+                               int32_t next, emit_ctx *e) {
+    g4_spec *sp;
+    g4_status st = g4_spec_new(m, slot, e->out->spec, &sp);
+    g4_finish fin = G4_FIN_NONE;
+    if (!st) st = g4_spec_run(sp, g, ids, n, logits, next, emit, e, &fin);
+    if (sp) e->out->spec_stats = *g4_spec_get_stats(sp);
+    g4_spec_free(sp);
+    if (!st && !e->out->fin) e->out->fin = fin;
+    return st;
+}
+
 /* cli_generate, or with mp (a prompt with images) in place of ids */
 static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out) {
@@ -274,6 +331,7 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
     int32_t next = 0;
     out->fin = G4_FIN_NONE;
     out->n_gen = 0;
+    emit_ctx e = {.out = out, .ids_out = ids_out};
     double t0 = g4_now();
     /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
     g4_status st = mp ? (am ? g4_prefill_media_argmax(m, slot, mp, &next) : g4_prefill_media(m, slot, mp, logits))
@@ -281,35 +339,21 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
     out->prefill_s = g4_now() - t0;
     t0 = g4_now();
     if (ids_out) printf("[");
-    while (!st) {
+    if (!st && out->spec) {
+        if (mp) ids = g4_media_prompt_ids(mp, &n);   /* the ids the slot holds: drafts may copy them */
+        st = generate_spec(m, slot, ids, n, g, logits, next, &e);
+    }
+    while (!st && !out->spec) {
         const int32_t t = g4_gen_next(g, logits, next);
         const char *piece;
         size_t plen;
-        out->fin = g4_gen_accept(g, t, &piece, &plen);
-        out->n_gen++;
-        /* an eos (G4_FIN_STOP) ends the reply and is no part of it */
-        if (out->on_token && out->fin != G4_FIN_STOP && out->on_token(out->ctx, t)) out->fin = G4_FIN_STOP;
-        if (ids_out) printf("%s%d", out->n_gen > 1 ? "," : "", t);
-        else if (plen && !out->on_token) fwrite(piece, 1, plen, stdout);
-        if (!ids_out && plen && out->text) {
-            char *nt = realloc(out->text_buf, out->text_len + plen + 1);
-            if (!nt) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
-            memcpy(nt + out->text_len, piece, plen);
-            out->text_buf = nt;
-            out->text_len += plen;
-            nt[out->text_len] = 0;
-        }
-        if (out->ids) {
-            int32_t *ni = realloc(out->id_buf, (size_t)(out->n_gen) * sizeof *ni);
-            if (!ni) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
-            out->id_buf = ni;
-            ni[out->n_gen - 1] = t;
-        }
-        fflush(stdout);
-        if (out->fin) break;
+        const g4_finish fin = g4_gen_accept(g, t, &piece, &plen);
+        const int stop = emit(&e, t, fin, piece, plen);
+        if (e.st || fin || stop) break;
         int32_t tt = t;
         st = am ? g4_decode_argmax(m, 1, &slot, &tt, &next) : g4_decode(m, 1, &slot, &tt, logits);
     }
+    if (!st) st = e.st;
     if (ids_out || !out->on_token) printf(ids_out ? "]\n" : "\n");
     out->decode_s = g4_now() - t0;
     free(logits);
@@ -322,13 +366,16 @@ int cli_run(int argc, char **argv) {
     if (pr <= 0) return pr < 0 ? 0 : 2;
     run_prompt p = {0};
     if (o.prompt_ids && !parse_ids("run", o.prompt_ids, &p.ids, &p.n)) return 2;
+    int rc = cli_spec_prepare("run", &o.spec, &o.mo);
+    if (rc) { cli_spec_close(&o.spec); prompt_free(&p); return rc; }
     g4_status st = images_before_load(&o);
-    if (st) { prompt_free(&p); cli_media_free(&o.md); return cli_report(st); }
+    if (st) { cli_spec_close(&o.spec); prompt_free(&p); cli_media_free(&o.md); return cli_report(st); }
     g4_model *m;
     double t0 = g4_now();
-    int rc = load(&o, &m);
-    if (rc) { prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
+    rc = load(&o, &m);
+    if (rc) { cli_spec_close(&o.spec); prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
     if ((st = prompt_after_load(&o, !o.ids_out || o.cons.kind, &p))) {
+        cli_spec_close(&o.spec);
         prompt_free(&p);
         cli_media_free(&o.md);
         g4_model_free(m);
@@ -344,7 +391,7 @@ int cli_run(int argc, char **argv) {
     gp.max_tokens = (int)o.n_predict;
     gp.ignore_eos = o.ignore_eos;
     gp.text = !o.ids_out;
-    cli_gen_out out = {0};
+    cli_gen_out out = {.spec = o.spec.drafter ? &o.spec.params : NULL};
     double t1 = g4_now();
     st = g4_gen_config_load(o.model, info, &cfg);
     if (!st) st = cli_constraint_build(&o.cons, p.tok, &cfg);
@@ -358,7 +405,16 @@ int cli_run(int argc, char **argv) {
         fprintf(stderr, "load %.3f s; prefill %d tokens %.3f s (%.1f tok/s); decode %d tokens %.3f s (%.2f tok/s)\n",
                 t1 - t0, n, out.prefill_s, n / out.prefill_s, out.n_gen > 1 ? out.n_gen - 1 : 0, out.decode_s,
                 out.n_gen > 1 ? (out.n_gen - 1) / out.decode_s : 0.0);
+    if (o.verbose && out.spec) {
+        const g4_spec_stats *ss = &out.spec_stats;
+        fprintf(stderr, "speculative: %ld verify rounds, %ld plain steps; drafted %ld, accepted %ld (%.1f%%); "
+                "%.2f tokens a step\n", ss->rounds, ss->plain_steps, ss->drafted, ss->accepted,
+                ss->drafted ? 100.0 * ss->accepted / ss->drafted : 0.0,
+                ss->rounds + ss->plain_steps ? (double)(out.n_gen > 1 ? out.n_gen - 1 : 0) / (ss->rounds + ss->plain_steps) : 0.0);
+    }
     rc = cli_report(st);
+    const int rc_spec = cli_spec_close(&o.spec);
+    if (!rc) rc = rc_spec;
     g4_gen_free(g);
     cli_constraint_free(&o.cons);
     g4_gen_config_free(&cfg);

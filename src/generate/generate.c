@@ -3,6 +3,7 @@
  * detokenizer and stop strings with the hold-back of a pending prefix. Never runs the model: the
  * caller steps it (alone or batched with other sequences) and hands over each step's result. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,4 +201,6 @@ g4_finish g4_gen_accept(g4_gen *g, int32_t tok, const char **text, size_t *len) 
 int g4_gen_n_tokens(const g4_gen *g) { return g->n_tok; }
 
 int g4_gen_hit_context(const g4_gen *g) { return g->hit_ctx; }
+
+int g4_gen_tokens_left(const g4_gen *g) { return g->max_tokens > 0 ? g->max_tokens - g->n_tok : INT32_MAX; }
 

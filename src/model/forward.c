@@ -46,6 +46,7 @@ static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, c
                          int step, float *logits) {
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size, V = c->vocab_size;
+    m->hidden_rows = 0;
     if (R <= 0 || R > m->max_rows) return g4_fail(G4_ERR_RUNTIME, "forward: %d rows (max %d)", R, m->max_rows);
     for (int r = 0; r < R; r++)
         if (ids[r] < 0 || ids[r] >= V)
@@ -61,8 +62,10 @@ static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, c
     }
     g4_matmul_round_bf16(m->mm, 0);
 
-    if (logits && logit_row0 < R)   /* final norm, then this rank's slice of the logits */
+    if (logits && logit_row0 < R) {   /* final norm, then this rank's slice of the logits */
         lm_head(m, R - logit_row0, m->x + (size_t)logit_row0 * H, logits);
+        m->hidden_rows = R - logit_row0;   /* h keeps the normed rows until the next step */
+    }
     return G4_OK;
 }
 

@@ -31,6 +31,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->numerics = G4_NUMERICS_EXACT;
     o->prefill_bf16 = 0;
     o->mmproj = NULL;
+    o->verify_rows = 0;
     o->tuning = (g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
                             .amx_gemv1_k_below = -1, .profile = -1};
 }
@@ -39,6 +40,9 @@ static g4_status alloc_state(g4_model *m) {
     const g4_config *c = &m->cfg;
     const int S = m->opts.n_slots, ctx = m->opts.ctx;
     m->max_rows = m->opts.prefill_chunk > S ? m->opts.prefill_chunk : S;
+    /* a verify step's rows run as one step of one slot: the rings' slack must cover them too */
+    if (m->opts.verify_rows > m->max_rows) m->max_rows = m->opts.verify_rows;
+    m->logit_rows = m->opts.verify_rows > S ? m->opts.verify_rows : S;
     int maxD = 0, maxKV = 0, maxQ = 0;
     size_t off = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -73,7 +77,7 @@ static g4_status alloc_state(g4_model *m) {
     /* attend_block's scores: one row per (head, position) of a block over at most ctx keys */
     m->att_rows = (1 << 20) / ctx < 1 ? 1 : (1 << 20) / ctx > G4_ATT_ROWS_MAX ? G4_ATT_ROWS_MAX : (1 << 20) / ctx;
     m->scores = malloc((size_t)g4_pool_size(m->pool) * m->att_rows * ctx * sizeof(float));
-    m->lg = malloc((size_t)S * m->vmax * sizeof(float));
+    m->lg = malloc((size_t)m->logit_rows * m->vmax * sizeof(float));
     m->cmd = malloc(g4_group_cmd_bytes(m->max_rows));   /* the step rank 0 broadcasts */
     /* the widest matmul input: hidden (q/k/v, gate/up), attention output (o), intermediate (down) */
     size_t K = H > (size_t)maxQ ? H : (size_t)maxQ;
@@ -83,7 +87,7 @@ static g4_status alloc_state(g4_model *m) {
     g4_status st = g4_matmul_ctx_new(m->k, m->pool, &policy, m->max_rows, (int)K, m->opts.act_q8, m->opts.prefill_bf16,
                                      m->opts.numerics == G4_NUMERICS_GGML, &m->mm);
     if (st) return st;
-    if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * S * m->vmax * sizeof(float));
+    if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * m->logit_rows * m->vmax * sizeof(float));
     if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
         !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
         return g4_fail(G4_ERR_NOMEM, "out of memory allocating the KV cache (%zu MiB) and scratch for ctx %d x %d slots",
@@ -202,6 +206,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
     i->n_layers = c->n_layers;
     i->ctx = o->ctx;
     i->n_slots = o->n_slots;
+    i->verify_rows = o->verify_rows;
     i->bos_id = c->bos_id;
     i->eos_id = c->n_eos ? c->eos_ids[0] : -1;
     i->pad_id = c->pad_id;
@@ -224,6 +229,8 @@ g4_status g4_model_load(const char *path, const g4_model_opts *opts, g4_model **
     if (opts) o = *opts;
     if (o.ctx <= 0 || o.n_slots <= 0 || o.prefill_chunk <= 0)
         return g4_fail(G4_ERR_INPUT, "ctx, n_slots and prefill_chunk must be positive");
+    if (o.verify_rows < 0 || o.verify_rows > 1 << 16)
+        return g4_fail(G4_ERR_INPUT, "verify_rows %d must be in [0, 65536]", o.verify_rows);
     if (o.tp_backend != G4_TP_THREADS && o.tp_backend != G4_TP_MPI)
         return g4_fail(G4_ERR_INPUT, "unknown tensor-parallel backend %d", o.tp_backend);
     if (o.tp < 0 || o.tp > 64) return g4_fail(G4_ERR_INPUT, "--tp %d: must be between 1 and 64", o.tp);

@@ -58,7 +58,11 @@ struct g4_model {
     g4_kernels kt;              /* --numerics ggml: this rank's table (g4_kernels_ggml), k points here */
     g4_pool *pool;
     g4_model_opts opts;
-    int max_rows;               /* rows one forward call may process: max(prefill_chunk, n_slots) */
+    int max_rows;               /* rows one forward call may process: max(prefill_chunk, n_slots,
+                                 * verify_rows) */
+    int logit_rows;             /* rows of logits one step may return: max(n_slots, verify_rows) */
+    int hidden_rows;            /* rows of h holding the last step's final-normed hidden states
+                                 * (the LM head's input; g4_step_hidden), 0 when it had none */
     /* KV cache: slot s, layer l: K at kv + s*slot_floats + layer.kv_offset, [n_kv][cap][D]
      * then V with the same shape. */
     float *kv;

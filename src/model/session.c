@@ -83,6 +83,45 @@ g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *
     return decode(m, n, slots, ids, NULL, next);
 }
 
+/* One slot's n rows in one step, every row's logits or argmax: the speculative loop's verify of
+ * [newest token, drafts...]. Not a prefill: --prefill-bf16 leaves generated tokens exact. */
+static g4_status verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits, int32_t *next) {
+    if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
+    if (n <= 0 || n > m->opts.verify_rows)
+        return g4_fail(G4_ERR_INPUT, "a verify step of %d rows: the model was loaded for at most %d (verify_rows)", n,
+                       m->opts.verify_rows);
+    if ((long)m->slot_pos[slot] + n > m->opts.ctx)
+        return g4_fail(G4_ERR_CONTEXT, "%d tokens at position %d exceed the context of %d tokens (--ctx)", n,
+                       m->slot_pos[slot], m->opts.ctx);
+    int slots[n], pos[n];
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
+            return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[i], m->cfg.vocab_size);
+        slots[i] = slot;
+        pos[i] = m->slot_pos[slot] + i;
+    }
+    g4_group_forward(m, n, slots, pos, ids, 0, n >= 2 ? G4_STEP_BATCHED : 0, logits, next);
+    if (g4_mapped_file_lost()) return weights_lost();
+    m->slot_pos[slot] += n;
+    return G4_OK;
+}
+
+g4_status g4_verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits) {
+    return verify(m, slot, ids, n, logits, NULL);
+}
+
+g4_status g4_verify_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next) {
+    return verify(m, slot, ids, n, NULL, next);
+}
+
+g4_status g4_step_hidden(const g4_model *m, int row, float *out) {
+    if (row < 0 || row >= m->hidden_rows)
+        return g4_fail(G4_ERR_INPUT, "hidden state of row %d: the last step computed %d", row, m->hidden_rows);
+    const size_t H = (size_t)m->cfg.hidden_size;
+    memcpy(out, m->h + (size_t)row * H, H * sizeof(float));
+    return G4_OK;
+}
+
 void g4_softcap(const g4_model *m, float *logits, int n) {
     const float cap = m->cfg.final_logit_softcap;
     if (cap <= 0 || m->opts.numerics == G4_NUMERICS_GGML) return;   /* ggml: already in the logits */

@@ -125,3 +125,24 @@ def test_bench_depth(g4_bin):
     for bad in ("-1", "x"):
         r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-n", "4", "--depth", bad)
         assert r.returncode == 2 and b"--depth" in r.stderr
+
+
+def test_bench_verify(g4_bin):
+    """--verify K,...: a speculative verify step of K + 1 rows against a one-row decode step at
+    --depth, alone (-p 0 -n 0): each K's step times and the median ratio of adjacent pairs."""
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "0", "--verify", "1,3",
+               "--depth", "40", "--reps", "1", "--no-peaks", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "speculative verify at position 40" in out
+    j = json.loads(out.strip().splitlines()[-1])
+    assert j["tests"] == [] and [v["k"] for v in j["verify"]] == [1, 3]
+    for v in j["verify"]:
+        assert v["rows"] == v["k"] + 1 and v["step_s"] > 0 and v["decode_step_s"] > 0 and v["ratio"] > 0
+
+
+@pytest.mark.parametrize("value,message", [("0", "--verify needs at least one K"), ("65", "--verify: K 65 is over 64"),
+                                           ("x", "--verify expects")])
+def test_bench_verify_bad_values(g4_bin, value, message):
+    r = run_g4(g4_bin, "bench", "-m", FIXTURES / "g4-cond-tiny", "-p", "0", "-n", "0", "--verify", value)
+    assert r.returncode == 2 and message in r.stderr.decode(), r.stderr

@@ -142,10 +142,10 @@ done:
 
 /* generation_config.json's num_assistant_tokens; transformers' GenerationConfig default (20)
  * without one */
-static g4_status parse_generation_config(g4_mtp *d, const char *dir) {
+static g4_status parse_generation_config(const char *dir, int *k) {
     char path[4096], *buf;
     size_t len;
-    d->default_k = 20;
+    *k = 20;
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if (read_file(path, &buf, &len)) return G4_OK;
     json_error_t err;
@@ -157,10 +157,19 @@ static g4_status parse_generation_config(g4_mtp *d, const char *dir) {
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 256)
             st = g4_fail(G4_ERR_INPUT, "%s: num_assistant_tokens must be an integer in [1, 256]", path);
-        else d->default_k = (int)json_integer_value(v);
+        else *k = (int)json_integer_value(v);
     }
     json_decref(root);
     return st;
+}
+
+g4_status g4_drafter_mtp_default_max(const char *dir, int *k) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return g4_fail(G4_ERR_INPUT, "%s: cannot open (is '%s' a drafter directory?)", path, dir);
+    fclose(f);
+    return parse_generation_config(dir, k);
 }
 
 /* The last non-shared layer of each type in the target: where transformers' Gemma 4 stores the
@@ -315,7 +324,7 @@ g4_status g4_mtp_load(const char *dir, g4_model *target, g4_mtp **out) {
     d->fresh = 1;
     int double_wide = 0;
     g4_status st;
-    if ((st = parse_config(d, dir, &double_wide)) || (st = parse_generation_config(d, dir))) goto fail;
+    if ((st = parse_config(d, dir, &double_wide)) || (st = parse_generation_config(dir, &d->default_k))) goto fail;
     d->H = d->cfg.hidden_size;
     d->V = d->cfg.vocab_size;
     d->n_q = d->cfg.n_heads;
@@ -356,11 +365,6 @@ void g4_mtp_free(g4_mtp *d) {
 int g4_mtp_default_k(const g4_mtp *d) { return d->default_k; }
 int g4_mtp_vocab(const g4_mtp *d) { return d->V; }
 void g4_mtp_reset(g4_mtp *d) { d->fresh = 1, d->last_n = d->last_k = 0; }
-
-const float *g4_mtp_target_hidden(const g4_model *target, int row) {
-    /* forward.c's lm_head leaves each logit row's final-normed input there */
-    return target->h + (size_t)row * target->cfg.hidden_size;
-}
 
 /* ---------------------------------------------------------------- the forward pass */
 
@@ -513,7 +517,7 @@ static void drafter_free(g4_drafter *dr) {
     free(dr);
 }
 
-g4_status g4_mtp_drafter_new(const char *dir, g4_model *target, g4_drafter **out) {
+g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out) {
     *out = NULL;
     g4_mtp *d;
     g4_status st = g4_mtp_load(dir, target, &d);

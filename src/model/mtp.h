@@ -27,13 +27,6 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
 /* Forget the previous round (a new sequence starts with a prefill). */
 void g4_mtp_reset(g4_mtp *d);
 
-/* The target's final hidden state (after the final norm), [hidden_size], of logit row `row` of
- * its latest forward step (0: the first row it computed logits for — the last prompt row of a
- * prefill, the only row of a one-slot decode step; a verify step of k + 1 rows: row i chose the
- * token after its i-th input): what g4_draft_ctx's `hidden` takes. Valid until the next step. */
-const float *g4_mtp_target_hidden(const g4_model *target, int row);
-
-/* The drafter interface (draft.h) over g4_mtp_load; needs_hidden is set. */
-g4_status g4_mtp_drafter_new(const char *dir, g4_model *target, g4_drafter **out);
+/* The drafter interface over g4_mtp_load: g4_drafter_mtp_new (gemma4c.h). */
 
 #endif

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "gemma4c.h"
-#include "model/model.h"
 #include "model/mtp.h"
 
 #define TARGET "tests/fixtures/g4-causal-tiny"
@@ -34,6 +33,7 @@ static g4_model *load_target(void) {
     g4_model_opts_default(&o);
     o.ctx = 256;
     o.threads = 2;
+    o.verify_rows = 8;
     g4_model *m = NULL;
     if (g4_model_load(TARGET, &o, &m)) fail_msg("target: %s", g4_last_error());
     return m;
@@ -77,7 +77,7 @@ static void first_round(const char *name) {
         toks[P] = g4_argmax(lg, V);
         assert_int_equal(toks[P], greedy[0]);
         float *hid = malloc(sizeof(float) * H);
-        memcpy(hid, g4_mtp_target_hidden(m, 0), sizeof(float) * H);
+        assert_int_equal(g4_step_hidden(m, 0, hid), G4_OK);
         g4_draft_ctx ctx = {.tokens = toks, .n = P + 1, .target = m, .slot = 0, .kv_written = P, .hidden = hid};
         int max = g4_mtp_default_k(d) < P + n_new - (P + 1) - 1 ? g4_mtp_default_k(d) : P + n_new - (P + 1) - 1;
         assert_int_equal(g4_mtp_draft(d, &ctx, max, got, logits), K);
@@ -128,7 +128,7 @@ static void whole_trace(const char *name) {
         g4_mtp_reset(d);
         assert_int_equal(g4_prefill(m, 0, toks, P, lg), G4_OK);
         toks[P] = g4_argmax(lg, V);
-        memcpy(hid, g4_mtp_target_hidden(m, 0), sizeof(float) * H);
+        assert_int_equal(g4_step_hidden(m, 0, hid), G4_OK);
         int n = P + 1, kv_written = P, hrow = 0;
         size_t round = 0;
         while (n < max_length) {
@@ -147,19 +147,14 @@ static void whole_trace(const char *name) {
             if (wk != k || at < k)
                 fail_msg("%s/%s round %zu: drafted %d tokens, transformers %d; draft %d is %d, transformers %d", name, cname,
                          round, k, wk, at, at < k ? drafts[at] : -1, at < wk ? want[at] : -1);
-            /* verify: tokens[n - 1] then the drafts in one forward step of k + 1 rows */
+            /* verify: tokens[n - 1] then the drafts in one step of k + 1 rows */
             int32_t sel[65], in[65];
-            int slots[65], pos[65];
+            for (int i = 0; i <= k; i++) in[i] = i == 0 ? toks[n - 1] : drafts[i - 1];
+            const int slot = 0;
+            assert_int_equal(k ? g4_verify(m, 0, in, k + 1, lg) : g4_decode(m, 1, &slot, in, lg), G4_OK);
             for (int i = 0; i <= k; i++) {
-                in[i] = i == 0 ? toks[n - 1] : drafts[i - 1];
-                slots[i] = 0;
-                pos[i] = n - 1 + i;
-            }
-            assert_int_equal(g4_forward(m, k + 1, slots, pos, in, 0, k ? G4_STEP_BATCHED : 0, lg), G4_OK);
-            m->slot_pos[0] += k + 1;
-            for (int i = 0; i <= k; i++) {
-                sel[i] = g4_argmax(lg + (size_t)i * m->vmax, V);
-                memcpy(hid + (size_t)i * H, g4_mtp_target_hidden(m, i), sizeof(float) * H);
+                sel[i] = g4_argmax(lg + (size_t)i * V, V);
+                assert_int_equal(g4_step_hidden(m, i, hid + (size_t)i * H), G4_OK);
             }
             kv_written = n + k;
             int acc = 0;

@@ -422,6 +422,15 @@ typedef struct g4_drafter g4_drafter;   /* the drafter interface: src/generate/d
  * the sequence's last n tokens (prompt and output), trying n from n_max down to n_min.
  * G4_ERR_INPUT unless 1 <= n_min <= n_max <= 64. */
 g4_status g4_drafter_ngram_new(int n_min, int n_max, g4_drafter **out);
+/* Gemma 4's MTP drafter: the HF directory of a Gemma4UnifiedAssistantForCausalLM (config.json,
+ * model.safetensors, generation_config.json) beside `target`, checked against it (vocabulary,
+ * backbone width, KV heads and head sizes per layer type, window; one rank). Each round it reads
+ * the target's K/V of its last sliding and last full layer and its final hidden state, as
+ * transformers' assisted generation does (docs/speculative.md). */
+g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out);
+/* The drafter directory's drafts a round, num_assistant_tokens of its generation_config.json
+ * (transformers' default 20 without one): known before the target loads, for its verify_rows. */
+g4_status g4_drafter_mtp_default_max(const char *dir, int *k);
 void g4_drafter_free(g4_drafter *d);
 /* Drafts a round when the caller gives no draft_max. */
 int g4_drafter_default_max(const g4_drafter *d);

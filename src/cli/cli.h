@@ -135,9 +135,10 @@ g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int dept
                            cli_verify_timing *out);
 
 /* The speculative decoding options of run (cli_spec.c). */
-enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM };
+enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM, CLI_SPEC_MTP };
 typedef struct {
     int kind;                 /* CLI_SPEC_* */
+    const char *draft_dir;    /* --draft DIR: the MTP drafter (CLI_SPEC_MTP) */
     int draft_max;            /* 0: the drafter's default */
     int ngram_min, ngram_max; /* 0: the defaults */
     const char *trace_path;
@@ -146,13 +147,16 @@ typedef struct {
     g4_spec_params params;    /* for cli_gen_out.spec */
 } cli_spec;
 extern const char *const cli_spec_opts_help;
-/* --spec, --draft-max, --spec-ngram-min, --spec-ngram-max, --spec-trace (and the reserved --draft,
- * refused): as cli_parse_model_opt. */
+/* --spec, --draft, --draft-max, --spec-ngram-min, --spec-ngram-max, --spec-trace: as
+ * cli_parse_model_opt. */
 int cli_parse_spec_opt(const char *cmd, int argc, char **argv, int *i, cli_spec *s);
 /* After parsing, before the model loads: refuses a loop option without --spec, makes the drafter,
  * raises mo->verify_rows to fit the rounds and opens the trace file. 0, or the exit code after
  * reporting. */
 int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo);
+/* After the model loads: the drafter that reads it (--draft's MTP drafter, checked against it).
+ * 0, or the exit code after reporting. */
+int cli_spec_attach(cli_spec *s, g4_model *m);
 /* g4_spec_params.on_round writing the trace's JSON line to ctx (a FILE *). */
 void cli_spec_trace(void *ctx, const int32_t *drafted, int n, int accepted);
 /* Closes the trace and frees the drafter: 0, or the exit code after reporting a failed write. */

@@ -374,6 +374,13 @@ int cli_run(int argc, char **argv) {
     double t0 = g4_now();
     rc = load(&o, &m);
     if (rc) { cli_spec_close(&o.spec); prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
+    if ((rc = cli_spec_attach(&o.spec, m))) {
+        cli_spec_close(&o.spec);
+        prompt_free(&p);
+        cli_media_free(&o.md);
+        g4_model_free(m);
+        return rc;
+    }
     if ((st = prompt_after_load(&o, !o.ids_out || o.cons.kind, &p))) {
         cli_spec_close(&o.spec);
         prompt_free(&p);

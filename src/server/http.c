@@ -127,8 +127,22 @@ static enum MHD_Result reply_err(g4_srv *s, struct MHD_Connection *c, const char
     return reply(s, c, route, e->status, "application/json", g4_api_error_json(e));
 }
 
+/* Why the model can run no more steps (an MPI rank stopped answering: g4_model_group_lost), or
+ * NULL. Read only once loaded: the loader thread writes s->model before publishing READY. */
+static const char *model_lost(const g4_srv *s) {
+    return s->state == G4_SRV_READY ? g4_model_group_lost(s->model) : NULL;
+}
+
+/* A generation that failed: 503 when the model itself can no longer run (retry elsewhere), else 500. */
+static g4_api_error *gen_error(const g4_srv *s, g4_api_error *e, const char *msg) {
+    if (model_lost(s)) return g4_api_err(e, 503, "server_error", NULL, "tp_group_lost", "%s", msg);
+    return g4_api_err(e, 500, "server_error", NULL, NULL, "%s", msg);
+}
+
 static enum MHD_Result not_ready(g4_srv *s, struct MHD_Connection *c, const char *route) {
     g4_api_error e;
+    const char *lost = model_lost(s);
+    if (lost) return reply_err(s, c, route, g4_api_err(&e, 503, "server_error", NULL, "tp_group_lost", "%s", lost));
     int st = s->state;
     g4_api_err(&e, 503, "server_error", NULL, st == G4_SRV_LOADING ? "model_loading" : "unavailable", "%s",
                st == G4_SRV_LOADING ? "the model is still loading; retry when /health answers 200"
@@ -296,7 +310,7 @@ static int choice_events(conn_ctx *st, int i, int *error) {
     const int k1 = r->n_toks, done = r->done;
     if (done && r->finish == G4_FIN_ERROR) {
         g4_api_error e;
-        g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
+        gen_error(st->h->s, &e, r->err);
         char *ej = g4_api_error_json(&e);
         if (ej) {
             out_append(st, "data: ", 6);
@@ -412,8 +426,7 @@ static enum MHD_Result finished_reply(g4_srv *s, struct MHD_Connection *c, conn_
     g4_api_error err;
     for (int i = 0; i < cc->n; i++) {
         g4_req *r = cc->r[i];
-        if (r->finish == G4_FIN_ERROR)
-            return reply_err(s, c, cc->route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", r->err));
+        if (r->finish == G4_FIN_ERROR) return reply_err(s, c, cc->route, gen_error(s, &err, r->err));
         if (r->finish == G4_FIN_CANCELLED) return not_ready(s, c, cc->route);
     }
     return reply(s, c, cc->route, 200, "application/json", g4_api_response_json(&s->api, &cc->o, cc->r));
@@ -542,6 +555,12 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
                 return reply(s, c, rt, 503, "application/json",
                              strdup("{\"status\":\"failed\",\"error\":\"a model file shrank or was replaced under the "
                                     "running server; restart it with an intact file\"}"));
+            const char *lost = model_lost(s);
+            if (lost) {   /* every step fails from now on: the MPI group cannot be used again */
+                char body[512];   /* the reason is fixed text without quotes or backslashes */
+                snprintf(body, sizeof body, "{\"status\":\"failed\",\"error\":\"%s\"}", lost);
+                return reply(s, c, rt, 503, "application/json", strdup(body));
+            }
             if (st == G4_SRV_READY) return reply(s, c, rt, 200, "application/json", strdup("{\"status\":\"ok\"}"));
             return reply(s, c, rt, 503, "application/json",
                          strdup(st == G4_SRV_LOADING ? "{\"status\":\"loading\"}" : st == G4_SRV_FAILED ? "{\"status\":\"failed\"}"
@@ -561,7 +580,7 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
             return out ? reply(s, c, rt, 200, "application/json", out) : reply_err(s, c, rt, &err);
         }
         default:
-            if (s->state != G4_SRV_READY) return not_ready(s, c, rt);
+            if (s->state != G4_SRV_READY || model_lost(s)) return not_ready(s, c, rt);
             if (routes[i].kind == G4_API_CHAT && !s->tmpl)
                 return reply_err(s, c, rt, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
                                                       "this model has no chat template; use /v1/completions"));

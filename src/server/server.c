@@ -208,6 +208,11 @@ int g4_server_main(const g4_server_opts *o) {
     g4_template_free(s->tmpl);
     g4_vocab_index_free(s->vindex);
     g4_tokenizer_free(s->tok);
+    if (s->model && g4_model_group_lost(s->model)) {
+        /* exit status 1; the MPI library's exit handler then ends every rank (MPI_Abort) */
+        fprintf(stderr, "gemma4c serve: %s; ending every rank\n", g4_model_group_lost(s->model));
+        rc = 1;
+    }
     g4_model_free(s->model);
     g4_metrics_free(s->mx);
     if (s->api.renders) sem_destroy(&s->renders);

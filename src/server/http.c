@@ -41,6 +41,8 @@ struct conn_ctx {
     int answered;                 /* a response was queued from the headers alone (413 by Content-Length) */
     int received;                 /* the whole request is in (the receive deadline no longer applies) */
     int generating;               /* handed to generate(): a resumed connection goes back there */
+    int half_closed;              /* the client ended its sending side just after its request */
+    double t_received;            /* when generate() first saw the whole request */
     /* a generation */
     int phase;                    /* under h->mu while a parse worker holds it */
     int fail;                     /* F_*, set by the parse worker */
@@ -63,12 +65,33 @@ struct conn_ctx {
     int sent_first, finished;
 };
 
-/* The peer closed or reset its side: nothing more can reach it, so stop generating. */
-static int client_gone(int fd) {
-    if (fd < 0) return 0;
+enum { PEER_OK, PEER_GONE, PEER_EOF };
+
+/* PEER_GONE: reset, or closed both ways; PEER_EOF: the peer ended its sending side (FIN) — a
+ * client that half-closed after its request, or one that closed its socket: the two look the
+ * same until something is written to it. */
+static int peer_state(int fd) {
+    if (fd < 0) return PEER_OK;
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    if (poll(&p, 1, 0) <= 0) return PEER_OK;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return PEER_GONE;
+    return p.revents & POLLRDHUP ? PEER_EOF : PEER_OK;
 }
+
+/* The client went away, so stop generating for it. An end of stream seen within HALF_CLOSE_S
+ * of the request's arrival is a half-close (shutdown(SHUT_WR) right after sending, as `nc -N` and
+ * some proxies do: the client still reads its answer); one that comes later is a client that gave
+ * up. A "half-closed" client that had in fact closed is found out when its answer (a stream: its
+ * next event) is written, or, not streaming, runs to its end: the price of answering half-closes. */
+#define HALF_CLOSE_S 0.5
+static int client_gone(conn_ctx *cc) {
+    const int st = peer_state(cc->fd);
+    if (st == PEER_EOF && !cc->half_closed && g4_now() - cc->t_received < HALF_CLOSE_S) cc->half_closed = 1;
+    return st == PEER_GONE || (st == PEER_EOF && !cc->half_closed);
+}
+
+/* The fd the ticker watches for a gone client: none for a half-closed one (it always reads EOF). */
+static int watched_fd(const conn_ctx *cc) { return cc->half_closed ? -1 : cc->fd; }
 
 static int conn_fd(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -371,8 +394,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (st->out_len) continue;
         /* nothing new: sleep until the scheduler has news (or the ticker looks at the client) */
-        if (client_gone(st->fd)) break;
-        const int slept = http_sleep(st->h, &st->w, st->c, st->fd, 0);
+        if (client_gone(st)) break;
+        const int slept = http_sleep(st->h, &st->w, st->c, watched_fd(st), 0);
         if (slept > 0) return 0;
         if (slept < 0) break;   /* shutting down */
     }
@@ -445,6 +468,8 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
         if (phase == P_NONE) {
             cc->generating = 1;
             cc->fd = conn_fd(c);
+            cc->t_received = g4_now();
+            client_gone(cc);   /* notes a half-close that is already there */
             cc->c = c;
             cc->phase = P_PARSING;
             http_queue_parse(h, ctx_ref(cc));
@@ -462,7 +487,7 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
         } else if (phase == P_RUNNING) {
             if (cc->o.stream ? any_admitted_or_done(cc) : all_done(cc))
                 return cc->o.stream ? start_stream(s, c, cc) : finished_reply(s, c, cc);
-            if (client_gone(cc->fd)) {
+            if (client_gone(cc)) {
                 cancel_all(cc);
                 g4_metrics_request(s->mx, cc->route, 499);   /* nginx's "client closed request" */
                 return MHD_NO;
@@ -477,7 +502,7 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
             }
         }
         /* P_PARSING, or P_RUNNING with nothing to say yet: sleep until there is news */
-        const int slept = http_sleep(h, &cc->w, c, cc->fd, wake_at);
+        const int slept = http_sleep(h, &cc->w, c, watched_fd(cc), wake_at);
         if (slept > 0) return MHD_YES;
         if (slept < 0) {   /* shutting down */
             cancel_all(cc);

@@ -206,6 +206,13 @@ void g4_tokenizer_free(g4_tokenizer *t);
  * post-processor (e.g. prepends <bos>). *ids is malloc'ed; the caller frees it. */
 g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int add_special,
                       int32_t **ids, size_t *n_ids);
+/* g4_tokenize, except that no special token is matched where its text overlaps one of the byte
+ * ranges plain [2 * n_plain] (start, end pairs, sorted, disjoint): there it is tokenized as the
+ * text it is (transformers' split_special_tokens, for those ranges only). */
+g4_status g4_tokenize_plain(const g4_tokenizer *t, const char *text, size_t len, int add_special, const size_t *plain,
+                            size_t n_plain, int32_t **ids, size_t *n_ids);
+/* The leftmost (longest) special token text in s [n]: 1 with its byte range, 0 when none. */
+int g4_find_special_text(const g4_tokenizer *t, const char *s, size_t n, size_t *start, size_t *end);
 /* Decodes ids to UTF-8 text. skip_special != 0 drops special added tokens. *text is malloc'ed
  * and NUL-terminated. */
 g4_status g4_detokenize(const g4_tokenizer *t, const int32_t *ids, size_t n, int skip_special,

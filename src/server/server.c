@@ -146,6 +146,7 @@ int g4_server_main(const g4_server_opts *o) {
     s->api.model_path = o->model_path;
     s->api.render_budget = (size_t)o->max_render_mb << 20;
     s->api.max_messages = o->max_messages;
+    s->api.no_special_in_content = o->no_special_in_content;
     s->api.max_tools = o->max_tools;
     if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();

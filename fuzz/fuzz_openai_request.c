@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_once();
     if (!size) return 0;
     const int route = data[0] % 6;   /* 5: /v1/responses */
+    ctx.no_special_in_content = (data[0] / 6) & 1;   /* --no-special-in-content's marking too */
     const char *body = (const char *)data + 1;
     const size_t len = size - 1;
     g4_api_error err;

@@ -1,6 +1,7 @@
 /* fuzz_openai_request.c — libFuzzer target for the server's request handling past the socket
  * (src/server/openai.c, responses.c): the first byte picks the route (chat, completions, /generate,
- * /tokenize, /detokenize, /v1/responses), the rest is the request body, parsed through the same entry points http.c calls
+ * /tokenize, /detokenize, /v1/responses; mod 6) and --no-special-in-content (its next bit), the
+ * rest is the request body, parsed through the same entry points http.c calls
  * with the tiny fixture model's tokenizer, chat template and vocabulary index (loaded once;
  * G4_FUZZ_MODEL overrides the directory). A request must parse or be refused with a 4xx/5xx
  * error whose JSON is well formed; a parsed one must serialize its SSE opening chunk. */

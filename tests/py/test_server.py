@@ -346,6 +346,9 @@ def _raw_request(port, body, half_close):
     sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                  b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
     if half_close:
+        # a moment after the request: libmicrohttpd itself drops a request whose end of stream it
+        # reads before it has parsed the request (docs/server.md); that race is not under test
+        time.sleep(0.05)
         sock.shutdown(socket.SHUT_WR)
     got = b""
     while True:
@@ -552,4 +555,7 @@ def test_template_errors_name_no_server_path(srv):
     assert e["message"].startswith("chat template: chat_template.jinja:"), e
     assert str(MODEL) not in e["message"] and str(MODEL.parent) not in e["message"], e
     assert "/" not in e["message"], e
-    assert any(str(MODEL / "chat_template.jinja") in ln for ln in srv.log)   # the server's own log keeps it
+    t0 = time.time()   # the server's own log keeps it (its stderr reader may be a moment behind)
+    while not any(str(MODEL / "chat_template.jinja") in ln for ln in srv.log) and time.time() - t0 < 5:
+        time.sleep(0.02)
+    assert any(str(MODEL / "chat_template.jinja") in ln for ln in srv.log)

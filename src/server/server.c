@@ -189,6 +189,12 @@ int g4_server_main(const g4_server_opts *o) {
             fprintf(stderr, "gemma4c serve: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             break;
         }
+        /* --exit-on-tp-loss: a lost MPI group ends the process (and so the job) for a supervisor
+         * to restart, instead of answering 503 until stopped */
+        if (o->exit_on_tp_loss && s->state == G4_SRV_READY && g4_model_group_lost(s->model)) {
+            fprintf(stderr, "gemma4c serve: exiting (--exit-on-tp-loss)\n");
+            break;
+        }
         if (s->state == G4_SRV_FAILED) {
             fprintf(stderr, "gemma4c serve: %s\n", s->load_error);
             /* bad input (a missing or malformed model) exits 2, as every subcommand does */

@@ -42,6 +42,7 @@ typedef struct {
     int n_cors;
     int max_messages, max_tools;   /* per request (0: no limit) */
     int no_special_in_content;   /* special-token text in messages / tools stays text (openai.c) */
+    int exit_on_tp_loss;         /* a lost MPI group (g4_model_group_lost) ends the process */
     double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */

@@ -316,6 +316,19 @@ def test_mpi_rank_stopped_while_idle_turns_health_503(g4_bin):
             status = requests.get(url + "/health", timeout=5).status_code
         assert status == 503, "".join(log)
         assert time.time() - t0 < 5 + TP_TIMEOUT + 8
+        assert p.poll() is None   # it stays up to say so
+    finally:
+        _end_mpi(p, ranks)
+
+
+def test_mpi_exit_on_tp_loss_ends_the_job(g4_bin):
+    """--exit-on-tp-loss: the lost group ends the whole job by itself (status != 0)."""
+    p, url, log, ranks = _serve_mpi2(g4_bin, "--tp-timeout", TP_TIMEOUT, "--exit-on-tp-loss")
+    try:
+        os.kill(ranks[1], signal.SIGSTOP)
+        t0 = time.time()
+        rc = p.wait(5 + TP_TIMEOUT + 20)
+        assert rc != 0 and time.time() - t0 < 5 + TP_TIMEOUT + 15, "".join(log)
     finally:
         _end_mpi(p, ranks)
 

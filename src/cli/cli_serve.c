@@ -16,8 +16,8 @@ static void help(FILE *f) {
                "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
-               "                     [--max-messages 10000] [--max-tools 128]\n"
-               "                     [--max-audio-seconds 30]\n"
+               "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
+               "                     [--max-audio-seconds 30] [--exit-on-tp-loss]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -35,6 +35,10 @@ static void help(FILE *f) {
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
                "--queue-timeout seconds for a slot gets 503 with Retry-After (0: it waits). --cors-origin\n"
                "(repeatable, or '*') lets browser pages from those origins call the API.\n"
+               "--no-special-in-content: special-token text in messages and tools (e.g. '<turn|>') is\n"
+               "tokenized as plain text, not as control tokens (default: as the reference tokenizes it).\n"
+               "Under --tp-backend mpi a rank that answers no collective within --tp-timeout makes every\n"
+               "request and /health a 503; --exit-on-tp-loss exits (status 1, ending the job) instead.\n"
                "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
                "parts (docs/server.md).\n");
     fputs(cli_model_opts_help, f);
@@ -95,6 +99,8 @@ int cli_serve(int argc, char **argv) {
         }
         else if (!strcmp(a, "--api-key-file")) { NEEDV(); if (!add_key_file(cmd, &o, keys, v)) return 2; }
         else if (!strcmp(a, "--auth-all")) o.auth_all = 1;
+        else if (!strcmp(a, "--no-special-in-content")) o.no_special_in_content = 1;
+        else if (!strcmp(a, "--exit-on-tp-loss")) o.exit_on_tp_loss = 1;
         else if (!strcmp(a, "--max-queue")) INTV(0, 1 << 20, o.max_queue);
         else if (!strcmp(a, "--max-render-mb")) INTV(1, 1 << 20, o.max_render_mb);
         else if (!strcmp(a, "--max-renders")) INTV(1, 1024, o.max_renders);

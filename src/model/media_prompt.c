@@ -231,6 +231,8 @@ static g4_status prefill_range(g4_model *m, int slot, g4_media_prompt *p, int fr
         if (g4_mapped_file_lost())
             st = g4_fail(G4_ERR_IO, "a memory-mapped model file shrank or was replaced while the model ran; "
                                     "restart with an intact file");
+        else if (g4_model_group_lost(m))
+            st = g4_fail(G4_ERR_RUNTIME, "%s", g4_model_group_lost(m));
         done += R;
     }
     free(slots);

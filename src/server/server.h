@@ -41,6 +41,8 @@ typedef struct {
     const char **cors;       /* --cors-origin values ("*": any origin); n_cors of them */
     int n_cors;
     int max_messages, max_tools;   /* per request (0: no limit) */
+    int no_special_in_content;   /* special-token text in messages / tools stays text (openai.c) */
+    int exit_on_tp_loss;         /* a lost MPI group (g4_model_group_lost) ends the process */
     double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
@@ -185,6 +187,7 @@ typedef struct {
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
     const struct g4_media_cfg *media;   /* image_url parts' settings */
     int max_messages, max_tools;   /* per request (0: no limit) */
+    int no_special_in_content;     /* --no-special-in-content */
 } g4_api_ctx;
 
 /* ---------------------------------------------------------------- images in chat (media_parts.c) */

@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--bench-model", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "g4-bench"))
     ap.add_argument("--gguf", default=None, help="default: what scripts/gemma3-270m.sh prints")
     ap.add_argument("--llama-server", default=None)
+    ap.add_argument("--llama-label", default="", help="what llama-server is (e.g. its commit), for the report")
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", choices=("bench", "gguf"), default=None,
@@ -142,16 +143,16 @@ def main() -> None:
     if ll and ("Gemma 3 270M", "schema") in res:
         u = res[("Gemma 3 270M", "schema")]
         o = res[("Gemma 3 270M", "json_object")]
-        lines += ["", f"## Side by side with llama-server on {shown(gguf)} (same prompt, schema, threads)", "",
+        lines += ["", f"## Side by side with llama-server {a.llama_label} on {shown(gguf)} (same prompt, schema, threads)", "",
                   "llama-server's `timings` of one /completion each (temperature 1, seed 1; unconstrained with "
                   "`ignore_eos`; constrained until the grammar ends); gemma4c: grammar_bench above.", "",
-                  "| engine | tok/s unconstrained | tok/s schema | schema / unconstrained | tok/s json_object | json_object / unconstrained | tokens (schema) |",
-                  "|---|---:|---:|---:|---:|---:|---:|",
-                  f"| gemma4c | {u['tok_s_unconstrained']:.2f} | {u['tok_s_constrained']:.2f} | {u['constrained_over_unconstrained']:.3f} | "
-                  f"{o['tok_s_constrained']:.2f} | {o['tok_s_constrained'] / o['tok_s_unconstrained']:.3f} | {a.n} |",
-                  f"| llama-server | {ll['unconstrained']['tok_s']:.2f} | {ll['schema']['tok_s']:.2f} | "
-                  f"{ll['schema']['tok_s'] / ll['unconstrained']['tok_s']:.3f} | {ll['json_object']['tok_s']:.2f} | "
-                  f"{ll['json_object']['tok_s'] / ll['unconstrained']['tok_s']:.3f} | {ll['schema']['tokens']} |"]
+                  "| engine | tok/s unconstrained | tok/s schema (tokens) | schema / unconstrained | tok/s json_object (tokens) | json_object / unconstrained |",
+                  "|---|---:|---:|---:|---:|---:|",
+                  f"| gemma4c | {u['tok_s_unconstrained']:.2f} | {u['tok_s_constrained']:.2f} ({a.n}) | {u['constrained_over_unconstrained']:.3f} | "
+                  f"{o['tok_s_constrained']:.2f} ({a.n}) | {o['tok_s_constrained'] / o['tok_s_unconstrained']:.3f} |",
+                  f"| llama-server | {ll['unconstrained']['tok_s']:.2f} | {ll['schema']['tok_s']:.2f} ({ll['schema']['tokens']}) | "
+                  f"{ll['schema']['tok_s'] / ll['unconstrained']['tok_s']:.3f} | {ll['json_object']['tok_s']:.2f} ({ll['json_object']['tokens']}) | "
+                  f"{ll['json_object']['tok_s'] / ll['unconstrained']['tok_s']:.3f} |"]
     lines += ["", "Command:", "", "```sh",
               f"python3 bench/grammar_speed.py -n {a.n} --threads {a.threads}" + (f" --only {a.only}" if a.only else "")
               + (" --llama-server LLAMA_SERVER" if ll else ""),

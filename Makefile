@@ -126,5 +126,9 @@ $(BUILD)/bench/gemm_bench: bench/gemm_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
 
+$(BUILD)/bench/grammar_bench: bench/grammar_bench.c $(BUILD)/libgemma4c.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
+
 bench-tokenizer: $(BUILD)/bench/tokenizer_bench
 	$(BENCH_PY) bench/tokenizer_bench.py --bin $(BUILD)/bench/tokenizer_bench

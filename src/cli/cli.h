@@ -99,6 +99,9 @@ int cli_media_check(const char *cmd, const cli_media *md);
 /* Loads the images and audio clips through the model directory's processor settings; *max_soft:
  * the most soft tokens of one image (0 without images: audio may be split across prefill steps). */
 g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
+/* `tokenize --mmproj FILE`: FILE beside a GGUF model is a gemma4uv / gemma4ua mmproj with the
+ * projectors md's media need (the processor settings then come from it, as for run). */
+g4_status cli_mmproj_check(const char *model, const char *mmproj, const cli_media *md);
 /* The prompt `ids` with its image and audio placeholders expanded for the loaded media. */
 g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,
                            g4_media_prompt **out);

@@ -3,6 +3,7 @@
  * the prompt assembly are the library's (g4_image_*, g4_audio_*, g4_media_prompt_*). */
 #include "cli/cli.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,20 @@ g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft) {
         if (!st && md->images[i]->n_patches > *max_soft) *max_soft = md->images[i]->n_patches;
     }
     return st;
+}
+
+int cli_model_has_vision(const char *model, const char *mmproj) {
+    if (mmproj) return 1;
+    g4_source *src;
+    if (g4_source_open(model, &src)) return 0;
+    const char *data = NULL;
+    size_t len = 0;
+    g4_source_file(src, "config.json", &data, &len, NULL);   /* a directory or a .g4c pack */
+    json_t *root = data ? json_loadb(data, len, 0, NULL) : NULL;
+    const int has = root && json_is_object(json_object_get(root, "vision_config"));
+    json_decref(root);
+    g4_source_close(src);
+    return has;
 }
 
 g4_status cli_mmproj_check(const char *model, const char *mmproj, const cli_media *md) {

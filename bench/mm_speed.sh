@@ -79,70 +79,31 @@ record_machine
 record_g4_commit
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 
-# 3. gemma4c: the HF checkpoint, then the GGUF + mmproj (the chat turn mtmd-cli renders for -p)
+# 3. gemma4c (the HF checkpoint, then the GGUF + mmproj; the chat turn mtmd-cli renders for -p),
+# then 4. llama.cpp's mtmd on the same files (image, then audio, REPS runs each): two measurement
+# blocks, each under LOCK once
 G4_PROMPT=$'<start_of_turn>user\n<|image|>'"$PROMPT_TEXT"$'<end_of_turn>\n<start_of_turn>model\n'
-log "gemma4c on $SLICE"
-locked timeout 290 "$MM_BENCH" -m "$SLICE" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" --threads "$THREADS" \
-  > "$OUT/g4-hf.json"
-log "gemma4c on $TEXT_GGUF + mmproj"
-locked timeout 290 "$MM_BENCH" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" \
-  --threads "$THREADS" > "$OUT/g4-gguf.json"
-
-# 4. llama.cpp's mtmd on the same files, image then audio, REPS runs each
 MTMD=$LLAMA_BIN/llama-mtmd-cli
 [ -x "$MTMD" ] || die "no llama-mtmd-cli in LLAMA_BIN=$LLAMA_BIN"
-for r in $(seq 1 "$REPS"); do
-  for kind in image audio; do
-    media=$IMG; [ $kind = audio ] && media=$WAV
-    log "llama-mtmd-cli $kind, run $r"
-    locked timeout 290 "$MTMD" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --$kind "$media" -p "$PROMPT_TEXT" -n 1 --temp 0 \
-      -t "$THREADS" -c 4096 > "$OUT/mtmd-$kind-$r.log" 2>&1 || echo "exit $?" >> "$OUT/mtmd-$kind-$r.log"
-  done
-done
+"$MTMD" --version > "$OUT/mtmd-version.txt" 2>&1 || true
+export MM_BENCH SLICE TEXT_GGUF MMPROJ IMG WAV G4_PROMPT PROMPT_TEXT REPS THREADS OUT MTMD
+log "gemma4c on $SLICE and on $TEXT_GGUF + mmproj"
+locked timeout 295 bash -c '
+  "$MM_BENCH" -m "$SLICE" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" --threads "$THREADS" > "$OUT/g4-hf.json" &&
+  "$MM_BENCH" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" \
+    --threads "$THREADS" > "$OUT/g4-gguf.json"'
+log "llama-mtmd-cli, image and audio, $REPS runs each"
+locked timeout 295 bash -c '
+  for r in $(seq 1 "$REPS"); do
+    for kind in image audio; do
+      media=$IMG; [ $kind = audio ] && media=$WAV
+      "$MTMD" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --$kind "$media" -p "$PROMPT_TEXT" -n 1 --temp 0 -t "$THREADS" -c 4096 \
+        > "$OUT/mtmd-$kind-$r.log" 2>&1 || echo "exit $?" >> "$OUT/mtmd-$kind-$r.log"
+    done
+  done' || log "llama-mtmd-cli: the block ended early (exit $?)"
 
 # 5. the report
-"${REF_PY}" - "$OUT" "$REPS" "$THREADS" > "$OUT/report.md" <<'EOF'
-import json, re, statistics, sys
-out, reps, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-hf, gg = (json.load(open(f"{out}/g4-{k}.json")) for k in ("hf", "gguf"))
-
-def mtmd(kind):
-    enc, dec, pe, ntok, err = [], [], [], None, None
-    for r in range(1, reps + 1):
-        log = open(f"{out}/mtmd-{kind}-{r}.log", errors="replace").read()
-        m = re.search(r"slice encoded in (\d+) ms", log)
-        if not m:
-            err = [l for l in log.splitlines() if re.search(r"error|failed|exit \d", l, re.I)][-3:] or log.splitlines()[-3:]
-            continue
-        enc.append(float(m.group(1)) / 1e3)
-        d = re.findall(r"decoded \(batch \d+/\d+\) in (\d+) ms", log)
-        dec.append(sum(float(x) for x in d) / 1e3)
-        p = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", log)
-        if p: pe.append(float(p.group(1)) / 1e3)
-        n = re.findall(r"n_tokens_batch = (\d+)", log)
-        ntok = sum(int(x) for x in n) if n else ntok
-    med = lambda v: f"{statistics.median(v):.3f}" if v else "—"
-    return dict(enc=med(enc), dec=med(dec), pe=med(pe), ntok=ntok, err=err, n=len(enc))
-
-mi, ma = mtmd("image"), mtmd("audio")
-print("# Multimodal speed at the 12B's widths: gemma4c and llama.cpp's mtmd\n")
-print(f"12B-width slice with the 12B's embedders (`make_12b_slice.py --mm`), {threads} threads, median of {reps}. "
-      f"Image: {hf['src_width']} x {hf['src_height']} JPEG -> {hf['soft_tokens']} soft tokens (max 280); "
-      f"audio: 30 s at 16 kHz -> {hf['audio_frames']} frames. Seconds.\n")
-print("| | gemma4c, HF checkpoint | gemma4c, GGUF + mmproj | llama.cpp mtmd, GGUF + mmproj |")
-print("|---|---:|---:|---:|")
-print(f"| image preprocessing (decode, resize, patches) | {hf['image_preprocess_s']:.3f} | {gg['image_preprocess_s']:.3f} | in its encode |")
-print(f"| image embedder (6912 -> 3840 -> 3840) | {hf['image_embed_s']:.3f} | {gg['image_embed_s']:.3f} | {mi['enc']} (encode, with preprocessing) |")
-print(f"| audio preprocessing (30 s) | {hf['audio_preprocess_s']:.3f} | {gg['audio_preprocess_s']:.3f} | in its encode |")
-print(f"| audio embedder (750 x 640 -> 3840) | {hf['audio_embed_s']:.3f} | {gg['audio_embed_s']:.3f} | {ma['enc']} (encode) |")
-print(f"| image prompt, time to first token ({hf['prompt_tokens']} tokens; gemma4c: preprocessing + embedder + prefill) "
-      f"| {hf['image_prompt_ttft_s']:.3f} | {gg['image_prompt_ttft_s']:.3f} | {mi['enc']} encode + {mi['pe']} prompt eval |")
-print(f"\nllama.cpp: soft tokens decoded for the image {mi['ntok']}, for the clip {ma['ntok']}; "
-      f"the image's soft-token decode alone {mi['dec']} s; runs that reported: image {mi['n']}/{reps}, audio {ma['n']}/{reps}.")
-for k, v in (("image", mi), ("audio", ma)):
-    if v["err"]:
-        print(f"\nllama.cpp {k}: no timing in its log; its last lines:\n\n```\n" + "\n".join(v["err"]) + "\n```")
-EOF
+"$REF_PY" "$REPO/bench/mm_speed_report.py" "$OUT" "$REPS" "$THREADS" > "$OUT/report.md"
 {
   cat "$OUT/report.md"
   echo

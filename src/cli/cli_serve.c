@@ -13,7 +13,8 @@ static void help(FILE *f) {
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
                "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192] [--media-dir DIR]\n"
-               "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
+               "                     [--max-media-per-request 8] [--max-soft-tokens N] [--soft-tokens-cap N]\n"
+               "                     [--max-image-pixels N]\n"
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
@@ -40,7 +41,9 @@ static void help(FILE *f) {
                "Under --tp-backend mpi a rank that answers no collective within --tp-timeout makes every\n"
                "request and /health a 503; --exit-on-tp-loss exits (status 1, ending the job) instead.\n"
                "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
-               "parts (docs/server.md).\n");
+               "parts (docs/server.md). --max-soft-tokens N: soft tokens per image unless a request's\n"
+               "mm_processor_kwargs.max_soft_tokens says; --soft-tokens-cap N: the most a request may ask\n"
+               "(default: --max-soft-tokens; the prefill chunk is raised to hold an image this large).\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -119,10 +122,11 @@ int cli_serve(int argc, char **argv) {
             o.max_audio_seconds = sec;
         }
         else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
-        else if (!strcmp(a, "--max-soft-tokens")) {
-            INTV(70, 1120, o.max_soft_tokens);
+        else if (!strcmp(a, "--max-soft-tokens") || !strcmp(a, "--soft-tokens-cap")) {
+            int *dst = !strcmp(a, "--max-soft-tokens") ? &o.max_soft_tokens : &o.soft_tokens_cap;
+            INTV(70, 1120, *dst);
             if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
-                return cli_usage_error(cmd, "--max-soft-tokens expects 70, 140, 280, 560 or 1120, got %ld", n);
+                return cli_usage_error(cmd, "%s expects 70, 140, 280, 560 or 1120, got %ld", a, n);
         }
         else if (!strcmp(a, "--timeout")) INTV(1, 86400, o.timeout_s);
         else if (!strcmp(a, "--max-connections")) INTV(1, 1 << 20, o.max_connections);

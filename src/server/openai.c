@@ -482,7 +482,7 @@ static const char *const CHAT_FIELDS[] = {
     "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "stream", "stream_options", "n",
     "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort",
     "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar",
-    NULL};
+    "mm_processor_kwargs", NULL};
 static const char *const COMPLETION_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
     "presence_penalty", "logprobs", "stream", "stream_options", "n", "logit_bias", "echo", "suffix", "best_of",
@@ -749,6 +749,7 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     if (kind == G4_API_CHAT) {
         r->chat = 1;
         if (parse_chat_controls(c, root, r, err)) goto fail;
+        if (g4_media_request_opts(c, root, r, err)) goto fail;   /* before the parts' images load */
     }
     /* llama-server's "grammar": GBNF text the output must follow (the same engine as
      * response_format's JSON) */

@@ -79,8 +79,11 @@ static void *loader(void *arg) {
     const int have_image_opts = !g4_image_opts_load(media_src, &mc->image);
     if (s->opts.max_soft_tokens) mc->image.max_soft_tokens = s->opts.max_soft_tokens;
     if (s->opts.max_image_pixels) mc->image.max_pixels = s->opts.max_image_pixels;
-    if (have_image_opts && (mo.mmproj || g4_media_dir_has_vision(dir)) && mc->image.max_soft_tokens > mo.prefill_chunk)
-        mo.prefill_chunk = mc->image.max_soft_tokens;
+    /* a request may ask for up to the cap (mm_processor_kwargs), so the chunk holds that */
+    mc->soft_tokens_cap = s->opts.soft_tokens_cap > mc->image.max_soft_tokens ? s->opts.soft_tokens_cap
+                                                                             : mc->image.max_soft_tokens;
+    if (have_image_opts && (mo.mmproj || g4_media_dir_has_vision(dir)) && mc->soft_tokens_cap > mo.prefill_chunk)
+        mo.prefill_chunk = mc->soft_tokens_cap;
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
     mc->vision = !st && have_image_opts && g4_model_has_vision(s->model);

@@ -78,6 +78,12 @@ typedef struct {
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
     g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* float weights on pre-packed input, or NULL */
+    /* Row-invariant multi-row decode (several slots' tokens, a speculative verify): for any T, row t
+     * of the result is bit-identical to matmul[dt] on row t alone over the same [n0, n1) — each
+     * (weight row, activation row) pair summed in the one-row kernel's order — with each weight
+     * row read from DRAM once for all T rows. NULL where the table has none (scalar: matmul itself
+     * is row-invariant). A table that replaces matmul[dt] replaces this entry with it. */
+    g4_matmul_fn matmul_rows[G4_DT_COUNT];
     g4_pack_x_fn pack_x;                      /* the input packing matmul_xp takes */
     /* The exact GEMM for bf16 weights on AMX (kernels.h g4_xbf16_put_row_split3): the input as
      * three bf16 planes in the tile layout, `plane` elements apart; NULL without AMX */

@@ -267,11 +267,12 @@ float *g4_rows_scratch_avx2(size_t floats) {
 /* one weight row w against TG activation rows of xs (even/odd split, stride K); eo_block's TR = 1
  * chains per activation row; results to y[t * ldy] */
 static inline __attribute__((always_inline)) void eo_rows_pass(const float *xs, int TG, int K, const uint16_t *w,
-                                                              float *y, int ldy) {
+                                                              float *y, int ldy, int pf) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
     __m256 ae[ROWS_TG], ao[ROWS_TG];
     for (int t = 0; t < TG; t++) ae[t] = ao[t] = _mm256_setzero_ps();
     for (int k = 0; k < K; k += 16) {
+        if (pf && !(k & 31)) _mm_prefetch((const char *)(w + k) + G4_PF_BYTES, _MM_HINT_T0);
         const __m256i v = _mm256_loadu_si256((const __m256i *)(w + k));
         const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
         for (int t = 0; t < TG; t++) {
@@ -282,14 +283,16 @@ static inline __attribute__((always_inline)) void eo_rows_pass(const float *xs, 
     for (int t = 0; t < TG; t++) y[(size_t)t * ldy] = hsum(_mm256_add_ps(ae[t], ao[t]));
 }
 
-static void eo_rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy) {
+/* pf: the first group over a block, which reads its weights from DRAM: prefetch them G4_PF_BYTES
+ * ahead, linearly (the block's rows are consecutive) */
+static void eo_rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy, int pf) {
     switch (TG) {   /* compile-time TG: the accumulators stay in registers */
-    case 6: eo_rows_pass(xs, 6, K, w, y, ldy); break;
-    case 5: eo_rows_pass(xs, 5, K, w, y, ldy); break;
-    case 4: eo_rows_pass(xs, 4, K, w, y, ldy); break;
-    case 3: eo_rows_pass(xs, 3, K, w, y, ldy); break;
-    case 2: eo_rows_pass(xs, 2, K, w, y, ldy); break;
-    default: eo_rows_pass(xs, 1, K, w, y, ldy); break;
+    case 6: eo_rows_pass(xs, 6, K, w, y, ldy, pf); break;
+    case 5: eo_rows_pass(xs, 5, K, w, y, ldy, pf); break;
+    case 4: eo_rows_pass(xs, 4, K, w, y, ldy, pf); break;
+    case 3: eo_rows_pass(xs, 3, K, w, y, ldy, pf); break;
+    case 2: eo_rows_pass(xs, 2, K, w, y, ldy, pf); break;
+    default: eo_rows_pass(xs, 1, K, w, y, ldy, pf); break;
     }
 }
 
@@ -307,7 +310,7 @@ void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n
             for (int t0 = 0; t0 < T; t0 += ROWS_TG) {
                 const int tg = T - t0 < ROWS_TG ? T - t0 : ROWS_TG;
                 for (int i = 0; i < 4; i++)
-                    eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy);
+                    eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy, !t0);
             }
         }
     }

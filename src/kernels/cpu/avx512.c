@@ -224,35 +224,51 @@ static void gemv_bf16(const float *x, int K, const uint16_t *W, int n0, int n1, 
 
 /* ---- row-invariant multi-row decode over bf16 weights (kernels.h matmul_rows): every (weight
  * row, activation row) pair summed exactly as gemv_bf16 above sums one row (16-lane even and odd
- * chains over the columns in order, reduced together), each weight row read once for up to
- * ROWS_TG activation rows and a 4-row block kept in L1/L2 while every group passes over it, so a
+ * chains over the columns in order, reduced together), two weight rows at a time against up to
+ * ROWS_TG activation rows, a 4-row block kept in L1/L2 while every group passes over it (the
+ * weights are read from DRAM once), so a
  * row's result does not depend on how many rows share the step (slots decoding together, a
  * speculative verify). Shapes gemv_bf16 does not take go to avx2.c's multi-row kernel in the
  * one-row order they have there (rows of 8 KB and more: the eo GEMV). */
-enum { ROWS_TG = 8 };   /* 16 accumulators of the 32 registers */
+enum { ROWS_TG = 6 };   /* 2 weight rows x 6 activation rows x even/odd: 24 accumulators */
 
-static inline __attribute__((always_inline)) void rows_pass(const float *xs, int TG, int K, const uint16_t *w, float *y,
-                                                           int ldy) {
+/* weight rows w and w + K (NW = 2, or w alone) against TG activation rows of xs (stride K): each
+ * loaded x vector feeds both weight rows, so the loop is bound by the FMAs, not the loads. The
+ * first group of a block prefetches the weights G4_PF_BYTES ahead (the block's rows are
+ * consecutive, so linearly) into L1; later groups find them in L1/L2. */
+static inline __attribute__((always_inline)) void rows_pass(const float *xs, int TG, int NW, int K, const uint16_t *w,
+                                                           float *y, int ldy, int pf) {
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
-    __m512 ae[ROWS_TG], ao[ROWS_TG];
-    for (int t = 0; t < TG; t++) ae[t] = ao[t] = _mm512_setzero_ps();
+    __m512 ae[2][ROWS_TG], ao[2][ROWS_TG];
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) ae[r][t] = ao[r][t] = _mm512_setzero_ps();
     for (int k = 0; k < K; k += 32) {
-        const __m512i v = _mm512_loadu_si512(w + k);
-        const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+        __m512 we[2], wo[2];
+        for (int r = 0; r < NW; r++) {
+            if (pf) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T0);
+            const __m512i v = _mm512_loadu_si512(w + (size_t)r * K + k);
+            we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+            wo[r] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+        }
         for (int t = 0; t < TG; t++) {
-            ae[t] = _mm512_fmadd_ps(we, _mm512_load_ps(xs + (size_t)t * K + k), ae[t]);
-            ao[t] = _mm512_fmadd_ps(wo, _mm512_load_ps(xs + (size_t)t * K + k + 16), ao[t]);
+            const __m512 xe = _mm512_load_ps(xs + (size_t)t * K + k), xo = _mm512_load_ps(xs + (size_t)t * K + k + 16);
+            for (int r = 0; r < NW; r++) {
+                ae[r][t] = _mm512_fmadd_ps(we[r], xe, ae[r][t]);
+                ao[r][t] = _mm512_fmadd_ps(wo[r], xo, ao[r][t]);
+            }
         }
     }
-    for (int t = 0; t < TG; t++) y[(size_t)t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(ae[t], ao[t]));
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) y[(size_t)t * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(ae[r][t], ao[r][t]));
 }
 
 #define ROWS_CASE(G) \
-    case G: rows_pass(xs, G, K, w, y, ldy); break;
-static void rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy) {
+    case G: rows_pass(xs, G, 2, K, w, y, ldy, pf); break;
+/* weight rows w, w + K against TG <= ROWS_TG activation rows; results to y[t * ldy + 0..1] */
+static void rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy, int pf) {
     switch (TG) {   /* compile-time TG: the accumulators stay in registers */
-        ROWS_CASE(8) ROWS_CASE(7) ROWS_CASE(6) ROWS_CASE(5) ROWS_CASE(4) ROWS_CASE(3) ROWS_CASE(2)
-    default: rows_pass(xs, 1, K, w, y, ldy); break;
+        ROWS_CASE(6) ROWS_CASE(5) ROWS_CASE(4) ROWS_CASE(3) ROWS_CASE(2)
+    default: rows_pass(xs, 1, 2, K, w, y, ldy, pf); break;
     }
 }
 
@@ -273,8 +289,8 @@ void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int
     for (int n = n0; n < main_end; n += 4)
         for (int t0 = 0; t0 < T; t0 += ROWS_TG) {
             const int tg = T - t0 < ROWS_TG ? T - t0 : ROWS_TG;
-            for (int i = 0; i < 4; i++)
-                rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy);
+            for (int i = 0; i < 4; i += 2)
+                rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy, !t0);
         }
     for (int t = 0; main_end < n1 && t < T; t++)
         g4_matmul_bf16_avx512(x + (size_t)t * K, 1, K, W, main_end, n1, y + (size_t)t * ldy, ldy);

@@ -21,6 +21,8 @@
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
  * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
+ * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
+ * speculative verify, each row summed in the one-row GEMV's order, the weights read once).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
  * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx512 table
  * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them

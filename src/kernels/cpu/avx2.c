@@ -264,36 +264,53 @@ float *g4_rows_scratch_avx2(size_t floats) {
     return p;
 }
 
-/* one weight row w against TG activation rows of xs (even/odd split, stride K); eo_block's TR = 1
- * chains per activation row; results to y[t * ldy] */
-static inline __attribute__((always_inline)) void eo_rows_pass(const float *xs, int TG, int K, const uint16_t *w,
+/* NW (1 or 2) weight rows from w (stride K) against TG activation rows of xs (even/odd split,
+ * stride K); eo_block's TR = 1 chains per pair; results to y[t * ldy + r]. 2 x TG chains per
+ * weight row: with TG <= 2, two weight rows keep enough FMAs in flight to cover their latency. */
+static inline __attribute__((always_inline)) void eo_rows_pass(const float *xs, int TG, int NW, int K, const uint16_t *w,
                                                               float *y, int ldy, int pf) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
-    __m256 ae[ROWS_TG], ao[ROWS_TG];
-    for (int t = 0; t < TG; t++) ae[t] = ao[t] = _mm256_setzero_ps();
+    __m256 ae[2][ROWS_TG], ao[2][ROWS_TG];
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) ae[r][t] = ao[r][t] = _mm256_setzero_ps();
     for (int k = 0; k < K; k += 16) {
-        if (pf && !(k & 31)) _mm_prefetch((const char *)(w + k) + G4_PF_BYTES, _MM_HINT_T0);
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(w + k));
-        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
-        for (int t = 0; t < TG; t++) {
-            ae[t] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + (size_t)t * K + k), ae[t]);
-            ao[t] = _mm256_fmadd_ps(wo, _mm256_load_ps(xs + (size_t)t * K + k + 8), ao[t]);
+        for (int r = 0; r < NW; r++) {
+            if (pf && !(k & 31)) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T0);
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * K + k));
+            const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+            for (int t = 0; t < TG; t++) {
+                ae[r][t] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + (size_t)t * K + k), ae[r][t]);
+                ao[r][t] = _mm256_fmadd_ps(wo, _mm256_load_ps(xs + (size_t)t * K + k + 8), ao[r][t]);
+            }
         }
     }
-    for (int t = 0; t < TG; t++) y[(size_t)t * ldy] = hsum(_mm256_add_ps(ae[t], ao[t]));
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
 }
 
-/* pf: the first group over a block, which reads its weights from DRAM: prefetch them G4_PF_BYTES
- * ahead, linearly (the block's rows are consecutive) */
+/* weight rows w .. w + 3K (a 4-row block) against TG <= ROWS_TG activation rows. pf: the first
+ * group over a block, which reads its weights from DRAM: prefetch them G4_PF_BYTES ahead,
+ * linearly (the block's rows are consecutive) */
 static void eo_rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy, int pf) {
-    switch (TG) {   /* compile-time TG: the accumulators stay in registers */
-    case 6: eo_rows_pass(xs, 6, K, w, y, ldy, pf); break;
-    case 5: eo_rows_pass(xs, 5, K, w, y, ldy, pf); break;
-    case 4: eo_rows_pass(xs, 4, K, w, y, ldy, pf); break;
-    case 3: eo_rows_pass(xs, 3, K, w, y, ldy, pf); break;
-    case 2: eo_rows_pass(xs, 2, K, w, y, ldy, pf); break;
-    default: eo_rows_pass(xs, 1, K, w, y, ldy, pf); break;
+    for (int i = 0; i < 4; i += TG <= 2 ? 2 : 1) {
+        const uint16_t *wi = w + (size_t)i * K;
+        float *yi = y + i;
+        switch (TG) {   /* compile-time TG: the accumulators stay in registers */
+        case 6: eo_rows_pass(xs, 6, 1, K, wi, yi, ldy, pf); break;
+        case 5: eo_rows_pass(xs, 5, 1, K, wi, yi, ldy, pf); break;
+        case 4: eo_rows_pass(xs, 4, 1, K, wi, yi, ldy, pf); break;
+        case 3: eo_rows_pass(xs, 3, 1, K, wi, yi, ldy, pf); break;
+        case 2: eo_rows_pass(xs, 2, 2, K, wi, yi, ldy, pf); break;
+        default: eo_rows_pass(xs, 1, 2, K, wi, yi, ldy, pf); break;
+        }
     }
+}
+
+/* groups of at most `most` activation rows, as even as can be (7 rows: 4 + 3, not 6 + 1, whose
+ * last group would keep too few FMAs in flight) */
+static inline int rows_group_size(int T, int most) {
+    const int ng = (T + most - 1) / most;
+    return (T + ng - 1) / ng;
 }
 
 /* Rows [n0, n1) x T activation rows in eo_block's one-row order; the last (n1 - n0) % 4 rows, which
@@ -307,10 +324,9 @@ void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n
     if (xs) {
         split_even_odd(x, T, K, xs);
         for (int n = n0; n < main_end; n += 4) {
-            for (int t0 = 0; t0 < T; t0 += ROWS_TG) {
-                const int tg = T - t0 < ROWS_TG ? T - t0 : ROWS_TG;
-                for (int i = 0; i < 4; i++)
-                    eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy, !t0);
+            for (int t0 = 0, g = rows_group_size(T, ROWS_TG); t0 < T; t0 += g) {
+                const int tg = T - t0 < g ? T - t0 : g;
+                eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)n * K, y + (size_t)t0 * ldy + n, ldy, !t0);
             }
         }
     }

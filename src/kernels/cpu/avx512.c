@@ -287,8 +287,8 @@ void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int
             }
     const int main_end = n0 + (n1 - n0) / 4 * 4;   /* gemv_bf16's last (n1 - n0) % 4 rows: AVX2 */
     for (int n = n0; n < main_end; n += 4)
-        for (int t0 = 0; t0 < T; t0 += ROWS_TG) {
-            const int tg = T - t0 < ROWS_TG ? T - t0 : ROWS_TG;
+        for (int t0 = 0, g = (T + (T + ROWS_TG - 1) / ROWS_TG - 1) / ((T + ROWS_TG - 1) / ROWS_TG); t0 < T; t0 += g) {
+            const int tg = T - t0 < g ? T - t0 : g;   /* groups as even as can be: 7 rows as 4 + 3 */
             for (int i = 0; i < 4; i += 2)
                 rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy, !t0);
         }

@@ -243,8 +243,9 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
  * L1/L2 while every group of activation rows passes over it. */
 enum { ROWS_TG = 6 };   /* activation rows per pass: 12 accumulators + the two weight vectors */
 
-/* A thread's even/odd copy of x for T <= G4_ROWS_MAX rows (up to 1 MB at K = 16384: too big
- * for the stack of a pool thread), grown on demand, freed when the thread exits. */
+/* A thread's even/odd copy of x (up to 1 MB at K = 16384: too big for the stack of a pool
+ * thread), freed when the thread exits. Callers ask for room for at least 16 rows, so that once
+ * every matrix shape has been seen, decode steps of up to 16 slots allocate nothing. */
 static pthread_key_t rows_key;
 static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
 static _Thread_local size_t rows_cap;
@@ -319,7 +320,7 @@ static inline int rows_group_size(int T, int most) {
  * for those last rows. The avx512 path uses it for rows of 8 KB and more. */
 void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
                           g4_matmul_fn one_row) {
-    float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)T * K) : NULL;
+    float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
     const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
     if (xs) {
         split_even_odd(x, T, K, xs);

@@ -14,6 +14,9 @@
 #         QUICK=1 bench/compare_batched.sh   (a tiny end-to-end check: BATCHES=1,2, 8 tokens, 1 rep, 2 rounds)
 # Knobs (environment), besides bench/common.sh's (THREADS MODEL GGUF G4_BENCH_DATA LLAMA_CPP_DIR
 #   LLAMA_GIT G4_BIN G4_REF_PY QUICK OUT SAVE RESULTS): ROUNDS=2 REPS=2 NGEN_BATCHED=32 BATCHES=1,4,8,16
+#   LLAMA_BATCHED_BENCH=PATH (a llama-batched-bench built elsewhere, e.g. without AMX, to compare
+#   with gemma4c's avx2 / avx512 paths; default: built in LLAMA_CPP_DIR/build)
+#   G4_CPU_ISA=avx2|avx512|... (gemma4c's kernel path, recorded in the commands)
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
@@ -24,14 +27,15 @@ BATCHES=${BATCHES:-1,4,8,16}
 
 need_g4_bin
 mkdir -p "$OUT"
-llama_tools llama-batched-bench
+[ -n "${LLAMA_BATCHED_BENCH:-}" ] || llama_tools llama-batched-bench
 bench_model
 bf16_gguf
 record_machine
 record_g4_commit
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
-LBB="$LLAMA_CPP_DIR/build/bin/llama-batched-bench"
-{ echo "$(show_cmd "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN")--batch B $(show_cmd --reps "$REPS" --threads "$THREADS")"
+LBB=${LLAMA_BATCHED_BENCH:-$LLAMA_CPP_DIR/build/bin/llama-batched-bench}
+[ -x "$LBB" ] || die "no llama-batched-bench at $LBB"
+{ echo "${G4_CPU_ISA:+G4_CPU_ISA=$G4_CPU_ISA }$(show_cmd "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN")--batch B $(show_cmd --reps "$REPS" --threads "$THREADS")"
   echo "$(show_cmd "$LBB" -m "$GGUF")-c CTX $(show_cmd -b 2048 -ub 512 -npp 16 -ntg "$NGEN")-npl B $(show_cmd -t "$THREADS" --output-format jsonl)   # CTX = (16 + $NGEN) x B + 64"
 } > "$OUT/cmds.txt"
 

@@ -7,6 +7,8 @@
  *        gate+up rows at hidden 1536 — 5 sweeps, the CPU's best path)
  *        GEMM_X3=1 gemm_bench ...      the exact matmul on AMX (activations split into three bf16
  *        planes once, outside the timing; amx only), against the one-core FMA peak
+ *        GEMM_ROWS=1 gemm_bench ...      the row-invariant multi-row decode kernel (kernels.h
+ *        matmul_rows) instead: where matmul.h's G4_ROWS_MAX_ROWS sits against the GEMM
  *        GEMM_XBF16=1 gemm_bench ...   the --prefill-bf16 matmul instead (activations rounded to
  *        bf16 once, outside the timing, as the forward pass does per layer input), against one
  *        core's bf16 peak; paths avx512bf16 and amx only
@@ -50,6 +52,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < T * K; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
     const int xbf16 = getenv("GEMM_XBF16") && atoi(getenv("GEMM_XBF16"));
     const int x3 = !xbf16 && getenv("GEMM_X3") && atoi(getenv("GEMM_X3"));
+    const int rows = !xbf16 && !x3 && getenv("GEMM_ROWS") && atoi(getenv("GEMM_ROWS"));
+    if (rows && !k->matmul_rows[G4_DT_BF16]) {
+        fprintf(stderr, "gemm_bench: GEMM_ROWS=1 needs a path with matmul_rows; this one is %s\n", k->name);
+        return 2;
+    }
     if (x3 && !k->matmul_x3bf16) {
         fprintf(stderr, "gemm_bench: GEMM_X3=1 needs the amx path; this one is %s\n", k->name);
         return 2;
@@ -82,13 +89,13 @@ int main(int argc, char **argv) {
             const uint16_t *wm = w + (size_t)m * N * K;
             if (xbf16) mm(xb, ld, T, K, wm, 0, N, y, N);
             else if (x3) (pairs ? k->matmul_x3bf16_pairs : k->matmul_x3bf16)(xs, plane, T, K, wm, 0, N, y, N);
-            else k->matmul[G4_DT_BF16](x, T, K, wm, 0, N, y, N);
+            else (rows ? k->matmul_rows : k->matmul)[G4_DT_BF16](x, T, K, wm, 0, N, y, N);
         }
         double dt = (cpu_now() - t0) / n_mats;
         if (r > 0 && dt < best) best = dt;
     }
     const double gf = 2.0 * T * N * K / best / 1e9;
-    printf("%s%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : x3 ? " x3" : "", pairs ? " (pairs)" : "",
+    printf("%s%s%s T=%d N=%d K=%d (%d matrices, %.0f MB): %.3f ms/matrix  %.1f GFLOP/s", k->name, xbf16 ? " xbf16" : x3 ? " x3" : rows ? " rows" : "", pairs ? " (pairs)" : "",
            T, N, K, n_mats, mat * n_mats / 1e6, best * 1e3, gf);
     if (peak > 0) printf("  %.1f%% of one core's %s peak (%.1f)\n", 100 * gf / peak, xbf16 ? "bf16" : "FMA", peak);
     else printf("  (peak %s)\n", bf16_note ? bf16_note : "not measured");

@@ -80,6 +80,7 @@ static void x512_init(void) {
     x512.avx512_table.matmul[G4_DT_F32] = g4_matmul_f32_avx512;
     x512.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
     x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_BF16] = g4_matmul_rows_bf16_avx512;   /* its one-row order */
     x512.avx512_table.attend_block = g4_attend_block_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F16] = g4_matmul_xp_f16_avx512;

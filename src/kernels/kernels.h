@@ -21,6 +21,8 @@
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
  * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
+ * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
+ * speculative verify, each row summed in the one-row GEMV's order, the weights read once).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
  * register block, cpu/bf16_avx512.c) and "amx" (AMX-BF16 tiles, cpu/bf16_amx.c) are the avx512 table
  * plus that matmul, picked where the CPU (and for AMX, Linux's tile-data permission) has them
@@ -78,6 +80,12 @@ typedef struct {
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
     g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* float weights on pre-packed input, or NULL */
+    /* Row-invariant multi-row decode (several slots' tokens, a speculative verify): for any T, row t
+     * of the result is bit-identical to matmul[dt] on row t alone over the same [n0, n1) — each
+     * (weight row, activation row) pair summed in the one-row kernel's order — with each weight
+     * row read from DRAM once for all T rows. NULL where the table has none (scalar: matmul itself
+     * is row-invariant). A table that replaces matmul[dt] replaces this entry with it. */
+    g4_matmul_fn matmul_rows[G4_DT_COUNT];
     g4_pack_x_fn pack_x;                      /* the input packing matmul_xp takes */
     /* The exact GEMM for bf16 weights on AMX (kernels.h g4_xbf16_put_row_split3): the input as
      * three bf16 planes in the tile layout, `plane` elements apart; NULL without AMX */

@@ -41,7 +41,7 @@ void g4_matmul_policy_init(g4_matmul_policy *p, const g4_kernels *k, const g4_tu
     const g4_tuning none = {.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
                             .amx_gemv1_k_below = -1, .profile = -1};
     if (!t) t = &none;
-    *p = (g4_matmul_policy){.x3_min_rows = G4_X3_MIN_ROWS};
+    *p = (g4_matmul_policy){.x3_min_rows = G4_X3_MIN_ROWS, .rows_max_rows = G4_ROWS_MAX_ROWS};
     if (k->matmul_xbf16_pairs) p->pairs_max_rows = t->amx_pairs_rows >= 0 ? t->amx_pairs_rows : G4_AMX_PAIRS_ROWS_DEFAULT;
     if (k->matmul_gemv3) {
         /* decode on tiles as well: 2-15 slots at once (up to 2x the FMA kernels) and one slot's
@@ -141,6 +141,7 @@ typedef struct {
     const uint16_t *x3[3];           /* the exact GEMM on AMX: op i's input as three bf16 planes, or NULL */
     size_t x3_plane;
     const uint32_t *xg[3];           /* decode on AMX: op i's input in the gemv3 layout, or NULL */
+    int rows[3];                     /* op i takes the table's matmul_rows (row-invariant decode) */
     int xb_ld;
     int pairs;                       /* xb / x3 in the pair layout, for the table's *_pairs kernels */
     int n_ops;
@@ -164,6 +165,7 @@ static void mm_task(void *ctx, int task, int thread) {
         else if (j->x3[o])
             (j->pairs ? j->k->matmul_x3bf16_pairs : j->k->matmul_x3bf16)(j->x3[o], j->x3_plane, j->T, op->w->cols,
                                                                         op->w->data, a, b, op->y, op->ldy);
+        else if (j->rows[o]) j->k->matmul_rows[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else if (j->xp[o]) j->k->matmul_xp[op->w->dt](op->x, j->xp[o], j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
         else j->k->matmul[op->w->dt](op->x, j->T, op->w->cols, op->w->data, a, b, op->y, op->ldy);
     }
@@ -298,6 +300,11 @@ static int split_inputs(g4_matmul_ctx *c, mm_job *j, int T) {
     return 1;
 }
 
+/* T rows over weights of type dt may take the table's row-invariant multi-row kernel */
+static int takes_rows(const g4_matmul_ctx *c, int T, g4_dtype dt) {
+    return T >= 2 && T <= c->p.rows_max_rows && c->k->matmul_rows[dt];
+}
+
 /* Decode on AMX (kernels.h matmul_gemv3): op 0's input in the gemv3 layout, written once on the
  * calling thread (K / 32 steps of three 16-lane scatters per row), for the ops with bf16 weights
  * that share it; 0 where the call is not one for that kernel. */
@@ -305,7 +312,8 @@ static int gemv_inputs(g4_matmul_ctx *c, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     const int K = op0->w->cols;
     if (!c->xg || T < c->p.gemv_min_rows || T > c->p.gemv_max_rows || op0->w->dt != G4_DT_BF16 || K % 32 || j->xq[0] || j->xb[0]) return 0;
-    if (T == 1 && K >= c->p.gemv_one_row_k_below) return 0;   /* long rows: the FMA GEMV */
+    /* long rows: the FMA GEMV, and 2+ rows its row-invariant multi-row form (matmul_rows) */
+    if (K >= c->p.gemv_one_row_k_below && (T == 1 || takes_rows(c, T, G4_DT_BF16))) return 0;
     c->k->put_gemv3(op0->x, K, T, K, c->xg);
     for (int i = 0; i < j->n_ops; i++)
         if (takes_op0_planes(j, i)) j->xg[i] = c->xg;
@@ -315,7 +323,7 @@ static int gemv_inputs(g4_matmul_ctx *c, mm_job *j, int T) {
 static void pack_inputs(g4_matmul_ctx *c, mm_job *j, int T) {
     const g4_mm_op *op0 = &j->ops[0];
     const int K = op0->w->cols;
-    if (!c->xp || T < 4 || K % 8 || !c->k->matmul_xp[op0->w->dt] || j->xq[0] || j->xb[0]) return;
+    if (!c->xp || T < 4 || K % 8 || !c->k->matmul_xp[op0->w->dt] || j->xq[0] || j->xb[0] || j->rows[0]) return;
     pack_job pj = {.k = c->k, .x = op0->x, .xp = c->xp, .T = T, .K = K,
                    .n_panels = (T + c->k->x_mr - 1) / c->k->x_mr};
     split_over_pool(c->pool, pj.n_panels, 2, &pj.per_task, pack_task, &pj);
@@ -384,7 +392,10 @@ void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) {
             xq += (size_t)T * g4_act_row_bytes(dt, ops[i].w->cols);
         }
     }
-    if (!gemv_inputs(c, &j, T) && !split_inputs(c, &j, T)) pack_inputs(c, &j, T);
+    const int amx_form = gemv_inputs(c, &j, T) || split_inputs(c, &j, T);
+    for (int i = 0; i < n_ops; i++)   /* the rest of a decode-sized step: row-invariant kernels */
+        j.rows[i] = !j.xq[i] && !j.xb[i] && !j.xg[i] && !j.x3[i] && takes_rows(c, T, ops[i].w->dt);
+    if (!amx_form) pack_inputs(c, &j, T);
     const int nth = g4_pool_size(c->pool);
     /* floor: 64 rows for the weight stream of decode (>= 96 KB at K = 1536), 32 for the GEMM */
     const int floor_rows = T < 4 ? 64 : 32;

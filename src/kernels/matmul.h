@@ -48,6 +48,13 @@ typedef struct {
  * over the longer ones (o, down) the FMA GEMV's 4-row blocks do */
 #define G4_GEMV_ONE_ROW_K_BELOW 4096
 
+/* Inputs of 2 up to this many rows (several slots' decode tokens, a speculative verify) take the
+ * table's row-invariant multi-row kernels (kernels.h matmul_rows), where it has one for the weight
+ * type: each row's result is bit-identical to a one-row step's, and the weights are read once for
+ * all rows; more rows (prefill chunks) the GEMM, which sums in another order. On amx, bf16 weights
+ * keep gemv3 (itself row-invariant over 1-15 rows) below gemv_one_row_k_below and x3 from 16 rows. */
+#define G4_ROWS_MAX_ROWS 16
+
 /* Which input form and kernel a matmul takes, by its rows and K: the thresholds, filled once
  * (g4_matmul_policy_init) for one kernel table. A form the table lacks is never chosen. */
 typedef struct {
@@ -57,12 +64,14 @@ typedef struct {
                                          * (<= G4_GEMV_X3_MAX_ROWS; max 0: never) */
     int gemv_one_row_k_below;   /* one row takes gemv3 only while K is below this: over longer
                                  * rows (o, down) the FMA GEMV's 4-row blocks stream faster than
-                                 * 16-row tiles (G4_GEMV_ONE_ROW_K_BELOW) */
+                                 * 16-row tiles (G4_GEMV_ONE_ROW_K_BELOW); 2-15 rows over them
+                                 * take matmul_rows, in the one-row FMA GEMV's order */
+    int rows_max_rows;          /* matmul_rows over 2 .. this many rows (G4_ROWS_MAX_ROWS) */
 } g4_matmul_policy;
 
 /* The policy for kernel table k from the public measuring knobs (t NULL, or a field -1: the
  * default): pairs up to 64 rows, gemv3 over 1-15 rows and one row below K 4096 — on tables that
- * have those kernels (the amx table), none elsewhere. */
+ * have those kernels (the amx table), none elsewhere; matmul_rows over 2-16 rows. */
 void g4_matmul_policy_init(g4_matmul_policy *p, const g4_kernels *k, const g4_tuning *t);
 
 typedef struct g4_matmul_ctx g4_matmul_ctx;

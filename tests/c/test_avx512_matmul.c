@@ -25,6 +25,7 @@
 #define g4_matmul_xp_f32_avx512 emu_matmul_xp_f32_avx512
 #define g4_matmul_xp_f16_avx512 emu_matmul_xp_f16_avx512
 #define g4_matmul_xp_bf16_avx512 emu_matmul_xp_bf16_avx512
+#define g4_matmul_rows_bf16_avx512 emu_matmul_rows_bf16_avx512
 #include "../../src/kernels/cpu/avx512.c"
 #undef g4_matmul_f32_avx512
 #undef g4_matmul_f16_avx512
@@ -33,6 +34,7 @@
 #undef g4_matmul_xp_f32_avx512
 #undef g4_matmul_xp_f16_avx512
 #undef g4_matmul_xp_bf16_avx512
+#undef g4_matmul_rows_bf16_avx512
 
 /* matmul_xp behind g4_matmul_fn's signature: X packed by pack_x (all panels), then the GEMM on
  * the panels, as the forward pass calls them (kernels/matmul.c pack_inputs) */

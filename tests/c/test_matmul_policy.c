@@ -42,6 +42,7 @@ static void test_policy_defaults(void **state) {
         assert_int_equal(p.gemv_min_rows, k->matmul_gemv3 ? 1 : 0);
         assert_int_equal(p.gemv_max_rows, k->matmul_gemv3 ? 15 : 0);
         assert_int_equal(p.gemv_one_row_k_below, k->matmul_gemv3 ? 4096 : 0);
+        assert_int_equal(p.rows_max_rows, G4_ROWS_MAX_ROWS);
     }
 }
 

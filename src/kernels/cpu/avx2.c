@@ -6,6 +6,8 @@
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "kernels/cpu/attn.h"
 #include "kernels/cpu/pack_avx2.h"
@@ -231,6 +233,156 @@ void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, in
 static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     if (T <= 3 && K % 16 == 0 && K <= EO_MAX_K) gemv_bf16_eo(x, T, K, w, n0, n1, y, ldy);
     else dot_bf16(x, T, K, w, n0, n1, y, ldy);
+}
+
+/* ---- row-invariant multi-row decode (kernels.h matmul_rows): T activation rows (several slots'
+ * tokens, a speculative verify) against each weight row, every (weight row, activation row) pair
+ * summed exactly as the one-row GEMV sums it (eo_block with TR = 1: 8-lane even and odd chains
+ * over the columns in order, hsum of their sum), so a row's result does not depend on how many
+ * rows share the step. The weights are read from DRAM once: a 4-row block (12-48 KB) stays in
+ * L1/L2 while every group of activation rows passes over it. */
+enum { ROWS_TG = 6 };   /* activation rows per pass: 12 accumulators + the two weight vectors */
+
+/* A thread's even/odd copy of x (up to 1 MB at K = 16384: too big for the stack of a pool
+ * thread), freed when the thread exits. Callers ask for room for at least 16 rows, so that once
+ * every matrix shape has been seen, decode steps of up to 16 slots allocate nothing. */
+static pthread_key_t rows_key;
+static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
+static _Thread_local size_t rows_cap;
+static void rows_key_init(void) { (void)pthread_key_create(&rows_key, free); }
+float *g4_rows_scratch_avx2(size_t floats) {
+    (void)pthread_once(&rows_once, rows_key_init);
+    float *p = pthread_getspecific(rows_key);
+    if (p && rows_cap >= floats) return p;
+    free(p);
+    rows_cap = 0;
+    p = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
+    if (pthread_setspecific(rows_key, p) != 0) {
+        free(p);
+        p = NULL;
+    }
+    if (p) rows_cap = floats;
+    return p;
+}
+
+/* NW (1 or 2) weight rows from w (stride K) against TG activation rows of xs (even/odd split,
+ * stride K); eo_block's TR = 1 chains per pair; results to y[t * ldy + r]. 2 x TG chains per
+ * weight row: with TG <= 2, two weight rows keep enough FMAs in flight to cover their latency. */
+static inline __attribute__((always_inline)) void eo_rows_pass(const float *xs, int TG, int NW, int K, const uint16_t *w,
+                                                              float *y, int ldy, int pf) {
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256 ae[2][ROWS_TG], ao[2][ROWS_TG];
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) ae[r][t] = ao[r][t] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k += 16) {
+        for (int r = 0; r < NW; r++) {
+            if (pf && !(k & 31)) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T0);
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * K + k));
+            const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+            for (int t = 0; t < TG; t++) {
+                ae[r][t] = _mm256_fmadd_ps(we, _mm256_load_ps(xs + (size_t)t * K + k), ae[r][t]);
+                ao[r][t] = _mm256_fmadd_ps(wo, _mm256_load_ps(xs + (size_t)t * K + k + 8), ao[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
+}
+
+/* weight rows w .. w + 3K (a 4-row block) against TG <= ROWS_TG activation rows. pf: the first
+ * group over a block, which reads its weights from DRAM: prefetch them G4_PF_BYTES ahead,
+ * linearly (the block's rows are consecutive) */
+static void eo_rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy, int pf) {
+    for (int i = 0; i < 4; i += TG <= 2 ? 2 : 1) {
+        const uint16_t *wi = w + (size_t)i * K;
+        float *yi = y + i;
+        switch (TG) {   /* compile-time TG: the accumulators stay in registers */
+        case 6: eo_rows_pass(xs, 6, 1, K, wi, yi, ldy, pf); break;
+        case 5: eo_rows_pass(xs, 5, 1, K, wi, yi, ldy, pf); break;
+        case 4: eo_rows_pass(xs, 4, 1, K, wi, yi, ldy, pf); break;
+        case 3: eo_rows_pass(xs, 3, 1, K, wi, yi, ldy, pf); break;
+        case 2: eo_rows_pass(xs, 2, 2, K, wi, yi, ldy, pf); break;
+        default: eo_rows_pass(xs, 1, 2, K, wi, yi, ldy, pf); break;
+        }
+    }
+}
+
+/* groups of at most `most` activation rows, as even as can be (7 rows: 4 + 3, not 6 + 1, whose
+ * last group would keep too few FMAs in flight) */
+static inline int rows_group_size(int T, int most) {
+    const int ng = (T + most - 1) / most;
+    return (T + ng - 1) / ng;
+}
+
+/* Rows [n0, n1) x T activation rows in eo_block's one-row order; the last (n1 - n0) % 4 rows, which
+ * the one-row GEMV takes through dot_bf16, go through it one activation row at a time. one_row:
+ * the table's one-row kernel, for shapes the eo split does not take (K % 16, K > EO_MAX_K) and
+ * for those last rows. The avx512 path uses it for rows of 8 KB and more. */
+void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
+                          g4_matmul_fn one_row) {
+    float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
+    const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
+    if (xs) {
+        split_even_odd(x, T, K, xs);
+        for (int n = n0; n < main_end; n += 4) {
+            for (int t0 = 0, g = rows_group_size(T, ROWS_TG); t0 < T; t0 += g) {
+                const int tg = T - t0 < g ? T - t0 : g;
+                eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)n * K, y + (size_t)t0 * ldy + n, ldy, !t0);
+            }
+        }
+    }
+    if (main_end < n1)
+        for (int t = 0; t < T; t++) one_row(x + (size_t)t * K, 1, K, W, main_end, n1, y + (size_t)t * ldy, ldy);
+}
+
+/* f32 / f16 weights: MATMUL_IMPL's one-row order (two 8-lane chains over each 16 columns, an
+ * 8-column step into the first, hsum of their sum, then the last K % 8 columns one by one) for
+ * every activation row, each weight row read once for all of them */
+#define ROWS_DOT_IMPL(NAME, TYPE, LOADW, WIDEN)                                                   \
+    static inline __attribute__((always_inline)) void NAME##_pass(const float *x, int TG, int K,  \
+                                                                  const TYPE *w, float *y, int ldy) { \
+        __m256 a0[ROWS_TG], a1[ROWS_TG];                                                            \
+        for (int t = 0; t < TG; t++) a0[t] = a1[t] = _mm256_setzero_ps();                           \
+        int k = 0;                                                                                  \
+        for (; k + 16 <= K; k += 16) {                                                              \
+            const __m256 w0 = LOADW(w + k), w1 = LOADW(w + k + 8);                                  \
+            for (int t = 0; t < TG; t++) {                                                          \
+                a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)t * K + k), a0[t]);         \
+                a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + (size_t)t * K + k + 8), a1[t]);     \
+            }                                                                                       \
+        }                                                                                           \
+        for (; k + 8 <= K; k += 8) {                                                                \
+            const __m256 w0 = LOADW(w + k);                                                         \
+            for (int t = 0; t < TG; t++) a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)t * K + k), a0[t]); \
+        }                                                                                           \
+        for (int t = 0; t < TG; t++) {                                                              \
+            float s = hsum(_mm256_add_ps(a0[t], a1[t]));                                            \
+            for (int kk = k; kk < K; kk++) s += x[(size_t)t * K + kk] * WIDEN(w[kk]);               \
+            y[(size_t)t * ldy] = s;                                                                 \
+        }                                                                                           \
+    }                                                                                               \
+    static void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        const TYPE *W = w;                                                                          \
+        for (int n = n0; n < n1; n += 4)                                                            \
+            for (int t0 = 0; t0 < T; t0 += ROWS_TG)                                                 \
+                for (int i = n; i < n + 4 && i < n1; i++) {                                         \
+                    const float *xg = x + (size_t)t0 * K;                                           \
+                    float *yg = y + (size_t)t0 * ldy + i;                                           \
+                    switch (T - t0 < ROWS_TG ? T - t0 : ROWS_TG) {                                  \
+                    case 6: NAME##_pass(xg, 6, K, W + (size_t)i * K, yg, ldy); break;               \
+                    case 5: NAME##_pass(xg, 5, K, W + (size_t)i * K, yg, ldy); break;               \
+                    case 4: NAME##_pass(xg, 4, K, W + (size_t)i * K, yg, ldy); break;               \
+                    case 3: NAME##_pass(xg, 3, K, W + (size_t)i * K, yg, ldy); break;               \
+                    case 2: NAME##_pass(xg, 2, K, W + (size_t)i * K, yg, ldy); break;               \
+                    default: NAME##_pass(xg, 1, K, W + (size_t)i * K, yg, ldy); break;              \
+                    }                                                                               \
+                }                                                                                   \
+    }
+ROWS_DOT_IMPL(rows_f32, float, load_f32, WIDEN_F32)
+ROWS_DOT_IMPL(rows_f16, uint16_t, load_f16, g4_f16_to_f32)
+
+static void rows_bf16(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    g4_rows_bf16_eo_avx2(x, T, K, w, n0, n1, y, ldy, dot_bf16_any);
 }
 
 /* ---- prefill GEMM: pack 16 weight rows x KC into a float32 panel [KC][16] (widened once, then
@@ -606,6 +758,7 @@ static const g4_kernels avx2_table = {
     .name = "avx2",
     .matmul = {matmul_f32, matmul_f16, matmul_bf16, G4_QUANT_MATMULS_AVX2},
     .matmul_q8 = {G4_QUANT_MATMULS_Q8_AVX2},
+    .matmul_rows = {rows_f32, rows_f16, rows_bf16, G4_QUANT_ROWS_AVX2},
     .quantize_act = g4_act_quantize_avx2,
     .dot = dot,
     .axpy = axpy,

@@ -222,6 +222,80 @@ static void gemv_bf16(const float *x, int K, const uint16_t *W, int n0, int n1, 
     if (n < n1) g4_kernels_avx2()->matmul[G4_DT_BF16](x, 1, K, W, n, n1, y, 0);
 }
 
+/* ---- row-invariant multi-row decode over bf16 weights (kernels.h matmul_rows): every (weight
+ * row, activation row) pair summed exactly as gemv_bf16 above sums one row (16-lane even and odd
+ * chains over the columns in order, reduced together), two weight rows at a time against up to
+ * ROWS_TG activation rows, a 4-row block kept in L1/L2 while every group passes over it (the
+ * weights are read from DRAM once), so a
+ * row's result does not depend on how many rows share the step (slots decoding together, a
+ * speculative verify). Shapes gemv_bf16 does not take go to avx2.c's multi-row kernel in the
+ * one-row order they have there (rows of 8 KB and more: the eo GEMV). */
+enum { ROWS_TG = 6 };   /* 2 weight rows x 6 activation rows x even/odd: 24 accumulators */
+
+/* weight rows w and w + K (NW = 2, or w alone) against TG activation rows of xs (stride K): each
+ * loaded x vector feeds both weight rows, so the loop is bound by the FMAs, not the loads. The
+ * first group of a block prefetches the weights G4_PF_BYTES ahead (the block's rows are
+ * consecutive, so linearly) into L1; later groups find them in L1/L2. */
+static inline __attribute__((always_inline)) void rows_pass(const float *xs, int TG, int NW, int K, const uint16_t *w,
+                                                           float *y, int ldy, int pf) {
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 ae[2][ROWS_TG], ao[2][ROWS_TG];
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) ae[r][t] = ao[r][t] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k += 32) {
+        __m512 we[2], wo[2];
+        for (int r = 0; r < NW; r++) {
+            if (pf) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T0);
+            const __m512i v = _mm512_loadu_si512(w + (size_t)r * K + k);
+            we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+            wo[r] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+        }
+        for (int t = 0; t < TG; t++) {
+            const __m512 xe = _mm512_load_ps(xs + (size_t)t * K + k), xo = _mm512_load_ps(xs + (size_t)t * K + k + 16);
+            for (int r = 0; r < NW; r++) {
+                ae[r][t] = _mm512_fmadd_ps(we[r], xe, ae[r][t]);
+                ao[r][t] = _mm512_fmadd_ps(wo[r], xo, ao[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < NW; r++)
+        for (int t = 0; t < TG; t++) y[(size_t)t * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(ae[r][t], ao[r][t]));
+}
+
+#define ROWS_CASE(G) \
+    case G: rows_pass(xs, G, 2, K, w, y, ldy, pf); break;
+/* weight rows w, w + K against TG <= ROWS_TG activation rows; results to y[t * ldy + 0..1] */
+static void rows_group(const float *xs, int TG, int K, const uint16_t *w, float *y, int ldy, int pf) {
+    switch (TG) {   /* compile-time TG: the accumulators stay in registers */
+        ROWS_CASE(6) ROWS_CASE(5) ROWS_CASE(4) ROWS_CASE(3) ROWS_CASE(2)
+    default: rows_pass(xs, 1, 2, K, w, y, ldy, pf); break;
+    }
+}
+
+void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const uint16_t *W = w;
+    float *xs = K % 32 == 0 && K < GEMV_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
+    if (!xs) {   /* gemv_bf16 does not take these (or no scratch): avx2.c's order, as T = 1 has it */
+        g4_rows_bf16_eo_avx2(x, T, K, W, n0, n1, y, ldy, g4_matmul_bf16_avx512);
+        return;
+    }
+    for (int t = 0; t < T; t++)   /* gemv_bf16's split: per 32 columns the 16 even, then the 16 odd */
+        for (int k = 0; k < K; k += 32)
+            for (int i = 0; i < 16; i++) {
+                xs[(size_t)t * K + k + i] = x[(size_t)t * K + k + 2 * i];
+                xs[(size_t)t * K + k + 16 + i] = x[(size_t)t * K + k + 2 * i + 1];
+            }
+    const int main_end = n0 + (n1 - n0) / 4 * 4;   /* gemv_bf16's last (n1 - n0) % 4 rows: AVX2 */
+    for (int n = n0; n < main_end; n += 4)
+        for (int t0 = 0, g = (T + (T + ROWS_TG - 1) / ROWS_TG - 1) / ((T + ROWS_TG - 1) / ROWS_TG); t0 < T; t0 += g) {
+            const int tg = T - t0 < g ? T - t0 : g;   /* groups as even as can be: 7 rows as 4 + 3 */
+            for (int i = 0; i < 4; i += 2)
+                rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)(n + i) * K, y + (size_t)t0 * ldy + n + i, ldy, !t0);
+        }
+    for (int t = 0; main_end < n1 && t < T; t++)
+        g4_matmul_bf16_avx512(x + (size_t)t * K, 1, K, W, main_end, n1, y + (size_t)t * ldy, ldy);
+}
+
 /* K blocks outside the panel loop so X[m0:m0+MC][k0:k0+KC] stays in L2 while every panel pair
  * of the range is packed (once) and multiplied against it (as avx2.c's GEMM_IMPL does).
  * The activations come packed for the whole K (xp, from g4_pack_x_avx512; x is still read by the

@@ -18,6 +18,14 @@ void g4_pack16_f32_avx2(const void *w, int K, int k0, int kc, float *panel);
 /* avx2.c's bf16 decode GEMV (T <= 3) with each long row's stream prefetched, for the avx512 path */
 void g4_gemv_bf16_rowpf_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy);
 void g4_pack16_f16_avx2(const void *w, int K, int k0, int kc, float *panel);
+/* avx2.c's row-invariant multi-row bf16 decode in its one-row GEMV's order (kernels.h
+ * matmul_rows), one_row being the table's one-row kernel (shapes the eo split does not take, the
+ * last (n1 - n0) % 4 rows), and its per-thread scratch (NULL if out of memory) */
+void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
+                          void (*one_row)(const float *, int, int, const void *, int, int, float *, int));
+float *g4_rows_scratch_avx2(size_t floats);
+/* the avx512 table's matmul_rows for bf16 (cpu/avx512.c) */
+void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 
 /* The AVX-512 exact GEMM (cpu/avx512.c), g4_matmul_fn's contract; T < 4, K % 8 and a range's
  * last < 16 rows run the AVX2 kernels. */

@@ -46,6 +46,15 @@ void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
+/* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
+ * alone (they are called 3 activation rows at a time over 32-row weight blocks) */
+void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
+                           g4_mm_rows_q6_k_avx2
 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
 

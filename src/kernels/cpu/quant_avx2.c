@@ -336,3 +336,22 @@ MM_FUSED(g4_mm_q4_0_avx2, G4_DT_Q4_0, dec_q4_0)
 MM_FUSED(g4_mm_q5_0_avx2, G4_DT_Q5_0, dec_q5_0)
 MM_FUSED(g4_mm_q4_k_avx2, G4_DT_Q4_K, dec_q4_k)
 MM_FUSED(g4_mm_q6_k_avx2, G4_DT_Q6_K, dec_q6_k)
+
+/* Row-invariant multi-row decode (kernels.h matmul_rows): T activation rows through the one-row
+ * kernels above, 3 at a time (each (row, t) result is the same chain of operations whatever T),
+ * over blocks of ROWS_RB weight rows, so a block (at most 160 KB: 32 Q6_K rows of K 6144) stays
+ * in L2 while every group of activation rows passes over it and the weights are read from DRAM
+ * once. Prefill's GEMM (T >= 4 in the kernels above) sums in another order. */
+enum { ROWS_RB = 32 };
+#define MM_ROWS(NAME, ONE)                                                                       \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        for (int n = n0; n < n1; n += ROWS_RB)                                                  \
+            for (int t0 = 0; t0 < T; t0 += 3)                                                   \
+                ONE(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n, n1 - n < ROWS_RB ? n1 : n + ROWS_RB, \
+                    y + (size_t)t0 * ldy, ldy);                                                 \
+    }
+MM_ROWS(g4_mm_rows_q8_0_avx2, g4_mm_q8_0_avx2)
+MM_ROWS(g4_mm_rows_q4_0_avx2, g4_mm_q4_0_avx2)
+MM_ROWS(g4_mm_rows_q5_0_avx2, g4_mm_q5_0_avx2)
+MM_ROWS(g4_mm_rows_q4_k_avx2, g4_mm_q4_k_avx2)
+MM_ROWS(g4_mm_rows_q6_k_avx2, g4_mm_q6_k_avx2)

@@ -143,6 +143,10 @@ int g4_slot_pos(const g4_model *m, int slot);
  * under --tp-backend mpi (g4_slot_save / restore / copy then fail with G4_ERR_INPUT). */
 typedef struct g4_kv_snap g4_kv_snap;
 int g4_kv_rewind_floor(const g4_model *m, int pos);
+/* The same for a slot as it is: after a rewind dropped rows (a speculative verify's rejected
+ * drafts), those rows' ring entries overwrote older positions, so the floor is that of the
+ * position the rewind came back from (g4_slot_rewind checks this one). -1 for a bad slot. */
+int g4_slot_rewind_floor(const g4_model *m, int slot);
 /* Sets the slot's next position back to pos; G4_ERR_INPUT past its position or its rings' floor. */
 g4_status g4_slot_rewind(g4_model *m, int slot, int pos);
 int g4_kv_snap_supported(const g4_model *m);

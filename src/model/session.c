@@ -8,7 +8,7 @@
 #include "parallel/group.h"
 
 void g4_slot_reset(g4_model *m, int slot) {
-    if (slot >= 0 && slot < m->opts.n_slots) m->slot_pos[slot] = 0;
+    if (slot >= 0 && slot < m->opts.n_slots) m->slot_pos[slot] = m->slot_hi[slot] = 0;
 }
 
 int g4_slot_pos(const g4_model *m, int slot) {

@@ -73,9 +73,10 @@ typedef struct {
     g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
     const char *mmproj; /* llama.cpp's mmproj GGUF (gemma4uv / gemma4ua) beside a GGUF model: its
                          * vision and audio embedders; NULL (default): none */
-    int verify_rows;    /* rows one g4_verify step of a slot may take (speculative decoding: the
-                         * most drafts a round + 1); sizes the logits scratch [rows][vocab] and
-                         * the sliding rings' slack. Default 0: no verify steps */
+    int verify_rows;    /* rows one verify step may take, all its slots together (speculative
+                         * decoding: the most drafts a round + 1, times the slots verifying at
+                         * once); sizes the logits scratch [rows][vocab] and the sliding rings'
+                         * slack. Default 0: no verify steps */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
@@ -187,6 +188,11 @@ g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *
  * wherever the kernel path is row-invariant (docs/numerics.md). */
 g4_status g4_verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits);
 g4_status g4_verify_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
+/* The same for n distinct slots at once (continuous batching): slots[i] takes counts[i] rows, the
+ * ids and the rows' logits [vocab] (or, with logits NULL, argmaxes into next) in that order; the
+ * rows of all slots together <= verify_rows. */
+g4_status g4_verify_batch(g4_model *m, int n, const int *slots, const int *counts, const int32_t *ids, float *logits,
+                          int32_t *next);
 
 /* The final hidden state (after the final norm: the LM head's input) of row `row` of the model's
  * last step that computed logits or greedy tokens, [hidden_size] into out: prefill's last

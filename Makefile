@@ -122,7 +122,15 @@ $(BUILD)/bench/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
 
+$(BUILD)/bench/mm_bench: bench/mm_bench.c $(BUILD)/libgemma4c.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
+
 $(BUILD)/bench/gemm_bench: bench/gemm_bench.c $(BUILD)/libgemma4c.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
+
+$(BUILD)/bench/grammar_bench: bench/grammar_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
 

@@ -18,6 +18,7 @@ import random
 import re
 import resource
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -216,7 +217,126 @@ def check_never_reading(a):
                                                        f"{worst * 1000:.0f} ms; another request {code} in {dt:.1f} s"
 
 
-CHECKS = [check_oversized, check_idle, check_slowloris, check_flood, check_disconnects, check_never_reading]
+def check_half_closed(a):
+    """A client that shuts down its sending side right after its request still gets the answer
+    (plain and streamed)."""
+    host, port = host_port(a.url)
+    auth = f"Authorization: Bearer {a.key}\r\n" if a.key else ""
+    got = []
+    t0 = time.time()
+    for stream in (False, True):
+        body = json.dumps({"prompt": "hi", "max_tokens": 16, "ignore_eos": True, "stream": stream}).encode()
+        s = socket.create_connection((host, port), timeout=30)
+        s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\n"
+                  f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(0.05)   # libmicrohttpd's own race with an end of stream mid-parse is not under test
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        ok = data.startswith(b"HTTP/1.1 200") and (b"data: [DONE]" in data if stream else b'"choices"' in data)
+        got.append(ok)
+    return all(got), f"plain {'answered' if got[0] else 'LOST'}, stream {'answered' if got[1] else 'LOST'} " \
+                     f"in {time.time() - t0:.2f} s"
+
+
+CHECKS = [check_oversized, check_idle, check_slowloris, check_flood, check_disconnects, check_never_reading,
+          check_half_closed]
+
+
+def mpi_rank_pids(launcher_pid):
+    """{rank: pid} of the processes mpirun started (OMPI_COMM_WORLD_RANK in their environment)."""
+    kids, ranks = {}, {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    todo = list(kids.get(launcher_pid, []))
+    while todo:
+        pid = todo.pop()
+        todo += kids.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        for kv in env:
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                ranks[int(kv.split(b"=", 1)[1])] = pid
+    return ranks
+
+
+def check_mpi_stopped_rank(a):
+    """Two MPI ranks (its own server, --tp-timeout a.tp_timeout): rank 1 stopped (SIGSTOP) with
+    streams in flight and one queued. Every request fails (503 tp_group_lost) within the deadline,
+    /health turns 503, a new request is refused at once, and SIGTERM ends the whole job."""
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    args = [a.mpirun, "-np", "2", a.bin, "serve", "-m", a.model, "--port", "0", "--parallel", "2", "--ctx", "8192",
+            "--tp", "2", "--tp-backend", "mpi", "--tp-timeout", str(a.tp_timeout)]
+    p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    url, ranks = None, {}
+    try:
+        for line in p.stderr:
+            m = re.search(r"listening on (http://\S+?):(\d+)", line)
+            if m:
+                url = f"http://127.0.0.1:{m.group(2)}"
+                break
+        threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+        t0 = time.time()
+        while not url or http(url, "/health", key=a.key, timeout=2)[0] != 200:
+            if time.time() - t0 > 120 or p.poll() is not None:
+                return False, "the MPI server did not become ready"
+            time.sleep(0.1)
+        ranks = mpi_rank_pids(p.pid)
+        if len(ranks) != 2:
+            return False, f"could not find the two ranks: {ranks}"
+        ends = []   # (seconds after the stop, how the request ended)
+
+        def one():
+            code, body, _ = http(url, "/v1/completions", {"prompt": "hi", "max_tokens": 7000, "ignore_eos": True,
+                                                          "stream": True}, a.key, timeout=120)
+            err = re.findall(rb'"code":"([a-z_]+)"', body)
+            ends.append((time.time() - t_stop[0], code, err[-1].decode() if err else "none"))
+
+        t_stop = [float("inf")]
+        ts = [threading.Thread(target=one) for _ in range(3)]   # 2 slots: two run, one waits
+        for t in ts:
+            t.start()
+        time.sleep(0.5)
+        t_stop[0] = time.time()
+        os.kill(ranks[1], signal.SIGSTOP)
+        for t in ts:
+            t.join(60)
+        code, body, _ = http(url, "/health", key=a.key, timeout=5)
+        t_h = time.time() - t_stop[0]
+        code2, body2, dt2 = http(url, "/v1/completions", {"prompt": "hi", "max_tokens": 4}, a.key, timeout=30)
+        t_term = time.time()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(60)
+        t_exit = time.time() - t_term
+        worst = max(e[0] for e in ends) if ends else float("inf")
+        ok = (len(ends) == 3 and all(e[2] == "tp_group_lost" for e in ends) and worst < a.tp_timeout + 5 and
+              code == 503 and b"tp-timeout" in body and code2 == 503 and dt2 < 1 and rc != 0)
+        return ok, (f"3 streams (2 running, 1 queued) ended {sorted(round(e[0], 2) for e in ends)} s after the stop "
+                    f"({', '.join(sorted(e[2] for e in ends))}); /health {code} at {t_h:.2f} s; a new request "
+                    f"{code2} in {dt2 * 1000:.0f} ms; SIGTERM -> job ended in {t_exit:.1f} s, exit {rc}")
+    finally:
+        for pid in ranks.values():
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        if p.poll() is None:
+            p.kill()
 
 
 def start_server(a):
@@ -269,6 +389,9 @@ def main():
     ap.add_argument("--flood", type=int, default=200)
     ap.add_argument("--drops", type=int, default=64)
     ap.add_argument("--soak", type=float, default=0, help="repeat the checks for this many seconds")
+    ap.add_argument("--no-mpi", action="store_true", help="skip the stopped-MPI-rank check (run with --model "
+                    "when mpirun is installed)")
+    ap.add_argument("--tp-timeout", type=int, default=3, help="--tp-timeout of that check's server")
     a = ap.parse_args()
     if bool(a.url) == bool(a.model):
         ap.error("give --url or --model")
@@ -294,6 +417,11 @@ def main():
             ok, what = check_sigterm(a, proc)
             results.append(("sigterm", ok))
             print(f"{'PASS' if ok else 'FAIL'}  sigterm        {what}")
+        a.mpirun = shutil.which("mpirun")
+        if a.model and a.mpirun and not a.no_mpi:
+            ok, what = check_mpi_stopped_rank(a)
+            results.append(("mpi_stopped_rank", ok))
+            print(f"{'PASS' if ok else 'FAIL'}  mpi_stopped_rank {what}", flush=True)
     finally:
         if proc and proc.poll() is None:
             proc.kill()

@@ -1,6 +1,7 @@
 /* fuzz_openai_request.c — libFuzzer target for the server's request handling past the socket
  * (src/server/openai.c, responses.c): the first byte picks the route (chat, completions, /generate,
- * /tokenize, /detokenize, /v1/responses), the rest is the request body, parsed through the same entry points http.c calls
+ * /tokenize, /detokenize, /v1/responses; mod 6) and --no-special-in-content (its next bit), the
+ * rest is the request body, parsed through the same entry points http.c calls
  * with the tiny fixture model's tokenizer, chat template and vocabulary index (loaded once;
  * G4_FUZZ_MODEL overrides the directory). A request must parse or be refused with a 4xx/5xx
  * error whose JSON is well formed; a parsed one must serialize its SSE opening chunk. */
@@ -62,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_once();
     if (!size) return 0;
     const int route = data[0] % 6;   /* 5: /v1/responses */
+    ctx.no_special_in_content = (data[0] / 6) & 1;   /* --no-special-in-content's marking too */
     const char *body = (const char *)data + 1;
     const size_t len = size - 1;
     g4_api_error err;

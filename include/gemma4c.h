@@ -54,6 +54,9 @@ typedef struct {
     int prefill_chunk;  /* positions per prefill step; default 256 */
     int tp;             /* tensor-parallel ranks; default 1; 0 = unset: 1, or the mpirun size (mpi) */
     int tp_backend;     /* G4_TP_THREADS (default) or G4_TP_MPI */
+    int tp_timeout_ms;  /* G4_TP_MPI: the most a collective waits for another rank before the
+                         * group counts as lost (g4_model_group_lost); default 30000; <= 0: no
+                         * deadline (blocking MPI calls) */
     int no_mmap;        /* 1: copy the weights into huge-page memory at load (slower load, faster
                          * decode: 4 KiB file pages break the weight streams); -1: never copy, read
                          * the file mapping whatever its pages; 0 (default): read the mapping when
@@ -121,6 +124,18 @@ const g4_model_info *g4_model_get_info(const g4_model *m);
  * when rank 0 frees its model. */
 int g4_model_rank(const g4_model *m);
 g4_status g4_model_work(g4_model *m);
+
+/* MPI groups with a deadline (g4_model_opts.tp_timeout_ms): NULL while the group works, else why
+ * it stopped — a rank did not answer a collective within the deadline (a stopped or wedged
+ * process; MPI itself would wait for ever). The group cannot be used again: every later
+ * g4_prefill / g4_decode fails with G4_ERR_RUNTIME, g4_model_work returns that error on the other
+ * ranks, and the process ends the whole MPI job at exit (MPI_Abort; MPI_Finalize would wait for
+ * the lost rank). Safe to call from any thread. */
+const char *g4_model_group_lost(const g4_model *m);
+/* Rank 0 of an MPI group: a round trip over every rank within the deadline (a server's idle
+ * heartbeat, so a rank that stops between requests is noticed too). G4_OK where there is no MPI
+ * group; G4_ERR_RUNTIME once the group is lost. Called from the thread that drives the model. */
+g4_status g4_model_ping(g4_model *m);
 
 /* A model's weights are read through file mappings: a file truncated or replaced in place while
  * the model runs would kill the process with SIGBUS at the next read. g4_guard_mapped_files()
@@ -220,6 +235,13 @@ void g4_tokenizer_free(g4_tokenizer *t);
  * post-processor (e.g. prepends <bos>). *ids is malloc'ed; the caller frees it. */
 g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int add_special,
                       int32_t **ids, size_t *n_ids);
+/* g4_tokenize, except that no special token is matched where its text overlaps one of the byte
+ * ranges plain [2 * n_plain] (start, end pairs, sorted, disjoint): there it is tokenized as the
+ * text it is (transformers' split_special_tokens, for those ranges only). */
+g4_status g4_tokenize_plain(const g4_tokenizer *t, const char *text, size_t len, int add_special, const size_t *plain,
+                            size_t n_plain, int32_t **ids, size_t *n_ids);
+/* The leftmost (longest) special token text in s [n]: 1 with its byte range, 0 when none. */
+int g4_find_special_text(const g4_tokenizer *t, const char *s, size_t n, size_t *start, size_t *end);
 /* Decodes ids to UTF-8 text. skip_special != 0 drops special added tokens. *text is malloc'ed
  * and NUL-terminated. */
 g4_status g4_detokenize(const g4_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
@@ -432,6 +454,15 @@ typedef struct g4_drafter g4_drafter;   /* the drafter interface: src/generate/d
  * the sequence's last n tokens (prompt and output), trying n from n_max down to n_min.
  * G4_ERR_INPUT unless 1 <= n_min <= n_max <= 64. */
 g4_status g4_drafter_ngram_new(int n_min, int n_max, g4_drafter **out);
+/* Gemma 4's MTP drafter: the HF directory of a Gemma4UnifiedAssistantForCausalLM (config.json,
+ * model.safetensors, generation_config.json) beside `target`, checked against it (vocabulary,
+ * backbone width, KV heads and head sizes per layer type, window; one rank). Each round it reads
+ * the target's K/V of its last sliding and last full layer and its final hidden state, as
+ * transformers' assisted generation does (docs/speculative.md). */
+g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out);
+/* The drafter directory's drafts a round, num_assistant_tokens of its generation_config.json
+ * (transformers' default 20 without one): known before the target loads, for its verify_rows. */
+g4_status g4_drafter_mtp_default_max(const char *dir, int *k);
 void g4_drafter_free(g4_drafter *d);
 /* Drafts a round when the caller gives no draft_max. */
 int g4_drafter_default_max(const g4_drafter *d);

@@ -73,6 +73,9 @@ typedef struct {
  * becomes final (ids_out: the ids as one JSON array) and a newline at the end. The last token is
  * not fed to the slot: it holds the prompt and every generated token but the last. */
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
+/* The same for a prompt with media: the slot holds mp's ids [0, from); the rest is prefilled
+ * (images whole, g4_prefill_media_range) and the reply generated. */
+g4_status cli_generate_media(g4_model *m, int slot, g4_media_prompt *mp, int from, g4_gen *g, cli_gen_out *out);
 /* The chat template's prompt for `messages` (a JSON array of {"role", "content"} objects) with
  * the generation prompt (and enable_thinking true when think), encoded without the tokenizer's
  * special tokens; *ids malloc'ed. */
@@ -102,6 +105,12 @@ int cli_media_check(const char *cmd, const cli_media *md);
 /* Loads the images and audio clips through the model directory's processor settings; *max_soft:
  * the most soft tokens of one image (0 without images: audio may be split across prefill steps). */
 g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft);
+/* Whether a model (with its --mmproj, may be NULL) has a vision embedder, read before it loads
+ * (config.json's vision_config; an mmproj is taken to have one): chat sizes its chunk by it. */
+int cli_model_has_vision(const char *model, const char *mmproj);
+/* `tokenize --mmproj FILE`: FILE beside a GGUF model is a gemma4uv / gemma4ua mmproj with the
+ * projectors md's media need (the processor settings then come from it, as for run). */
+g4_status cli_mmproj_check(const char *model, const char *mmproj, const cli_media *md);
 /* The prompt `ids` with its image and audio placeholders expanded for the loaded media. */
 g4_status cli_media_prompt(const cli_media *md, const g4_tokenizer *tok, const int32_t *ids, int n,
                            g4_media_prompt **out);
@@ -135,9 +144,10 @@ g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int dept
                            cli_verify_timing *out);
 
 /* The speculative decoding options of run (cli_spec.c). */
-enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM };
+enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM, CLI_SPEC_MTP };
 typedef struct {
     int kind;                 /* CLI_SPEC_* */
+    const char *draft_dir;    /* --draft DIR: the MTP drafter (CLI_SPEC_MTP) */
     int draft_max;            /* 0: the drafter's default */
     int ngram_min, ngram_max; /* 0: the defaults */
     const char *trace_path;
@@ -146,13 +156,16 @@ typedef struct {
     g4_spec_params params;    /* for cli_gen_out.spec */
 } cli_spec;
 extern const char *const cli_spec_opts_help;
-/* --spec, --draft-max, --spec-ngram-min, --spec-ngram-max, --spec-trace (and the reserved --draft,
- * refused): as cli_parse_model_opt. */
+/* --spec, --draft, --draft-max, --spec-ngram-min, --spec-ngram-max, --spec-trace: as
+ * cli_parse_model_opt. */
 int cli_parse_spec_opt(const char *cmd, int argc, char **argv, int *i, cli_spec *s);
 /* After parsing, before the model loads: refuses a loop option without --spec, makes the drafter,
  * raises mo->verify_rows to fit the rounds and opens the trace file. 0, or the exit code after
  * reporting. */
 int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo);
+/* After the model loads: the drafter that reads it (--draft's MTP drafter, checked against it).
+ * 0, or the exit code after reporting. */
+int cli_spec_attach(cli_spec *s, g4_model *m);
 /* g4_spec_params.on_round writing the trace's JSON line to ctx (a FILE *). */
 void cli_spec_trace(void *ctx, const int32_t *drafted, int n, int accepted);
 /* Closes the trace and frees the drafter: 0, or the exit code after reporting a failed write. */

@@ -3,7 +3,10 @@
  * model's chat template, the slot's KV is reused for the longest prefix a fresh prefill would
  * compute the same (g4_slot_rewind / a snapshot), and the reply streams through the shared
  * generation loop (cli_generate) and the chat output parser (src/chat): content to stdout,
- * reasoning to stderr on request, tool calls as JSON lines. Owns the REPL only. */
+ * reasoning to stderr on request, tool calls as JSON lines. `/image PATH` and `/audio PATH` (or
+ * --image / --audio for the first turn) put media before the next turn's text; the conversation's
+ * media stay in its prompt, which is then expanded and prefilled as `run --image` does
+ * (g4_media_prompt). Owns the REPL only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +16,19 @@
 
 static void usage(void) {
     printf("usage: gemma4c chat -m MODEL [--system TEXT] [-n N] [--temp T --top-p P --top-k K --min-p P --seed S]\n"
-           "                    [--think] [--show-reasoning] [-v] [model options]\n"
+           "                    [--think] [--show-reasoning] [-v] [--image FILE] [--audio FILE] [media options]\n"
+           "                    [model options]\n"
            "  reads one user turn per line on stdin (prompt \"> \" on stderr at a terminal) and streams\n"
            "  each reply to stdout, one line per reply; the conversation goes through the model's chat\n"
            "  template. -n: most tokens per reply (default: until an eos id or the context end).\n"
            "  --think: the template's enable_thinking on; --show-reasoning: the model's thoughts on\n"
            "  stderr (\"[reasoning] \" lines; dimmed at a terminal); tool calls print as JSON lines.\n"
            "  /reset clears the conversation (the --system message stays); /exit or end of input quits.\n"
+           "  /image PATH, /audio PATH: an image or sound file before the next line's text (repeatable;\n"
+           "  --image / --audio FILE: before the first line's). They stay in the conversation; at most\n"
+           "  --max-media-per-request of them (default 8) until /reset.\n"
            "  -v: each turn's prompt length and how much of it the slot's KV supplied, on stderr.\n");
+    fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
 
@@ -41,6 +49,19 @@ typedef struct {
      * runs (docs/server.md, prompt cache); decoded tokens and partial chunks are recomputed. */
     int exact;
     g4_kv_snap *snap;   /* the slot at a chunk boundary <= exact, for a rewind past the rings */
+    /* where a fresh prefill of the held prompt ends its steps (ascending, the last its length):
+     * with images a step ends before an image a chunk would cut, so not at multiples of chunk */
+    int *bounds, n_bounds;
+    /* the conversation's media, in prompt order per kind; the last `pending_*` of them go before
+     * the next turn's text */
+    const cli_media *md;
+    g4_image_opts io;
+    g4_audio_opts ao;
+    g4_image **images;
+    int n_images, pending_images;
+    g4_audio **audios;
+    int n_audios, pending_audios;
+    json_t *pending;   /* their {"type": "image"} / {"type": "audio"} parts, in order */
     /* the reply being printed */
     g4_chat_parser *parser;
     int n_shown;        /* deltas printed */
@@ -49,15 +70,78 @@ typedef struct {
 
 static void forget_slot(chat_state *c) {
     g4_slot_reset(c->m, 0);
-    c->n_held = c->exact = 0;
+    c->n_held = c->exact = c->n_bounds = 0;
     g4_kv_snap_free(c->snap);
     c->snap = NULL;
+}
+
+/* Drops the last n images and k audio clips of the conversation. */
+static void drop_media(chat_state *c, int n, int k) {
+    while (n-- > 0) g4_image_free(c->images[--c->n_images]);
+    while (k-- > 0) g4_audio_free(c->audios[--c->n_audios]);
 }
 
 static void reset(chat_state *c, json_t *msgs, const char *system) {
     json_array_clear(msgs);
     if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
     forget_slot(c);
+    drop_media(c, c->n_images, c->n_audios);
+    c->pending_images = c->pending_audios = 0;
+    json_array_clear(c->pending);
+}
+
+/* `/image PATH` or `/audio PATH`: the file decoded now (a bad one is refused here, the session goes
+ * on) and queued before the next turn's text. */
+static g4_status add_media(chat_state *c, int image, const char *path) {
+    const int max = c->md->max_media_set ? c->md->max_media : CLI_MEDIA_DEFAULT_MAX;
+    if (c->n_images + c->n_audios >= max)
+        return g4_fail(G4_ERR_INPUT, "%s: the conversation holds %d images and audio clips already "
+                       "(--max-media-per-request %d; /reset starts over)", path, c->n_images + c->n_audios, max);
+    if (image ? !g4_model_has_vision(c->m) : !g4_model_has_audio(c->m))
+        return g4_fail(G4_ERR_INPUT, "%s: this model takes no %s (no %s embedder)", path, image ? "images" : "audio",
+                       image ? "vision" : "audio");
+    void **arr = image ? (void **)&c->images : (void **)&c->audios;
+    const int n = image ? c->n_images : c->n_audios;
+    void *grown = realloc(*arr, (size_t)(n + 1) * sizeof(void *));
+    if (!grown) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    *arr = grown;
+    g4_status st;
+    if (image) {
+        g4_image *im;
+        if ((st = g4_image_load(path, &c->io, &im))) return st;
+        if (im->n_patches > c->chunk) {   /* an image is prefilled in one step */
+            const int np = im->n_patches;
+            g4_image_free(im);
+            return g4_fail(G4_ERR_INPUT, "%s: %d soft tokens, more than a prefill chunk of %d (--prefill-chunk, or a "
+                           "smaller --max-soft-tokens)", path, np, c->chunk);
+        }
+        c->images[c->n_images++] = im;
+        c->pending_images++;
+    } else {
+        g4_audio *a;
+        if ((st = g4_audio_load(path, &c->ao, &a))) return st;
+        c->audios[c->n_audios++] = a;
+        c->pending_audios++;
+    }
+    json_array_append_new(c->pending, json_pack("{s:s}", "type", image ? "image" : "audio"));
+    return G4_OK;
+}
+
+/* The steps of a fresh prefill of ids[0, n) (mp: with its media) at the model's chunk: their ends
+ * into *b (malloc'ed), as media_prompt.c's prefill cuts them. */
+static g4_status fresh_bounds(const chat_state *c, const g4_media_prompt *mp, int n, int **b, int *nb) {
+    if (!(*b = malloc(((size_t)n / (size_t)c->chunk + 2 + (size_t)(c->n_images)) * sizeof **b)))
+        return g4_fail(G4_ERR_NOMEM, "out of memory");
+    *nb = 0;
+    for (int at = 0; at < n;) {
+        int r = n - at < c->chunk ? n - at : c->chunk;
+        if (mp && (r = g4_media_prompt_cut(mp, at, r)) <= 0) {   /* add_media keeps images within a chunk */
+            free(*b);
+            return g4_fail(G4_ERR_INPUT, "an image of the conversation is longer than a prefill chunk");
+        }
+        (*b)[(*nb)++] = at += r;
+    }
+    return G4_OK;
 }
 
 static g4_status hold(chat_state *c, const int32_t *ids, int n) {
@@ -75,15 +159,18 @@ static g4_status hold(chat_state *c, const int32_t *ids, int n) {
 }
 
 /* Sets the slot back to the longest prefix of ids[0, n) it can reuse exactly and returns its
- * length: the common prefix with what it holds, cut to its exact rows and to a chunk boundary,
- * short of the last id (whose logits start the reply). Within the sliding rings' reach a rewind;
- * further back the snapshot, where it lies inside that prefix; else an empty slot. */
-static int reuse_prefix(chat_state *c, const int32_t *ids, int n, const char **how) {
+ * length: the common prefix with what it holds, cut to its exact rows and to a step end that a
+ * fresh prefill of both prompts shares (bounds: the new prompt's), short of the last id (whose
+ * logits start the reply). Within the sliding rings' reach a rewind; further back the snapshot,
+ * where it lies inside that prefix; else an empty slot. The same steps over the same ids and
+ * media compute the same rows. */
+static int reuse_prefix(chat_state *c, const int32_t *ids, int n, const int *bounds, int n_bounds, const char **how) {
     int lcp = 0;
     while (lcp < c->n_held && lcp < n && ids[lcp] == c->held[lcp]) lcp++;
-    int want = lcp < c->exact ? lcp : c->exact;
-    if (want > n - 1) want = n - 1;
-    want -= want % c->chunk;
+    int limit = lcp < c->exact ? lcp : c->exact;
+    if (limit > n - 1) limit = n - 1;
+    int want = 0;
+    for (int k = 0; k < n_bounds && k < c->n_bounds && bounds[k] == c->bounds[k] && bounds[k] <= limit; k++) want = bounds[k];
     const int pos = g4_slot_pos(c->m, 0);
     int from = 0;
     *how = "";
@@ -145,7 +232,8 @@ static int on_token(void *ctx, int32_t id) {
 /* The assistant's message as the parser read it, for the conversation's next rendering. */
 static g4_status append_reply(chat_state *c, json_t *msgs) {
     char *js = g4_chat_message_json(c->parser, "call_");
-    json_t *msg = js ? json_loads(js, 0, NULL) : NULL;
+    /* a byte token <0x00> of a weak model is a NUL in the text, "\u0000" in the JSON */
+    json_t *msg = js ? json_loads(js, JSON_ALLOW_NUL, NULL) : NULL;
     free(js);
     if (!msg || json_array_append_new(msgs, msg)) return g4_fail(G4_ERR_NOMEM, "out of memory");
     return G4_OK;
@@ -154,21 +242,38 @@ static g4_status append_reply(chat_state *c, json_t *msgs) {
 /* One turn: the conversation (ending with the user's message) -> the reply, streamed to stdout
  * and appended to msgs as the assistant's message. */
 static g4_status turn(chat_state *c, json_t *msgs) {
-    int32_t *ids = NULL;
-    int n = 0;
+    int32_t *tids = NULL, *bounds = NULL;
+    const int32_t *ids;
+    int n = 0, n_bounds = 0;
+    g4_media_prompt *mp = NULL;
     double t0 = g4_now();
-    g4_status st = cli_chat_ids(c->tpl, c->tok, msgs, c->think, &ids, &n);
+    g4_status st = cli_chat_ids(c->tpl, c->tok, msgs, c->think, &tids, &n);
     if (st) return st;
+    ids = tids;
+    if (c->n_images + c->n_audios) {   /* the conversation's media, each for its placeholder */
+        if ((st = g4_media_prompt_new_av(c->tok, tids, n, c->images, c->n_images, c->audios, c->n_audios, &mp))) {
+            free(tids);
+            return st;
+        }
+        ids = g4_media_prompt_ids(mp, &n);
+    }
+    if ((st = fresh_bounds(c, mp, n, &bounds, &n_bounds))) {
+        g4_media_prompt_free(mp);
+        free(tids);
+        return st;
+    }
     const char *how;
-    const int from = reuse_prefix(c, ids, n, &how);
-    /* the prompt up to a chunk boundary before its generation prompt, then a snapshot there: the
-     * next turn's rendering parts from this prompt a few ids before its end (Gemma 4's template
-     * drops the empty thought channel of the generation prompt), maybe beyond the rings' reach
-     * once the reply is long. The same chunks as one prefill of [from, n). */
-    const int tail = n - 1 - GEN_PROMPT_SLACK - from;
-    const int b = from + (tail > 0 ? tail / c->chunk * c->chunk : 0);
+    const int from = reuse_prefix(c, ids, n, bounds, n_bounds, &how);
+    /* the prompt up to a step end before its generation prompt, then a snapshot there: the next
+     * turn's rendering parts from this prompt a few ids before its end (Gemma 4's template drops
+     * the empty thought channel of the generation prompt), maybe beyond the rings' reach once the
+     * reply is long. The same steps as one prefill of [from, n). */
+    int b = from;
+    for (int k = 0; k < n_bounds; k++)
+        if (bounds[k] > b && bounds[k] <= n - 1 - GEN_PROMPT_SLACK) b = bounds[k];
     if (b > from) {
-        st = g4_prefill(c->m, 0, ids + from, b - from, NULL);
+        st = mp ? g4_prefill_media_range(c->m, 0, mp, from, b - from, NULL, NULL)
+                : g4_prefill(c->m, 0, ids + from, b - from, NULL);
         if (!st && g4_kv_snap_supported(c->m)) {
             g4_kv_snap_free(c->snap);
             c->snap = NULL;
@@ -181,7 +286,7 @@ static g4_status turn(chat_state *c, json_t *msgs) {
     if (!st) st = g4_chat_parser_new(c->tok, NULL, 0, &c->parser);
     if (!st) st = g4_gen_new(c->m, 0, c->tok, c->cfg, &c->gp, &g);
     const double t_gen = g4_now();
-    if (!st) st = cli_generate(c->m, 0, ids + b, n - b, g, 0, &out);
+    if (!st) st = mp ? cli_generate_media(c->m, 0, mp, b, g, &out) : cli_generate(c->m, 0, ids + b, n - b, g, 0, &out);
     if (!st) st = g4_chat_parser_finish(c->parser);
     if (c->parser) show_deltas(c);
     end_reasoning_line(c);
@@ -191,7 +296,13 @@ static g4_status turn(chat_state *c, json_t *msgs) {
         fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them reused from the slot%s; first token after %.3f s\n",
                 n, from, how, t_gen - t0 + out.prefill_s);
     if (!st) st = hold(c, ids + from, n - from);
-    if (!st) c->exact = n / c->chunk * c->chunk;
+    if (!st) {   /* every row of the prompt was computed by the steps of a fresh prefill */
+        c->exact = n;
+        free(c->bounds);
+        c->bounds = bounds;
+        c->n_bounds = n_bounds;
+        bounds = NULL;
+    }
     /* the slot holds every generated token but the last (cli_generate feeds it none) */
     if (!st && out.n_gen > 1) st = hold(c, out.id_buf, out.n_gen - 1);
     if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
@@ -204,7 +315,9 @@ static g4_status turn(chat_state *c, json_t *msgs) {
     g4_gen_free(g);
     free(out.text_buf);
     free(out.id_buf);
-    free(ids);
+    free(bounds);
+    g4_media_prompt_free(mp);
+    free(tids);
     return st;
 }
 
@@ -212,8 +325,11 @@ int cli_chat(int argc, char **argv) {
     const char *cmd = "chat", *model = NULL, *system = NULL;
     long n_predict = 0;
     chat_state c = {0};
+    cli_media md = {0};
     g4_model_opts mo;
     g4_model_opts_default(&mo);
+    const int default_chunk = mo.prefill_chunk;
+    mo.prefill_chunk = 0;   /* unset: the default, raised to hold an image */
     mo.tp = 0;   /* unset: 1, or the mpirun size */
     g4_gen_params_default(&c.gp);
     c.gp.sp.temperature = 0.0f;   /* greedy unless --temp, as `run` */
@@ -222,7 +338,8 @@ int cli_chat(int argc, char **argv) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int r;
         if (cli_is_help(a)) { usage(); return 0; }
-        if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &c.gp.sp))) {
+        if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &c.gp.sp)) ||
+            (r = cli_parse_media_opt(cmd, argc, argv, &i, &md))) {
             if (r < 0) return 2;
             continue;
         }
@@ -239,7 +356,22 @@ int cli_chat(int argc, char **argv) {
         else return cli_usage_error(cmd, "unknown option '%s' (see gemma4c chat --help)", a);
     }
     if (!model) return cli_usage_error(cmd, "-m MODEL is required");
+    if (cli_media_check(cmd, &md)) return 2;
     c.gp.max_tokens = (int)n_predict;   /* 0: until an eos id or the context end */
+    /* the processor settings: the mmproj's beside a GGUF, else the model's own */
+    const char *media_src = mo.mmproj ? mo.mmproj : model;
+    g4_status st = g4_image_opts_load(media_src, &c.io);
+    if (!st) st = g4_audio_opts_load(media_src, &c.ao);
+    if (st) return cli_report(st);
+    if (md.max_soft_tokens) c.io.max_soft_tokens = md.max_soft_tokens;
+    if (md.max_pixels) c.io.max_pixels = md.max_pixels;
+    if (md.max_audio_seconds > 0) c.ao.max_seconds = md.max_audio_seconds;
+    c.md = &md;
+    if (!mo.prefill_chunk) {   /* unset: a step holds a whole image, as serve sizes it */
+        mo.prefill_chunk = default_chunk;
+        if (cli_model_has_vision(model, mo.mmproj) && c.io.max_soft_tokens > mo.prefill_chunk)
+            mo.prefill_chunk = c.io.max_soft_tokens;
+    }
 
     int rc = cli_load_model(model, &mo, &c.m);
     c.chunk = mo.prefill_chunk;   /* the prefill's chunk: the unit of exact reuse */
@@ -247,7 +379,8 @@ int cli_chat(int argc, char **argv) {
     g4_tokenizer *tok = NULL;
     g4_template *tpl = NULL;
     g4_gen_config cfg = {0};
-    g4_status st = g4_tokenizer_load(model, &tok);
+    c.pending = json_array();
+    st = c.pending ? g4_tokenizer_load(model, &tok) : g4_fail(G4_ERR_NOMEM, "out of memory");
     if (st == G4_ERR_IO) st = G4_ERR_INPUT;   /* a model dir without one */
     if (!st) st = g4_template_load(model, &tpl);
     if (!st) st = g4_gen_config_load(model, g4_model_get_info(c.m), &cfg);
@@ -260,6 +393,9 @@ int cli_chat(int argc, char **argv) {
     c.tpl = tpl;
     c.cfg = &cfg;
     if (!st) reset(&c, msgs, system);
+    /* --image / --audio: before the first turn's text, images first */
+    for (int i = 0; !st && i < md.n_images; i++) st = add_media(&c, 1, md.paths[i]);
+    for (int i = 0; !st && i < md.n_audios; i++) st = add_media(&c, 0, md.audio_paths[i]);
     const int tty = isatty(0);
     char *line = NULL;
     size_t cap = 0;
@@ -270,20 +406,49 @@ int cli_chat(int argc, char **argv) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
         if (!strcmp(line, "/reset")) { reset(&c, msgs, system); continue; }
+        if (!strncmp(line, "/image ", 7) || !strncmp(line, "/audio ", 7)) {
+            const char *path = line + 7;
+            while (*path == ' ') path++;
+            st = add_media(&c, line[1] == 'i', path);
+            if (st == G4_ERR_INPUT) {   /* a file it cannot take: say so, go on without it */
+                fprintf(stderr, "gemma4c chat: %s\n", g4_last_error());
+                st = G4_OK;
+            }
+            continue;
+        }
         if (len == 0) continue;
-        json_t *um = json_pack("{s:s,s:s#}", "role", "user", "content", line, (int)len);
-        if (!um) { fprintf(stderr, "gemma4c chat: the line is not valid UTF-8; ignored\n"); continue; }
+        json_t *text = json_pack("{s:s,s:s#}", "type", "text", "text", line, (int)len);
+        if (!text) { fprintf(stderr, "gemma4c chat: the line is not valid UTF-8; ignored\n"); continue; }
+        json_t *um;
+        if (json_array_size(c.pending)) {   /* the queued media, then the text */
+            json_t *content = json_copy(c.pending);
+            json_array_append_new(content, text);
+            um = json_pack("{s:s,s:o}", "role", "user", "content", content);
+        } else {
+            um = json_pack("{s:s,s:O}", "role", "user", "content", json_object_get(text, "text"));
+            json_decref(text);
+        }
+        if (!um) { st = g4_fail(G4_ERR_NOMEM, "out of memory"); break; }
         json_array_append_new(msgs, um);
         st = turn(&c, msgs);
         if (st == G4_ERR_CONTEXT || st == G4_ERR_INPUT) {
-            /* a turn the context cannot hold, or one the template refuses: say so, forget it, go on */
+            /* a turn the context cannot hold, or one the template refuses: say so, forget it (and
+             * its media), go on */
             fprintf(stderr, "gemma4c chat: %s\n", g4_last_error());
             json_array_remove(msgs, json_array_size(msgs) - 1);
+            drop_media(&c, c.pending_images, c.pending_audios);
             st = G4_OK;
         }
+        c.pending_images = c.pending_audios = 0;
+        json_array_clear(c.pending);
     }
     rc = cli_report(st);
     free(line);
+    drop_media(&c, c.n_images, c.n_audios);
+    free(c.images);
+    free(c.audios);
+    json_decref(c.pending);
+    free(c.bounds);
     free(c.held);
     g4_kv_snap_free(c.snap);
     json_decref(msgs);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,12 @@ int cli_load_model(const char *path, const g4_model_opts *mo, g4_model **m) {
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     st = g4_model_work(*m);   /* an MPI worker rank: run forward passes until rank 0 frees */
+    if (st && g4_model_group_lost(*m)) {
+        /* Rank 0 decides what a lost group means (a server answers 503 until it is stopped, then
+         * ends the job): wait to be ended with the job rather than end it from here. */
+        fprintf(stderr, "gemma4c: rank %d: waiting for rank 0 to end the job\n", g4_model_rank(*m));
+        for (;;) pause();
+    }
     g4_model_free(*m);
     *m = NULL;
     return st ? cli_report(st) : -1;

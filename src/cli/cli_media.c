@@ -3,9 +3,13 @@
  * the prompt assembly are the library's (g4_image_*, g4_audio_*, g4_media_prompt_*). */
 #include "cli/cli.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "io/source.h"
+#include "model/mmproj.h"
 
 const char *const cli_media_opts_help =
     "media options (run, logits, tokenize):\n"
@@ -92,6 +96,37 @@ g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft) {
         st = g4_image_load(md->paths[i], &io, &md->images[i]);
         if (!st && md->images[i]->n_patches > *max_soft) *max_soft = md->images[i]->n_patches;
     }
+    return st;
+}
+
+int cli_model_has_vision(const char *model, const char *mmproj) {
+    if (mmproj) return 1;
+    g4_source *src;
+    if (g4_source_open(model, &src)) return 0;
+    const char *data = NULL;
+    size_t len = 0;
+    g4_source_file(src, "config.json", &data, &len, NULL);   /* a directory or a .g4c pack */
+    json_t *root = data ? json_loadb(data, len, 0, NULL) : NULL;
+    const int has = root && json_is_object(json_object_get(root, "vision_config"));
+    json_decref(root);
+    g4_source_close(src);
+    return has;
+}
+
+g4_status cli_mmproj_check(const char *model, const char *mmproj, const cli_media *md) {
+    if (!g4_is_gguf(model))   /* as the model loader says it for run, logits and serve */
+        return g4_fail(G4_ERR_INPUT, "--mmproj %s: goes with a GGUF model (-m MODEL.gguf); %s carries its own vision and "
+                       "audio settings", mmproj, model);
+    g4_source *src;
+    g4_status st = g4_source_open(mmproj, &src);
+    if (st) return st;
+    const g4_gguf *g = g4_source_kind_of(src) == G4_SOURCE_GGUF ? g4_source_gguf(src, &st) : NULL;
+    g4_mmproj_geom geo;
+    if (!st && !g) st = g4_fail(G4_ERR_INPUT, "--mmproj %s: not a GGUF file", mmproj);
+    if (!st) st = g4_mmproj_geom_read(g, &geo);   /* an mmproj whose tensors fit together, or why not */
+    if (!st && md->n_images && !geo.has_vision) st = g4_fail(G4_ERR_INPUT, "%s: this mmproj has no vision projector (gemma4uv) for --image", mmproj);
+    if (!st && md->n_audios && !geo.has_audio) st = g4_fail(G4_ERR_INPUT, "%s: this mmproj has no audio projector (gemma4ua) for --audio", mmproj);
+    g4_source_close(src);
     return st;
 }
 

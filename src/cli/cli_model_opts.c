@@ -15,6 +15,7 @@ const char *const cli_model_opts_help =
     "  --ctx N               context positions per slot\n"
     "  --prefill-chunk N     positions per prefill step\n"
     "  --tp N                tensor-parallel ranks; --tp-backend threads|mpi\n"
+    "  --tp-timeout SECONDS  mpi: a rank that answers no collective within it fails the group (default 30; 0: wait)\n"
     "  --no-mmap | --mmap    copy the weights into huge pages at load | never copy (default: auto)\n"
     "  --act-q8              int8 activations for matmuls over quantized weights (as llama.cpp)\n"
     "  --numerics exact|ggml exact float32 (default) or llama.cpp's CPU arithmetic\n"
@@ -56,6 +57,7 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     long n;
     static const char *const with_value[] = {"--threads", "-t", "--ctx", "--prefill-chunk", "--tp", "--tp-backend",
+                                             "--tp-timeout",
                                              "--numerics", "--amx-pairs-rows", "--amx-gemv-rows", "--amx-gemv1-k-below",
                                              "--mmproj"};
     int takes_value = 0;
@@ -69,6 +71,11 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     if (!strcmp(a, "--ctx")) INTV(1, 1 << 24, mo->ctx);
     if (!strcmp(a, "--prefill-chunk")) INTV(1, 1 << 16, mo->prefill_chunk);
     if (!strcmp(a, "--tp")) INTV(1, 64, mo->tp);
+    if (!strcmp(a, "--tp-timeout")) {
+        if (!cli_parse_int(cmd, a, v, 0, 86400, &n)) return -1;
+        mo->tp_timeout_ms = 1000 * (int)n;
+        return 1;
+    }
     if (!strcmp(a, "--amx-pairs-rows")) INTV(0, 1 << 16, mo->tuning.amx_pairs_rows);
     if (!strcmp(a, "--amx-gemv1-k-below")) INTV(0, 1 << 24, mo->tuning.amx_gemv1_k_below);
 #undef INTV

@@ -321,7 +321,12 @@ static g4_status generate_spec(g4_model *m, int slot, const int32_t *ids, int n,
     return st;
 }
 
-/* cli_generate, or with mp (a prompt with images) in place of ids */
+g4_status cli_generate_media(g4_model *m, int slot, g4_media_prompt *mp, int from, g4_gen *g, cli_gen_out *out) {
+    return generate(m, slot, NULL, from, mp, g, 0, out);
+}
+
+/* cli_generate, or with mp (a prompt with images) in place of ids, from its id n on (the slot
+ * holds [0, n)) */
 static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out) {
     const int V = g4_model_get_info(m)->vocab_size;
@@ -334,7 +339,9 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
     emit_ctx e = {.out = out, .ids_out = ids_out};
     double t0 = g4_now();
     /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
-    g4_status st = mp ? (am ? g4_prefill_media_argmax(m, slot, mp, &next) : g4_prefill_media(m, slot, mp, logits))
+    int n_mp = 0;
+    if (mp) g4_media_prompt_ids(mp, &n_mp);
+    g4_status st = mp ? g4_prefill_media_range(m, slot, mp, n, n_mp - n, am ? NULL : logits, am ? &next : NULL)
                       : am ? g4_prefill_argmax(m, slot, ids, n, &next) : g4_prefill(m, slot, ids, n, logits);
     out->prefill_s = g4_now() - t0;
     t0 = g4_now();
@@ -374,6 +381,13 @@ int cli_run(int argc, char **argv) {
     double t0 = g4_now();
     rc = load(&o, &m);
     if (rc) { cli_spec_close(&o.spec); prompt_free(&p); cli_media_free(&o.md); return rc < 0 ? 0 : rc; }
+    if ((rc = cli_spec_attach(&o.spec, m))) {
+        cli_spec_close(&o.spec);
+        prompt_free(&p);
+        cli_media_free(&o.md);
+        g4_model_free(m);
+        return rc;
+    }
     if ((st = prompt_after_load(&o, !o.ids_out || o.cons.kind, &p))) {
         cli_spec_close(&o.spec);
         prompt_free(&p);
@@ -397,7 +411,7 @@ int cli_run(int argc, char **argv) {
     if (!st) st = cli_constraint_build(&o.cons, p.tok, &cfg);
     gp.constraint = o.cons.matcher;
     if (!st) st = g4_gen_new(m, 0, p.tok, &cfg, &gp, &g);
-    if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.n, p.mp, g, o.ids_out, &out);
+    if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.mp ? 0 : p.n, p.mp, g, o.ids_out, &out);
     else if (!st) printf(o.ids_out ? "[]\n" : "\n");
     if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
         fprintf(stderr, "gemma4c run: stopped at the context limit (--ctx %d)\n", info->ctx);

@@ -13,11 +13,12 @@ static void help(FILE *f) {
                "                     [--max-body BYTES] [--shutdown-grace SECONDS] [--load-delay-ms MS]\n"
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
                "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192] [--media-dir DIR]\n"
-               "                     [--max-media-per-request 8] [--max-soft-tokens N] [--max-image-pixels N]\n"
+               "                     [--max-media-per-request 8] [--max-soft-tokens N] [--soft-tokens-cap N]\n"
+               "                     [--max-image-pixels N]\n"
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
-               "                     [--max-messages 10000] [--max-tools 128]\n"
-               "                     [--max-audio-seconds 30] [--spec ngram [--draft-max K]]\n"
+               "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
+               "                     [--max-audio-seconds 30] [--exit-on-tp-loss] [--spec ngram [--draft-max K]]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -38,8 +39,14 @@ static void help(FILE *f) {
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
                "--queue-timeout seconds for a slot gets 503 with Retry-After (0: it waits). --cors-origin\n"
                "(repeatable, or '*') lets browser pages from those origins call the API.\n"
+               "--no-special-in-content: special-token text in messages and tools (e.g. '<turn|>') is\n"
+               "tokenized as plain text, not as control tokens (default: as the reference tokenizes it).\n"
+               "Under --tp-backend mpi a rank that answers no collective within --tp-timeout makes every\n"
+               "request and /health a 503; --exit-on-tp-loss exits (status 1, ending the job) instead.\n"
                "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
-               "parts (docs/server.md).\n");
+               "parts (docs/server.md). --max-soft-tokens N: soft tokens per image unless a request's\n"
+               "mm_processor_kwargs.max_soft_tokens says; --soft-tokens-cap N: the most a request may ask\n"
+               "(default: --max-soft-tokens; the prefill chunk is raised to hold an image this large).\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -100,6 +107,8 @@ int cli_serve(int argc, char **argv) {
         }
         else if (!strcmp(a, "--api-key-file")) { NEEDV(); if (!add_key_file(cmd, &o, keys, v)) return 2; }
         else if (!strcmp(a, "--auth-all")) o.auth_all = 1;
+        else if (!strcmp(a, "--no-special-in-content")) o.no_special_in_content = 1;
+        else if (!strcmp(a, "--exit-on-tp-loss")) o.exit_on_tp_loss = 1;
         else if (!strcmp(a, "--max-queue")) INTV(0, 1 << 20, o.max_queue);
         else if (!strcmp(a, "--max-render-mb")) INTV(1, 1 << 20, o.max_render_mb);
         else if (!strcmp(a, "--max-renders")) INTV(1, 1024, o.max_renders);
@@ -118,10 +127,11 @@ int cli_serve(int argc, char **argv) {
             o.max_audio_seconds = sec;
         }
         else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
-        else if (!strcmp(a, "--max-soft-tokens")) {
-            INTV(70, 1120, o.max_soft_tokens);
+        else if (!strcmp(a, "--max-soft-tokens") || !strcmp(a, "--soft-tokens-cap")) {
+            int *dst = !strcmp(a, "--max-soft-tokens") ? &o.max_soft_tokens : &o.soft_tokens_cap;
+            INTV(70, 1120, *dst);
             if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
-                return cli_usage_error(cmd, "--max-soft-tokens expects 70, 140, 280, 560 or 1120, got %ld", n);
+                return cli_usage_error(cmd, "%s expects 70, 140, 280, 560 or 1120, got %ld", a, n);
         }
         else if (!strcmp(a, "--timeout")) INTV(1, 86400, o.timeout_s);
         else if (!strcmp(a, "--max-connections")) INTV(1, 1 << 20, o.max_connections);
@@ -147,6 +157,8 @@ int cli_serve(int argc, char **argv) {
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (spec.trace_path) return cli_usage_error(cmd, "--spec-trace is an option of run, not of serve");
+    if (spec.draft_dir)   /* its drafts read the last step's hidden states, which a batched step does not keep */
+        return cli_usage_error(cmd, "--draft %s: the MTP drafter is an option of run, not yet of serve", spec.draft_dir);
     int rc = cli_spec_prepare(cmd, &spec, &o.mo);
     if (rc) { cli_spec_close(&spec); return rc; }
     if (spec.drafter) {   /* every decoding slot may verify its drafts in the same step */

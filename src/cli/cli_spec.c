@@ -1,7 +1,7 @@
-/* cli_spec.c — the speculative decoding options of `run` (--spec, --draft-max, --spec-ngram-min /
- * -max, --spec-trace; --draft DIR is reserved for the MTP drafter): the drafter, the verify rows
- * the model must be loaded with, and the trace file's JSON lines. The loop is the library's
- * (g4_spec, src/generate/speculate.c). */
+/* cli_spec.c — the speculative decoding options of `run` (--spec, --draft DIR, --draft-max,
+ * --spec-ngram-min / -max, --spec-trace): the drafter, the verify rows the model must be loaded
+ * with, and the trace file's JSON lines. The loop is the library's (g4_spec,
+ * src/generate/speculate.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,9 @@
 const char *const cli_spec_opts_help =
     "speculative decoding (output identical to plain decoding; docs/speculative.md):\n"
     "  --spec ngram|none     draft by n-gram lookup in the prompt and output (default: none)\n"
-    "  --draft-max K         most drafts a verify round (default: the drafter's, 8 for ngram)\n"
+    "  --draft DIR           draft with Gemma 4's MTP assistant model (an HF directory)\n"
+    "  --draft-max K         most drafts a verify round (default: the drafter's: 8 for ngram,\n"
+    "                        the assistant's num_assistant_tokens)\n"
     "  --spec-ngram-max N    longest n-gram looked up (default 4); --spec-ngram-min N shortest (1)\n"
     "  --spec-trace FILE     one JSON line per verify round: {\"drafted\":[ids],\"accepted\":n}\n";
 
@@ -33,9 +35,7 @@ int cli_parse_spec_opt(const char *cmd, int argc, char **argv, int *i, cli_spec 
         else return cli_usage_error(cmd, "--spec expects ngram or none, got '%s'", v), -1;
         return 1;
     }
-    if (!strcmp(a, "--draft"))   /* the MTP assistant's option: refused until it is built, never ignored */
-        return cli_usage_error(cmd, "--draft %s: drafting with an MTP assistant model is not available yet; "
-                               "--spec ngram drafts without a model", v), -1;
+    if (!strcmp(a, "--draft")) { s->draft_dir = v; return 1; }
     if (!strcmp(a, "--spec-trace")) { s->trace_path = v; return 1; }
     if (!strcmp(a, "--draft-max")) {
         if (!cli_parse_int(cmd, a, v, 1, DRAFT_MAX_LIMIT, &n)) return -1;
@@ -49,10 +49,27 @@ int cli_parse_spec_opt(const char *cmd, int argc, char **argv, int *i, cli_spec 
 }
 
 int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo) {
+    if (s->draft_dir) {   /* the MTP drafter: made once the target is loaded (cli_spec_attach) */
+        if (s->kind == CLI_SPEC_NGRAM) return cli_usage_error(cmd, "--draft and --spec ngram exclude each other");
+        if (s->ngram_min || s->ngram_max)
+            return cli_usage_error(cmd, "%s needs --spec ngram", s->ngram_min ? "--spec-ngram-min" : "--spec-ngram-max");
+        s->kind = CLI_SPEC_MTP;
+        int k = s->draft_max;
+        g4_status st = k ? G4_OK : g4_drafter_mtp_default_max(s->draft_dir, &k);
+        if (st) return cli_report(st);
+        if (k > DRAFT_MAX_LIMIT)
+            return cli_usage_error(cmd, "--draft %s: num_assistant_tokens %d is above %d; give --draft-max", s->draft_dir,
+                                   k, DRAFT_MAX_LIMIT);
+        if (k + 1 > mo->verify_rows) mo->verify_rows = k + 1;
+        s->draft_max = k;
+        if (s->trace_path && !(s->trace = fopen(s->trace_path, "w")))
+            return cli_usage_error(cmd, "--spec-trace %s: cannot open the file for writing", s->trace_path);
+        return 0;
+    }
     if (s->kind == CLI_SPEC_NONE) {   /* an option of the loop without the loop would be ignored */
         const char *stray = s->draft_max ? "--draft-max" : s->trace_path ? "--spec-trace"
                           : s->ngram_min ? "--spec-ngram-min" : s->ngram_max ? "--spec-ngram-max" : NULL;
-        if (stray) return cli_usage_error(cmd, "%s needs --spec ngram", stray);
+        if (stray) return cli_usage_error(cmd, "%s needs --spec ngram or --draft DIR", stray);
         return 0;
     }
     const int lo = s->ngram_min ? s->ngram_min : NGRAM_MIN_DEFAULT;
@@ -66,6 +83,15 @@ int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo) {
         return cli_usage_error(cmd, "--spec-trace %s: cannot open the file for writing", s->trace_path);
     s->params = (g4_spec_params){.drafter = s->drafter, .draft_max = k, .on_round = s->trace ? cli_spec_trace : NULL,
                                  .ctx = s->trace};
+    return 0;
+}
+
+int cli_spec_attach(cli_spec *s, g4_model *m) {
+    if (s->kind != CLI_SPEC_MTP) return 0;
+    g4_status st = g4_drafter_mtp_new(s->draft_dir, m, &s->drafter);
+    if (st) return cli_report(st);
+    s->params = (g4_spec_params){.drafter = s->drafter, .draft_max = s->draft_max,
+                                 .on_round = s->trace ? cli_spec_trace : NULL, .ctx = s->trace};
     return 0;
 }
 

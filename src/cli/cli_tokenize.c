@@ -29,9 +29,11 @@ static int parse_opts(const char *cmd, const char *flag, int argc, char **argv, 
 }
 
 /* tokenize's options: parse_opts' and the media options (--image FILE: the printed ids are the
- * prompt expanded as the processor expands it for those images) */
-static int parse_tokenize_opts(int argc, char **argv, const char **model, int *bos, cli_media *md) {
+ * prompt expanded as the processor expands it for those images; --mmproj FILE: the processor
+ * settings of llama.cpp's mmproj beside a GGUF model, as run takes them) */
+static int parse_tokenize_opts(int argc, char **argv, const char **model, const char **mmproj, int *bos, cli_media *md) {
     *model = NULL;
+    *mmproj = NULL;
     *bos = 0;
     memset(md, 0, sizeof *md);
     for (int i = 1; i < argc; i++) {
@@ -43,10 +45,16 @@ static int parse_tokenize_opts(int argc, char **argv, const char **model, int *b
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
             if (i + 1 >= argc) return cli_usage_error("tokenize", "%s expects a path", argv[i]);
             *model = argv[++i];
+        } else if (!strcmp(argv[i], "--mmproj")) {
+            if (i + 1 >= argc) return cli_usage_error("tokenize", "%s expects a path", argv[i]);
+            *mmproj = argv[++i];
         } else if (!strcmp(argv[i], "--bos")) {
             *bos = 1;
         } else if (cli_is_help(argv[i])) {
-            printf("usage: gemma4c tokenize -m MODEL_OR_TOKENIZER_DIR [--bos] [--image FILE ...]\n");
+            printf("usage: gemma4c tokenize -m MODEL_OR_TOKENIZER_DIR [--bos] [--image FILE ...] [--audio FILE ...]\n"
+                   "                        [--mmproj FILE]\n"
+                   "  --mmproj FILE                llama.cpp's mmproj GGUF beside a GGUF model: its patch geometry\n"
+                   "                               and audio frame size expand the placeholders\n");
             fputs(cli_media_opts_help, stdout);
             return -1;
         } else {
@@ -58,13 +66,14 @@ static int parse_tokenize_opts(int argc, char **argv, const char **model, int *b
 }
 
 int cli_tokenize(int argc, char **argv) {
-    const char *model;
+    const char *model, *mmproj;
     int bos;
     cli_media md;
-    int rc = parse_tokenize_opts(argc, argv, &model, &bos, &md);
+    int rc = parse_tokenize_opts(argc, argv, &model, &mmproj, &bos, &md);
     if (rc) return rc < 0 ? 0 : rc;
     int max_soft;
-    g4_status st = cli_media_load(&md, model, &max_soft);
+    g4_status st = mmproj ? cli_mmproj_check(model, mmproj, &md) : G4_OK;
+    if (!st) st = cli_media_load(&md, mmproj ? mmproj : model, &max_soft);
     g4_tokenizer *t = NULL;
     if (!st) st = g4_tokenizer_load(model, &t);
     size_t len;

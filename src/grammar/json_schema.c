@@ -183,7 +183,8 @@ static void nat_range(g4_strbuf *b, long long a, long long z) {
         if (L > la) g4_sb_put(b, " | ", 3);
         digits_range(b, lo, hi, L);
     }
-    if (z < 0) g4_sb_printf(b, " | [1-9] [0-9]{%d,}", la);
+    /* unbounded above: at most 16 digits, as every integer here, so digits cannot run on forever */
+    if (z < 0 && la < 16) g4_sb_printf(b, " | [1-9] [0-9]{%d,15}", la);
     g4_sb_put(b, " )", 2);
 }
 
@@ -225,6 +226,94 @@ static int integer_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     }
     g4_sb_put(b, " )", 2);
     return 0;
+}
+
+/* ---------------------------------------------------------------- numbers in a range */
+
+/* Number bounds: integral values within +-1e15 only (a fractional bound is refused). A bounded
+ * number is written without an exponent and with at most 15 significant digits where it can be
+ * near a bound: every such decimal is a distinct double, so a validator comparing doubles (as
+ * jsonschema does) agrees with the exact decimal comparison the grammar makes. */
+typedef struct { long long v; int has, excl; } num_bound;
+
+static int number_bounds(ctx *c, json_t *s, const char *path, num_bound *lo, num_bound *hi) {
+    static const char *const k[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    for (int i = 0; i < 4; i++) {
+        json_t *x = json_object_get(s, k[i]);
+        if (!x) continue;
+        if (!json_is_number(x)) return fail(c, G4_ERR_INPUT, "%s/%s is not a number", path, k[i]);
+        double d = json_number_value(x);
+        if (fabs(d) >= 1e15) return fail(c, G4_ERR_INPUT, "%s/%s: %g is beyond the +-1e15 numbers support", path, k[i], d);
+        if (d != floor(d))
+            return fail(c, G4_ERR_INPUT, "%s/%s: %g: a fractional bound on type number is not supported (integral bounds are)", path, k[i], d);
+        long long v = (long long)d;
+        int excl = i & 1;
+        num_bound *nb = i < 2 ? lo : hi;
+        int tighter = !nb->has || (i < 2 ? v > nb->v : v < nb->v) || (v == nb->v && excl);
+        if (tighter) { nb->v = v; nb->has = 1; nb->excl = excl; }
+    }
+    return 0;
+}
+
+/* A fraction of 1..k digits with some digit not 0. */
+static void nonzero_frac(g4_strbuf *b, int k) {
+    if (k == 1) { g4_sb_put(b, "[1-9]", 5); return; }
+    g4_sb_printf(b, "( [1-9] [0-9]{0,%d} | \"0\" ", k - 1);
+    nonzero_frac(b, k - 1);
+    g4_sb_put(b, " )", 2);
+}
+
+/* Magnitudes m = I(.F)? with a <= m <= z (a < m where ax; m < z where zx; z < 0: unbounded), F at
+ * most k digits. By the integer part I: a <= m iff I >= a; a < m iff I > a, or I = a and F is not
+ * all zeros; m <= z iff I < z, or I = z and F is all zeros; m < z iff I < z. */
+static int magnitudes(g4_strbuf *b, long long a, int ax, long long z, int zx, int k) {
+    int alts = 0;
+    long long a1 = ax ? a + 1 : a;
+    g4_sb_put(b, "( ", 2);
+    if (z < 0 || a1 <= z - 1) {
+        nat_range(b, a1, z < 0 ? -1 : z - 1);
+        if (k > 0) g4_sb_printf(b, " ( \".\" [0-9]{1,%d} )?", k);
+        alts++;
+    }
+    if (ax && k > 0 && (z < 0 || a < z)) {
+        g4_sb_printf(b, "%s\"%lld.\" ", alts++ ? " | " : "", a);
+        nonzero_frac(b, k);
+    }
+    if (z >= 0 && !zx && (z > a || (z == a && !ax))) {
+        g4_sb_printf(b, "%s\"%lld\"", alts++ ? " | " : "", z);
+        if (k > 0) g4_sb_printf(b, " ( \".\" \"0\"{1,%d} )?", k);
+    }
+    g4_sb_put(b, " )", 2);
+    return alts;
+}
+
+static int number_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
+    num_bound lo = {0}, hi = {0};
+    if (number_bounds(c, s, path, &lo, &hi)) return -1;
+    if (!lo.has && !hi.has) { g4_sb_put(b, "number", 6); return 0; }
+    if (lo.has && hi.has && (lo.v > hi.v || (lo.v == hi.v && (lo.excl || hi.excl))))
+        return fail(c, G4_ERR_INPUT, "%s: language is empty: no number lies between the lower bound %lld and the upper bound %lld", path, lo.v, hi.v);
+    /* fraction digits: 15 significant digits minus the integer digits a value near a bound has */
+    int d = 0;
+    char tmp[24];
+    if (lo.has) d = snprintf(tmp, sizeof tmp, "%lld", llabs(lo.v));
+    if (hi.has) { int e = snprintf(tmp, sizeof tmp, "%lld", llabs(hi.v)); if (e > d) d = e; }
+    int k = 15 - d;
+    if (k > 16) k = 16;
+    g4_strbuf nn = {0}, ng = {0};
+    int pos = 0, neg = 0;
+    if (!hi.has || hi.v > 0 || (hi.v == 0 && !hi.excl))   /* values >= 0 */
+        pos = magnitudes(&nn, lo.has && lo.v >= 0 ? lo.v : 0, lo.has && lo.v >= 0 && lo.excl,
+                         hi.has ? hi.v : -1, hi.excl, k);
+    if (!lo.has || lo.v < 0)                               /* values < 0, as magnitudes > 0 */
+        neg = magnitudes(&ng, hi.has && hi.v < 0 ? -hi.v : 0, hi.has && hi.v < 0 ? hi.excl : 1,
+                         lo.has ? -lo.v : -1, lo.excl, k);
+    int rc = 0;
+    if (!pos && !neg) rc = fail(c, G4_ERR_INPUT, "%s: language is empty: no number satisfies the bounds", path);
+    else g4_sb_printf(b, "( %s%s%s%s )", pos ? nn.p : "", pos && neg ? " | " : "", neg ? "\"-\" " : "", neg ? ng.p : "");
+    free(nn.p);
+    free(ng.p);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- strings: patterns and formats */
@@ -760,14 +849,7 @@ static const char *const KNOWN[] = {
 static int type_body(ctx *c, json_t *s, const char *t, const char *path, g4_strbuf *b) {
     if (!strcmp(t, "null") || !strcmp(t, "boolean")) { g4_sb_put(b, t, strlen(t)); return 0; }
     if (!strcmp(t, "integer")) return integer_body(c, s, path, b);
-    if (!strcmp(t, "number")) {
-        static const char *const k[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-        for (int i = 0; i < 4; i++)
-            if (json_object_get(s, k[i]))
-                return fail(c, G4_ERR_INPUT, "%s: unsupported keyword '%s' on type number (integers only)", path, k[i]);
-        g4_sb_put(b, "number", 6);
-        return 0;
-    }
+    if (!strcmp(t, "number")) return number_body(c, s, path, b);
     if (!strcmp(t, "string")) return string_body(c, s, path, b);
     if (!strcmp(t, "array")) return array_body(c, s, path, b);
     if (!strcmp(t, "object")) return object_body(c, s, path, b);
@@ -1024,6 +1106,85 @@ static int one_of_disjoint(ctx *c, json_t *one, const char *path) {
     return 0;
 }
 
+/* Whether value v has JSON Schema type name t (an integer is any number with no fraction). */
+static int has_type(json_t *v, const char *t) {
+    if (!strcmp(t, "number")) return json_is_number(v);
+    if (!strcmp(t, "integer")) return json_is_number(v) && json_number_value(v) == floor(json_number_value(v));
+    if (!strcmp(t, "string")) return json_is_string(v);
+    if (!strcmp(t, "boolean")) return json_is_boolean(v);
+    if (!strcmp(t, "null")) return json_is_null(v);
+    if (!strcmp(t, "array")) return json_is_array(v);
+    if (!strcmp(t, "object")) return json_is_object(v);
+    return -1;
+}
+
+/* 1 when value v satisfies the keywords beside enum / const (type, numeric bounds, lengths),
+ * 0 when not, -1 on a malformed keyword. */
+static int value_ok(ctx *c, json_t *s, json_t *v, const char *path) {
+    json_t *t = json_object_get(s, "type");
+    if (t) {
+        if (!json_is_string(t) && (!json_is_array(t) || !json_array_size(t)))
+            return fail(c, G4_ERR_INPUT, "%s/type must be a string or a non-empty array", path);
+        int any = 0;
+        for (size_t i = 0; i < (json_is_array(t) ? json_array_size(t) : 1); i++) {
+            json_t *e = json_is_array(t) ? json_array_get(t, i) : t;
+            int h = json_is_string(e) ? has_type(v, json_string_value(e)) : -1;
+            if (h < 0) return fail(c, G4_ERR_INPUT, "%s/type: unknown type '%s'", path, json_is_string(e) ? json_string_value(e) : "?");
+            any |= h;
+        }
+        if (!any) return 0;
+    }
+    static const char *const k[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    for (int i = 0; i < 4; i++) {
+        json_t *x = json_object_get(s, k[i]);
+        if (!x) continue;
+        if (!json_is_number(x)) return fail(c, G4_ERR_INPUT, "%s/%s is not a number", path, k[i]);
+        if (!json_is_number(v)) continue;   /* a bound says nothing of other types */
+        double a = json_number_value(v), d = json_number_value(x);
+        if (!(i == 0 ? a >= d : i == 1 ? a > d : i == 2 ? a <= d : a < d)) return 0;
+    }
+    static const char *const l[] = {"minLength", "maxLength"};
+    for (int i = 0; i < 2; i++) {
+        long n;
+        int h = size_kw(c, s, l[i], path, &n);
+        if (h < 0) return -1;
+        if (!h || !json_is_string(v)) continue;
+        long cps = 0;   /* the length in code points, as JSON Schema counts it */
+        for (const unsigned char *q = (const unsigned char *)json_string_value(v); *q; q++) cps += (*q & 0xC0) != 0x80;
+        if (i == 0 ? cps < n : cps > n) return 0;
+    }
+    return 1;
+}
+
+/* enum / const: the listed values that also satisfy the keywords beside them (the intersection);
+ * a keyword whose check is not implemented here is refused rather than ignored. */
+static int values_body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
+    static const char *const ok[] = {"enum", "const", "type", "minimum", "maximum", "exclusiveMinimum",
+                                      "exclusiveMaximum", "minLength", "maxLength"};
+    const char *k;
+    json_t *v, *cst = json_object_get(s, "const"), *en = json_object_get(s, "enum");
+    const char *kw = en ? "enum" : "const";
+    json_object_foreach(s, k, v) {
+        size_t i = 0;
+        while (i < sizeof ok / sizeof ok[0] && strcmp(ok[i], k)) i++;
+        if (i == sizeof ok / sizeof ok[0] && !is_annotation(k))
+            return fail(c, G4_ERR_INPUT, "%s: keyword '%s' next to %s is not supported", path, k, kw);
+    }
+    if (en && (!json_is_array(en) || !json_array_size(en))) return fail(c, G4_ERR_INPUT, "%s/enum must be a non-empty array", path);
+    size_t n = en ? json_array_size(en) : 1, kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = en ? json_array_get(en, i) : cst;
+        if (en && cst && !same_value(e, cst)) continue;
+        int r = value_ok(c, s, e, path);
+        if (r < 0) return -1;
+        if (!r) continue;
+        if (kept++) g4_sb_put(b, " | ", 3);
+        if (lit_json(c, b, e)) return -1;
+    }
+    if (!kept) return fail(c, G4_ERR_INPUT, "%s: language is empty: no %s value satisfies the keywords beside it", path, kw);
+    return 0;
+}
+
 static int body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
     if (json_is_true(s)) { g4_sb_put(b, "value", 5); return 0; }
     if (!json_is_object(s)) return fail(c, G4_ERR_INPUT, "%s: a schema must be an object or true", path);
@@ -1041,17 +1202,7 @@ static int body(ctx *c, json_t *s, const char *path, g4_strbuf *b) {
         g4_sb_printf(b, "r%d", r);
         return 0;
     }
-    if ((v = json_object_get(s, "const"))) return lit_json(c, b, v);
-    if ((v = json_object_get(s, "enum"))) {
-        if (!json_is_array(v) || !json_array_size(v)) return fail(c, G4_ERR_INPUT, "%s/enum must be a non-empty array", path);
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e) {
-            if (i) g4_sb_put(b, " | ", 3);
-            if (lit_json(c, b, e)) return -1;
-        }
-        return 0;
-    }
+    if (json_object_get(s, "const") || json_object_get(s, "enum")) return values_body(c, s, path, b);
     if ((v = json_object_get(s, "allOf"))) return all_of(c, s, v, path, b);
     json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
     json_t *e0;

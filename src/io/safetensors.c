@@ -47,8 +47,12 @@ static g4_status parse_entry(g4_tensor_set *set, const char *path, const char *n
     if (!strcmp(dt, "F32")) t.dtype = G4_DT_F32;
     else if (!strcmp(dt, "F16")) t.dtype = G4_DT_F16;
     else if (!strcmp(dt, "BF16")) t.dtype = G4_DT_BF16;
-    else return g4_fail(G4_ERR_INPUT, "%s: tensor '%s' has unsupported dtype '%s' (BF16, F16, F32 only)",
-                        path, name, dt);
+    else if (!strcmp(dt, "I64") || !strcmp(dt, "I32")) {
+        t.dtype = G4_DT_COUNT;
+        t.int_bytes = dt[1] == '6' ? 8 : 4;
+    } else return g4_fail(G4_ERR_INPUT, "%s: tensor '%s' has unsupported dtype '%s' (BF16, F16, F32, I32, I64 only)",
+                          path, name, dt);
+    const size_t esize = t.int_bytes ? (size_t)t.int_bytes : g4_dtype_size(t.dtype);
     size_t nd = json_array_size(js);
     if (nd > G4_MAX_DIMS)
         return g4_fail(G4_ERR_INPUT, "%s: tensor '%s' has %zu dims (max %d)", path, name, nd, G4_MAX_DIMS);
@@ -73,12 +77,12 @@ static g4_status parse_entry(g4_tensor_set *set, const char *path, const char *n
                        "%s: tensor '%s' data_offsets [%llu, %llu] run past the end of the data "
                        "(%zu bytes; truncated file?)", path, name, (unsigned long long)begin,
                        (unsigned long long)end, data_size);
-    if (end - begin != count * g4_dtype_size(t.dtype))
+    if (end - begin != count * esize)
         return g4_fail(G4_ERR_INPUT,
                        "%s: tensor '%s' data_offsets span %llu bytes but %s x shape needs %llu",
                        path, name, (unsigned long long)(end - begin), dt,
-                       (unsigned long long)(count * g4_dtype_size(t.dtype)));
-    if (begin % g4_dtype_size(t.dtype))
+                       (unsigned long long)(count * esize));
+    if (begin % esize)
         return g4_fail(G4_ERR_INPUT, "%s: tensor '%s' data is misaligned", path, name);
     t.data = data + begin;
     t.nbytes = (size_t)(end - begin);

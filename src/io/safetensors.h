@@ -21,6 +21,9 @@ typedef struct {
     size_t nbytes;
     const char *file;      /* the file it lives in, for error messages */
     int used;              /* set by the binder; unused tensors are reported as unexpected */
+    int int_bytes;         /* 4 or 8: an I32 / I64 tensor (an index table, e.g. the MTP drafter's
+                            * token ordering), dtype then G4_DT_COUNT so no float reader takes it;
+                            * 0 for float tensors */
 } g4_tensor;
 
 typedef struct {

@@ -1,7 +1,8 @@
 /* audio.c — Gemma 4 unified's encoder-free audio embedder (transformers' embed_audio, a
  * Gemma4UnifiedMultimodalEmbedder): its projection bound from an HF checkpoint against
  * audio_config, and g4_audio_embed: each frame of raw samples through RMSNorm without weight ->
- * projection into the hidden size, in float32 with double sums. */
+ * projection into the hidden size, in float32 (the projection through the model's matmul layer
+ * where it can, else double sums). */
 #include "model/model.h"
 
 #include <math.h>
@@ -81,6 +82,20 @@ static void embed_frame(void *ctx, int f, int thread) {
     }
 }
 
+/* One frame a task: only the weightless RMSNorm, into x [n_frames][dim] (the matmul layer then
+ * projects every frame at once). */
+static void norm_frame(void *ctx, int f, int thread) {
+    (void)thread;
+    const audio_job *j = ctx;
+    const g4_audio_embedder *a = j->a;
+    const float *s = j->au->frames + (size_t)f * a->dim;
+    float *x = j->x + (size_t)f * a->dim;
+    double ss = 0;
+    for (int i = 0; i < a->dim; i++) ss += (double)s[i] * s[i];
+    const double r = 1.0 / sqrt(ss / a->dim + a->eps);
+    for (int i = 0; i < a->dim; i++) x[i] = (float)(s[i] * r);
+}
+
 g4_status g4_audio_embed(const g4_model *m, const g4_audio *au, float *out) {
     const g4_audio_embedder *a = m->audio;
     if (!a) return g4_fail(G4_ERR_INPUT, "model has no audio embedder (a GGUF, a .g4c, or a config without audio_config)");
@@ -88,6 +103,23 @@ g4_status g4_audio_embed(const g4_model *m, const g4_audio *au, float *out) {
         return g4_fail(G4_ERR_INPUT, "audio frames of %d samples do not fit the audio embedder's %d (audio_config.audio_embed_dim)",
                        au->frame, a->dim);
     audio_job j = {.a = a, .au = au, .out = out};
+    /* the projection's products through the text layers' kernels (float32 sums; 30 s of audio
+     * is 750 x 3840 x 640 products, seconds as double loops) wherever its rows fit their scratch,
+     * as vision.c's matmul_rows */
+    const int max_k = m->cfg.hidden_size > m->cfg.intermediate_size ? m->cfg.hidden_size : m->cfg.intermediate_size;
+    if (m->mm && a->dim <= max_k && au->n_frames > 0) {
+        if (!(j.x = malloc((size_t)au->n_frames * (size_t)a->dim * sizeof(float))))
+            return g4_fail(G4_ERR_NOMEM, "out of memory embedding audio");
+        g4_pool_run(m->pool, au->n_frames, norm_frame, &j);
+        const g4_mat w = {G4_DT_F32, a->proj, a->hidden, a->dim};
+        for (int t0 = 0; t0 < au->n_frames; t0 += m->max_rows) {
+            const int T = au->n_frames - t0 < m->max_rows ? au->n_frames - t0 : m->max_rows;
+            g4_mm_op op = {&w, j.x + (size_t)t0 * a->dim, out + (size_t)t0 * a->hidden, a->hidden};
+            g4_matmul(m->mm, T, 1, &op);
+        }
+        free(j.x);
+        return G4_OK;
+    }
     j.x = malloc((size_t)g4_pool_size(m->pool) * (size_t)a->dim * sizeof(float));
     if (!j.x) return g4_fail(G4_ERR_NOMEM, "out of memory embedding audio");
     if (au->n_frames > 0) g4_pool_run(m->pool, au->n_frames, embed_frame, &j);

@@ -26,6 +26,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->prefill_chunk = 256;
     o->tp = 1;
     o->tp_backend = G4_TP_THREADS;
+    o->tp_timeout_ms = 30000;
     o->no_mmap = 0;
     o->act_q8 = 0;
     o->numerics = G4_NUMERICS_EXACT;

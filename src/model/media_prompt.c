@@ -14,6 +14,7 @@ enum { MEDIA_IMAGE, MEDIA_AUDIO };
 typedef struct {
     int start, len;   /* the soft tokens' indices in the expanded ids */
     int kind;         /* MEDIA_IMAGE or MEDIA_AUDIO */
+    int embedded;     /* its rows of emb are filled */
     const void *src;  /* the g4_image or g4_audio, borrowed */
 } media_span;
 
@@ -103,7 +104,7 @@ g4_status g4_media_prompt_new_av(const g4_tokenizer *tok, const int32_t *ids, in
         const markers *mk = is_image ? &mi : &ma;
         const int len = is_image ? images[ni]->n_patches : audios[na]->n_frames;
         p->ids[k++] = mk->begin;
-        p->spans[p->n_media++] = (media_span){k, len, is_image ? MEDIA_IMAGE : MEDIA_AUDIO,
+        p->spans[p->n_media++] = (media_span){k, len, is_image ? MEDIA_IMAGE : MEDIA_AUDIO, 0,
                                               is_image ? (const void *)images[ni++] : (const void *)audios[na++]};
         for (int j = 0; j < len; j++) p->ids[k++] = mk->token;
         p->ids[k++] = mk->end;
@@ -113,23 +114,28 @@ g4_status g4_media_prompt_new_av(const g4_tokenizer *tok, const int32_t *ids, in
     return G4_OK;
 }
 
-/* The soft tokens of every image and clip, [sum of their lengths][H], embedded in prompt order, once. */
-static g4_status embed_images(g4_model *m, g4_media_prompt *p) {
-    if (p->emb) return p->emb_hidden == m->cfg.hidden_size ? G4_OK
-                       : g4_fail(G4_ERR_INPUT, "a media prompt embedded for another model");
+/* The soft tokens of the images and clips in ids [from, from + n), into their rows of emb
+ * ([sum of all spans' lengths][H], prompt order), each once: a prefill that starts past some
+ * media (a chat turn reusing the slot's KV) never embeds them. */
+static g4_status embed_images(g4_model *m, g4_media_prompt *p, int from, int n) {
     const size_t H = (size_t)m->cfg.hidden_size;
-    size_t rows = 0;
-    for (int i = 0; i < p->n_media; i++) rows += (size_t)p->spans[i].len;
-    float *e = malloc((rows ? rows : 1) * H * sizeof(float));
-    if (!e) return g4_fail(G4_ERR_NOMEM, "out of memory embedding %d images and audio clips", p->n_media);
+    if (p->emb && p->emb_hidden != m->cfg.hidden_size) return g4_fail(G4_ERR_INPUT, "a media prompt embedded for another model");
+    if (!p->emb) {
+        size_t rows = 0;
+        for (int i = 0; i < p->n_media; i++) rows += (size_t)p->spans[i].len;
+        if (!(p->emb = malloc((rows ? rows : 1) * H * sizeof(float))))
+            return g4_fail(G4_ERR_NOMEM, "out of memory embedding %d images and audio clips", p->n_media);
+        p->emb_hidden = (int)H;
+    }
     g4_status st = G4_OK;
-    for (int i = 0, off = 0; i < p->n_media && !st; off += p->spans[i++].len)
-        st = p->spans[i].kind == MEDIA_IMAGE ? g4_image_embed(m, p->spans[i].src, e + (size_t)off * H)
-                                             : g4_audio_embed(m, p->spans[i].src, e + (size_t)off * H);
-    if (st) { free(e); return st; }
-    p->emb = e;
-    p->emb_hidden = (int)H;
-    return G4_OK;
+    for (int i = 0, off = 0; i < p->n_media && !st; off += p->spans[i++].len) {
+        media_span *s = &p->spans[i];
+        if (s->embedded || s->start + s->len <= from || s->start >= from + n) continue;
+        float *e = p->emb + (size_t)off * H;
+        st = s->kind == MEDIA_IMAGE ? g4_image_embed(m, s->src, e) : g4_audio_embed(m, s->src, e);
+        s->embedded = !st;
+    }
+    return st;
 }
 
 /* Only images must stay whole (their tokens read each other's keys); audio is causal and may be
@@ -218,7 +224,7 @@ static g4_status prefill_range(g4_model *m, int slot, g4_media_prompt *p, int fr
     }
     g4_status st = G4_OK;
     if ((st = check_prompt(m, slot, p, from))) return st;
-    if ((st = embed_images(m, p))) return st;
+    if ((st = embed_images(m, p, from, n))) return st;
     const int R_max = m->max_rows;
     int *slots = malloc((size_t)R_max * sizeof *slots), *pos = malloc((size_t)R_max * sizeof *pos);
     int *blk_end = malloc((size_t)R_max * sizeof *blk_end);
@@ -231,6 +237,8 @@ static g4_status prefill_range(g4_model *m, int slot, g4_media_prompt *p, int fr
         if (g4_mapped_file_lost())
             st = g4_fail(G4_ERR_IO, "a memory-mapped model file shrank or was replaced while the model ran; "
                                     "restart with an intact file");
+        else if (g4_model_group_lost(m))
+            st = g4_fail(G4_ERR_RUNTIME, "%s", g4_model_group_lost(m));
         done += R;
     }
     free(slots);

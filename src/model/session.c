@@ -42,6 +42,7 @@ static g4_status prefill(g4_model *m, int slot, const int32_t *ids, int n, float
         const int step = G4_STEP_PREFILL | (ub >= 2 ? G4_STEP_BATCHED : 0);
         g4_group_forward(m, R, slots, pos, ids + done, last ? R - 1 : R, step, last ? logits : NULL, last ? next : NULL);
         if (g4_mapped_file_lost()) return weights_lost();
+        if (g4_model_group_lost(m)) return g4_fail(G4_ERR_RUNTIME, "%s", g4_model_group_lost(m));
         m->slot_pos[slot] += R;
         done += R;
     }
@@ -71,6 +72,7 @@ static g4_status decode(g4_model *m, int n, const int *slots, const int32_t *ids
     }
     g4_group_forward(m, n, slots, pos, ids, 0, n >= 2 ? G4_STEP_BATCHED : 0, logits, next);
     if (g4_mapped_file_lost()) return weights_lost();
+    if (g4_model_group_lost(m)) return g4_fail(G4_ERR_RUNTIME, "%s", g4_model_group_lost(m));
     for (int i = 0; i < n; i++) m->slot_pos[slots[i]]++;
     return G4_OK;
 }

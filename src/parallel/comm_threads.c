@@ -98,7 +98,7 @@ g4_comm **g4_comm_threads_new(int n) {
         if (!h) goto fail;
         h->g = g;
         h->c = (g4_comm){.rank = r, .size = n, .allreduce_sum = t_allreduce, .bcast = t_bcast,
-                         .gather = t_gather, .free = t_free};
+                         .bcast_idle = t_bcast, .gather = t_gather, .free = t_free};
         out[r] = &h->c;
         atomic_fetch_add(&g->refs, 1);
     }

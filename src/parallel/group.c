@@ -153,7 +153,7 @@ g4_status g4_group_load_threads(const char *path, const g4_model_opts *o, g4_mod
 g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_model **out) {
     g4_model_opts o = *opts;
     g4_comm *comm;
-    g4_status st = g4_comm_mpi_new(o.tp, &comm);
+    g4_status st = g4_comm_mpi_new(o.tp, o.tp_timeout_ms, &comm);
     if (st) return st;
     o.tp = comm->size;
     numa_bind_rank(comm->rank);
@@ -162,7 +162,17 @@ g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_mode
         return g4_load_rank(path, &o, 0, NULL, out);
     }
     st = g4_load_rank(path, &o, comm->rank, comm, out);
+    /* Every rank waits here for the others (no deadline: loading takes what it takes), so rank 0
+     * serves only once the whole group can run a step, and a rank that failed fails them all. */
+    const int any_failed = g4_comm_mpi_any(comm, st != G4_OK);
     if (st) { comm->free(comm); return st; }
+    if (any_failed) {   /* the others never enter g4_model_work: no stop message */
+        (*out)->comm = NULL;
+        g4_model_free(*out);
+        *out = NULL;
+        comm->free(comm);
+        return g4_fail(G4_ERR_RUNTIME, "another MPI rank failed to load the model (its error is on its stderr)");
+    }
     (*out)->info.weight_bytes = (*out)->local_weight_bytes * (size_t)comm->size;
     (*out)->info.kv_bytes *= (size_t)comm->size;
     return G4_OK;
@@ -174,13 +184,15 @@ g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_mode
  * slots[R], pos[R], ids[R]; broadcast whole (its size fixed by max_rows). After them room for a
  * step with images' m->step_media [R], broadcast apart and only for such a step (rank 0 alone
  * holds the soft tokens: the embedding's all-reduce brings them to the others) */
-enum { CMD_STOP = 0, CMD_STEP = 1 };
+enum { CMD_STOP = 0, CMD_STEP = 1, CMD_PING = 2 };
 enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
 #define CMD_HDR 5
 
 size_t g4_group_cmd_bytes(int max_rows) { return (CMD_HDR + 4 * (size_t)max_rows) * sizeof(int32_t); }
 
-static void cmd_bcast(g4_model *m) { m->comm->bcast(m->comm, m->cmd, (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t)); }
+static size_t cmd_size(const g4_model *m) { return (CMD_HDR + 3 * (size_t)m->max_rows) * sizeof(int32_t); }
+
+static void cmd_bcast(g4_model *m) { m->comm->bcast(m->comm, m->cmd, cmd_size(m)); }
 
 static int32_t *cmd_media(g4_model *m) { return m->cmd + CMD_HDR + 3 * (size_t)m->max_rows; }
 
@@ -305,6 +317,25 @@ void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, cons
     if (step & G4_STEP_MEDIA) memcpy(cmd_media(m), m->step_media, (size_t)R * sizeof(int32_t));
     cmd_bcast(m);
     rank_step(m, logits, next);
+    if (atomic_load(&m->comm->lost)) {   /* the step ran on partial sums: hand back nothing of it */
+        if (logits) memset(logits, 0, (size_t)n * V * sizeof(float));
+        for (int i = 0; next && i < n; i++) next[i] = 0;
+    }
+}
+
+const char *g4_model_group_lost(const g4_model *m) {
+    return m && m->comm && atomic_load(&m->comm->lost) ? m->comm->why : NULL;
+}
+
+g4_status g4_model_ping(g4_model *m) {
+    if (!m->comm || m->comm->rank || m->group) return G4_OK;   /* threads cannot stop apart */
+    if (atomic_load(&m->comm->lost)) return g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why);
+    m->cmd[0] = CMD_PING;
+    cmd_bcast(m);
+    float one = 1;
+    m->comm->allreduce_sum(m->comm, &one, 1);
+    if (atomic_load(&m->comm->lost)) return g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why);
+    return G4_OK;
 }
 
 int g4_group_rank_models(g4_model *m, g4_model **out) {
@@ -321,15 +352,23 @@ int g4_model_rank(const g4_model *m) { return m->comm ? m->comm->rank : 0; }
 
 g4_status g4_model_work(g4_model *m) {
     if (!m->comm || !m->comm->rank) return g4_fail(G4_ERR_INPUT, "g4_model_work: rank 0 drives the model");
-    for (;;) {
-        cmd_bcast(m);
-        if (m->cmd[0] != CMD_STEP) return G4_OK;
-        rank_step(m, NULL, NULL);
+    for (;;) {   /* a lost group's collectives return at once: the check at the top ends the loop */
+        m->comm->bcast_idle(m->comm, m->cmd, cmd_size(m));   /* between steps: no deadline */
+        if (atomic_load(&m->comm->lost)) return g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why);
+        if (m->cmd[0] == CMD_PING) {
+            float one = 1;
+            m->comm->allreduce_sum(m->comm, &one, 1);
+        } else if (m->cmd[0] == CMD_STEP) {
+            rank_step(m, NULL, NULL);
+        } else {
+            return G4_OK;
+        }
     }
 }
 
 void g4_group_stop(g4_model *m) {
-    if (m->comm && m->comm->rank == 0 && m->cmd) {   /* the driver releases the other ranks */
+    /* the driver releases the other ranks (not a lost group's: nothing reaches them any more) */
+    if (m->comm && m->comm->rank == 0 && m->cmd && !atomic_load(&m->comm->lost)) {
         m->cmd[0] = CMD_STOP;
         cmd_bcast(m);
     }

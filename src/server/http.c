@@ -41,6 +41,8 @@ struct conn_ctx {
     int answered;                 /* a response was queued from the headers alone (413 by Content-Length) */
     int received;                 /* the whole request is in (the receive deadline no longer applies) */
     int generating;               /* handed to generate(): a resumed connection goes back there */
+    int half_closed;              /* the client ended its sending side just after its request */
+    double t_received;            /* when generate() first saw the whole request */
     /* a generation */
     int phase;                    /* under h->mu while a parse worker holds it */
     int fail;                     /* F_*, set by the parse worker */
@@ -63,12 +65,33 @@ struct conn_ctx {
     int sent_first, finished;
 };
 
-/* The peer closed or reset its side: nothing more can reach it, so stop generating. */
-static int client_gone(int fd) {
-    if (fd < 0) return 0;
+enum { PEER_OK, PEER_GONE, PEER_EOF };
+
+/* PEER_GONE: reset, or closed both ways; PEER_EOF: the peer ended its sending side (FIN) — a
+ * client that half-closed after its request, or one that closed its socket: the two look the
+ * same until something is written to it. */
+static int peer_state(int fd) {
+    if (fd < 0) return PEER_OK;
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    if (poll(&p, 1, 0) <= 0) return PEER_OK;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return PEER_GONE;
+    return p.revents & POLLRDHUP ? PEER_EOF : PEER_OK;
 }
+
+/* The client went away, so stop generating for it. An end of stream seen within HALF_CLOSE_S
+ * of the request's arrival is a half-close (shutdown(SHUT_WR) right after sending, as `nc -N` and
+ * some proxies do: the client still reads its answer); one that comes later is a client that gave
+ * up. A "half-closed" client that had in fact closed is found out when its answer (a stream: its
+ * next event) is written, or, not streaming, runs to its end: the price of answering half-closes. */
+#define HALF_CLOSE_S 0.5
+static int client_gone(conn_ctx *cc) {
+    const int st = peer_state(cc->fd);
+    if (st == PEER_EOF && !cc->half_closed && g4_now() - cc->t_received < HALF_CLOSE_S) cc->half_closed = 1;
+    return st == PEER_GONE || (st == PEER_EOF && !cc->half_closed);
+}
+
+/* The fd the ticker watches for a gone client: none for a half-closed one (it always reads EOF). */
+static int watched_fd(const conn_ctx *cc) { return cc->half_closed ? -1 : cc->fd; }
 
 static int conn_fd(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -127,8 +150,22 @@ static enum MHD_Result reply_err(g4_srv *s, struct MHD_Connection *c, const char
     return reply(s, c, route, e->status, "application/json", g4_api_error_json(e));
 }
 
+/* Why the model can run no more steps (an MPI rank stopped answering: g4_model_group_lost), or
+ * NULL. Read only once loaded: the loader thread writes s->model before publishing READY. */
+static const char *model_lost(const g4_srv *s) {
+    return s->state == G4_SRV_READY ? g4_model_group_lost(s->model) : NULL;
+}
+
+/* A generation that failed: 503 when the model itself can no longer run (retry elsewhere), else 500. */
+static g4_api_error *gen_error(const g4_srv *s, g4_api_error *e, const char *msg) {
+    if (model_lost(s)) return g4_api_err(e, 503, "server_error", NULL, "tp_group_lost", "%s", msg);
+    return g4_api_err(e, 500, "server_error", NULL, NULL, "%s", msg);
+}
+
 static enum MHD_Result not_ready(g4_srv *s, struct MHD_Connection *c, const char *route) {
     g4_api_error e;
+    const char *lost = model_lost(s);
+    if (lost) return reply_err(s, c, route, g4_api_err(&e, 503, "server_error", NULL, "tp_group_lost", "%s", lost));
     int st = s->state;
     g4_api_err(&e, 503, "server_error", NULL, st == G4_SRV_LOADING ? "model_loading" : "unavailable", "%s",
                st == G4_SRV_LOADING ? "the model is still loading; retry when /health answers 200"
@@ -296,7 +333,7 @@ static int choice_events(conn_ctx *st, int i, int *error) {
     const int k1 = r->n_toks, done = r->done;
     if (done && r->finish == G4_FIN_ERROR) {
         g4_api_error e;
-        g4_api_err(&e, 500, "server_error", NULL, NULL, "%s", r->err);
+        gen_error(st->h->s, &e, r->err);
         char *ej = g4_api_error_json(&e);
         if (ej) {
             out_append(st, "data: ", 6);
@@ -357,8 +394,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (st->out_len) continue;
         /* nothing new: sleep until the scheduler has news (or the ticker looks at the client) */
-        if (client_gone(st->fd)) break;
-        const int slept = http_sleep(st->h, &st->w, st->c, st->fd, 0);
+        if (client_gone(st)) break;
+        const int slept = http_sleep(st->h, &st->w, st->c, watched_fd(st), 0);
         if (slept > 0) return 0;
         if (slept < 0) break;   /* shutting down */
     }
@@ -412,8 +449,7 @@ static enum MHD_Result finished_reply(g4_srv *s, struct MHD_Connection *c, conn_
     g4_api_error err;
     for (int i = 0; i < cc->n; i++) {
         g4_req *r = cc->r[i];
-        if (r->finish == G4_FIN_ERROR)
-            return reply_err(s, c, cc->route, g4_api_err(&err, 500, "server_error", NULL, NULL, "%s", r->err));
+        if (r->finish == G4_FIN_ERROR) return reply_err(s, c, cc->route, gen_error(s, &err, r->err));
         if (r->finish == G4_FIN_CANCELLED) return not_ready(s, c, cc->route);
     }
     return reply(s, c, cc->route, 200, "application/json", g4_api_response_json(&s->api, &cc->o, cc->r));
@@ -432,6 +468,8 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
         if (phase == P_NONE) {
             cc->generating = 1;
             cc->fd = conn_fd(c);
+            cc->t_received = g4_now();
+            client_gone(cc);   /* notes a half-close that is already there */
             cc->c = c;
             cc->phase = P_PARSING;
             http_queue_parse(h, ctx_ref(cc));
@@ -449,7 +487,7 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
         } else if (phase == P_RUNNING) {
             if (cc->o.stream ? any_admitted_or_done(cc) : all_done(cc))
                 return cc->o.stream ? start_stream(s, c, cc) : finished_reply(s, c, cc);
-            if (client_gone(cc->fd)) {
+            if (client_gone(cc)) {
                 cancel_all(cc);
                 g4_metrics_request(s->mx, cc->route, 499);   /* nginx's "client closed request" */
                 return MHD_NO;
@@ -464,7 +502,7 @@ static enum MHD_Result generate(g4_srv *s, struct MHD_Connection *c, conn_ctx *c
             }
         }
         /* P_PARSING, or P_RUNNING with nothing to say yet: sleep until there is news */
-        const int slept = http_sleep(h, &cc->w, c, cc->fd, wake_at);
+        const int slept = http_sleep(h, &cc->w, c, watched_fd(cc), wake_at);
         if (slept > 0) return MHD_YES;
         if (slept < 0) {   /* shutting down */
             cancel_all(cc);
@@ -542,6 +580,12 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
                 return reply(s, c, rt, 503, "application/json",
                              strdup("{\"status\":\"failed\",\"error\":\"a model file shrank or was replaced under the "
                                     "running server; restart it with an intact file\"}"));
+            const char *lost = model_lost(s);
+            if (lost) {   /* every step fails from now on: the MPI group cannot be used again */
+                char body[512];   /* the reason is fixed text without quotes or backslashes */
+                snprintf(body, sizeof body, "{\"status\":\"failed\",\"error\":\"%s\"}", lost);
+                return reply(s, c, rt, 503, "application/json", strdup(body));
+            }
             if (st == G4_SRV_READY) return reply(s, c, rt, 200, "application/json", strdup("{\"status\":\"ok\"}"));
             return reply(s, c, rt, 503, "application/json",
                          strdup(st == G4_SRV_LOADING ? "{\"status\":\"loading\"}" : st == G4_SRV_FAILED ? "{\"status\":\"failed\"}"
@@ -561,7 +605,7 @@ static enum MHD_Result route(g4_srv *s, struct MHD_Connection *c, const char *ur
             return out ? reply(s, c, rt, 200, "application/json", out) : reply_err(s, c, rt, &err);
         }
         default:
-            if (s->state != G4_SRV_READY) return not_ready(s, c, rt);
+            if (s->state != G4_SRV_READY || model_lost(s)) return not_ready(s, c, rt);
             if (routes[i].kind == G4_API_CHAT && !s->tmpl)
                 return reply_err(s, c, rt, g4_api_err(&err, 400, "invalid_request_error", "messages", NULL,
                                                       "this model has no chat template; use /v1/completions"));

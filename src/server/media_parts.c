@@ -87,9 +87,39 @@ static int base64_decode(const char *s, size_t n, unsigned char **out, size_t *o
     return 0;
 }
 
-/* The image a part's URL names, decoded. */
-static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_image **im, g4_api_error *err) {
+int g4_media_request_opts(const g4_api_ctx *c, json_t *root, g4_req *r, g4_api_error *err) {
+    json_t *kw = json_object_get(root, "mm_processor_kwargs"), *v;
+    const char *key;
+    if (!kw || json_is_null(kw)) return 0;
+    if (!json_is_object(kw))
+        return BAD("mm_processor_kwargs", "'mm_processor_kwargs' must be an object (only 'max_soft_tokens' is taken)");
+    json_object_foreach(kw, key, v) {
+        if (strcmp(key, "max_soft_tokens")) {
+            static _Thread_local char param[96];   /* err->param outlives the body */
+            snprintf(param, sizeof param, "mm_processor_kwargs.%.60s", key);
+            return g4_api_err(err, 400, "invalid_request_error", param, "unsupported_parameter",
+                              "mm_processor_kwargs.%s is not supported (only max_soft_tokens is)", key), -1;
+        }
+        if (json_is_null(v)) continue;
+        const json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+        if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
+            return BAD("mm_processor_kwargs.max_soft_tokens", "mm_processor_kwargs.max_soft_tokens must be one of 70, 140, 280, 560, 1120");
+        /* the model's prefill chunk was sized for the cap at load: an image never straddles a step */
+        const int cap = c->media ? c->media->soft_tokens_cap : 0;
+        if (n > cap)
+            return BAD("mm_processor_kwargs.max_soft_tokens", "mm_processor_kwargs.max_soft_tokens %lld is above this server's "
+                       "--soft-tokens-cap %d", (long long)n, cap);
+        r->max_soft_tokens = (int)n;
+    }
+    return 0;
+}
+
+/* The image a part's URL names, decoded at the request's max_soft_tokens. */
+static int load_url(const g4_api_ctx *c, const g4_req *r, const char *url, const char *where, g4_image **im,
+                    g4_api_error *err) {
     const g4_media_cfg *mc = c->media;
+    g4_image_opts io = mc->image;
+    if (r->max_soft_tokens) io.max_soft_tokens = r->max_soft_tokens;
     g4_status st;
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
@@ -102,7 +132,7 @@ static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_
         const int rc = base64_decode(comma + 1, strlen(comma + 1), &bytes, &n);
         if (rc == -2) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
         if (rc) return BAD("messages", "%s: the data: URL is not valid base64", where);
-        st = g4_image_load_mem(bytes, n, "the image", &mc->image, im);
+        st = g4_image_load_mem(bytes, n, "the image", &io, im);
         free(bytes);
     } else if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) {
         return BAD("messages", "%s: remote image URLs are not fetched; send the image as a data: URL", where);
@@ -114,7 +144,7 @@ static int load_url(const g4_api_ctx *c, const char *url, const char *where, g4_
             return BAD("messages", "%s: local image files are not served (the server has no --media-dir)", where);
         if (!realpath(path, real) || strncmp(real, mc->media_dir, dl) || real[dl] != '/')
             return BAD("messages", "%s: no such image under the server's --media-dir", where);
-        st = g4_image_load(real, &mc->image, im);
+        st = g4_image_load(real, &io, im);
     }
     if (st == G4_ERR_NOMEM) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     if (st) return BAD("messages", "%s: %s", where, g4_last_error());
@@ -213,7 +243,7 @@ int g4_media_part(const g4_api_ctx *c, json_t *part, size_t i, size_t k, g4_req 
     if (!md) return -1;
     if (make_room(&md->images, &md->cap, md->n, sizeof *md->images))
         return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
-    if (load_url(c, json_string_value(url), where, &md->images[md->n], err)) return -1;
+    if (load_url(c, r, json_string_value(url), where, &md->images[md->n], err)) return -1;
     md->n++;
     /* the chat template writes <|image|> for an {"type": "image"} item */
     json_object_clear(part);

@@ -221,6 +221,103 @@ static int tokenize(const g4_api_ctx *c, const char *text, size_t len, int add_s
     return 0;
 }
 
+/* --no-special-in-content: the chat template's own markup must still become control tokens, but
+ * text the client sent must not. Before rendering, every special token's text inside the
+ * request's strings (messages, tools) is wrapped in two Unicode noncharacters, which no client
+ * text keeps (they are dropped from it first); after rendering, the markers are taken out and
+ * what they enclosed is tokenized as plain text. The markers sit right around the special text
+ * (never whitespace), so filters such as trim see the same string edges. */
+#define MARK_OPEN "\xEF\xB7\x90"    /* U+FDD0 */
+#define MARK_CLOSE "\xEF\xB7\x91"   /* U+FDD1 */
+#define MARK_LEN 3
+
+static int is_mark(const char *p, size_t left) {
+    return left >= MARK_LEN && (!memcmp(p, MARK_OPEN, MARK_LEN) || !memcmp(p, MARK_CLOSE, MARK_LEN));
+}
+
+/* src [n] with its special texts marked and stray markers dropped, into out (NULL: only
+ * measured); the length. */
+static size_t marked(const g4_tokenizer *t, const char *src, size_t n, char *out) {
+    size_t w = 0, a, b;
+#define PUT(p, k) do { if (out) memcpy(out + w, (p), (k)); w += (k); } while (0)
+    for (size_t i = 0; i < n;) {
+        if (is_mark(src + i, n - i)) { i += MARK_LEN; continue; }
+        size_t next = n;   /* up to the next marker the client sent */
+        for (size_t k = i; k < n; k++)
+            if (is_mark(src + k, n - k)) { next = k; break; }
+        while (i < next && g4_find_special_text(t, src + i, next - i, &a, &b)) {
+            PUT(src + i, a);
+            PUT(MARK_OPEN, MARK_LEN);
+            PUT(src + i + a, b - a);
+            PUT(MARK_CLOSE, MARK_LEN);
+            i += b;
+        }
+        PUT(src + i, next - i);
+        i = next;
+    }
+#undef PUT
+    return w;
+}
+
+/* A string value rewritten by marked(); untouched when there is nothing to mark. 0, or -1 out
+ * of memory. */
+static int mark_string(const g4_tokenizer *t, json_t *v) {
+    const char *src = json_string_value(v);
+    const size_t n = json_string_length(v);
+    size_t a, b;
+    int marks = 0;
+    for (size_t i = 0; i < n && !marks; i++) marks = is_mark(src + i, n - i);
+    if (!marks && !g4_find_special_text(t, src, n, &a, &b)) return 0;
+    const size_t len = marked(t, src, n, NULL);
+    char *out = malloc(len + 1);
+    if (!out) return -1;
+    marked(t, src, n, out);
+    const int bad = json_string_setn(v, out, len);
+    free(out);
+    return bad ? -1 : 0;
+}
+
+static int mark_json(const g4_tokenizer *t, json_t *v) {
+    if (json_is_string(v)) return mark_string(t, v);
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v)) json_array_foreach(v, i, x) if (mark_json(t, x)) return -1;
+    if (json_is_object(v)) json_object_foreach(v, k, x) if (mark_json(t, x)) return -1;
+    return 0;
+}
+
+/* Takes the markers out of the rendered text (in place) and lists the byte ranges they enclosed,
+ * as start/end pairs in the text as it is afterwards; a marker without its pair (a template may
+ * cut strings) is only dropped. 0, or -1 out of memory. */
+static int unmark(char *text, size_t *len, size_t **plain, size_t *n_plain) {
+    size_t w = 0, open = (size_t)-1, cap = 0;
+    *plain = NULL;
+    *n_plain = 0;
+    for (size_t i = 0; i < *len;) {
+        if (*len - i >= MARK_LEN && !memcmp(text + i, MARK_OPEN, MARK_LEN)) { open = w; i += MARK_LEN; continue; }
+        if (*len - i >= MARK_LEN && !memcmp(text + i, MARK_CLOSE, MARK_LEN)) {
+            i += MARK_LEN;
+            if (open == (size_t)-1) continue;
+            if (*n_plain == cap) {
+                cap = cap ? cap * 2 : 16;
+                size_t *np = realloc(*plain, 2 * cap * sizeof *np);
+                if (!np) { free(*plain); *plain = NULL; return -1; }
+                *plain = np;
+            }
+            (*plain)[2 * *n_plain] = open;
+            (*plain)[2 * *n_plain + 1] = w;
+            ++*n_plain;
+            open = (size_t)-1;
+            continue;
+        }
+        text[w++] = text[i++];
+    }
+    *len = w;
+    text[w] = 0;
+    return 0;
+}
+
 /* An assistant's tool call comes back with its arguments as JSON text (the OpenAI shape), but
  * chat templates expect a mapping: Gemma 4's renders a mapping in its own argument dialect, the
  * way the model wrote the call, and a string verbatim. Text that is a JSON object becomes that
@@ -286,11 +383,13 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
         }
     }
     if (tool_arguments_as_objects(msgs)) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    json_t *tools = json_object_get(o, "tools");
+    if (c->no_special_in_content && (mark_json(c->tok, msgs) || mark_json(c->tok, tools)))
+        return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     json_t *vars = json_object();
     json_object_set(vars, "messages", msgs);
     json_object_set_new(vars, "add_generation_prompt", json_true());
     /* tool_choice "none": the tools are not offered to the model at all */
-    json_t *tools = json_object_get(o, "tools");
     json_t *tc = json_object_get(o, "tool_choice");
     const int offer = !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"));
     if (tools && json_is_array(tools) && json_array_size(tools) && offer) json_object_set(vars, "tools", tools);
@@ -329,7 +428,26 @@ static int parse_chat_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
         return g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value", "chat template: %s", msg), -1;
     }
     /* The template writes <bos> itself; transformers tokenizes its output without specials. */
-    int rc = tokenize(c, text, tlen, 0, r, "messages", err);
+    int rc;
+    if (c->no_special_in_content) {
+        size_t *plain = NULL, n_plain = 0;
+        if (unmark(text, &tlen, &plain, &n_plain)) {
+            free(text);
+            return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        }
+        size_t n = 0;
+        rc = 0;
+        if (g4_tokenize_plain(c->tok, text, tlen, 0, plain, n_plain, &r->prompt, &n)) {
+            char msg[512];
+            client_message(c, g4_last_error(), msg, sizeof msg);
+            g4_api_err(err, 400, "invalid_request_error", "messages", "invalid_value", "%s", msg);
+            rc = -1;
+        }
+        r->n_prompt = (int)n;
+        free(plain);
+    } else {
+        rc = tokenize(c, text, tlen, 0, r, "messages", err);
+    }
     free(text);
     return rc ? rc : g4_media_expand(c, r, err);
 }
@@ -364,7 +482,7 @@ static const char *const CHAT_FIELDS[] = {
     "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "stream", "stream_options", "n",
     "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort",
     "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar",
-    NULL};
+    "mm_processor_kwargs", NULL};
 static const char *const COMPLETION_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
     "presence_penalty", "logprobs", "stream", "stream_options", "n", "logit_bias", "echo", "suffix", "best_of",
@@ -631,6 +749,7 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     if (kind == G4_API_CHAT) {
         r->chat = 1;
         if (parse_chat_controls(c, root, r, err)) goto fail;
+        if (g4_media_request_opts(c, root, r, err)) goto fail;   /* before the parts' images load */
     }
     /* llama-server's "grammar": GBNF text the output must follow (the same engine as
      * response_format's JSON) */
@@ -955,14 +1074,14 @@ json_t *g4_api_load_object(const char *body, size_t len, g4_api_error *err) {
  * pieces, {"tokens": [{"id", "piece"}]} (a piece that is not UTF-8 by itself: its bytes). Special
  * tokens written as text become the special tokens, as in llama-server's default. */
 char *g4_api_tokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4_api_error *err) {
-    static const char *const fields[] = {"content", "add_special", "with_pieces", "model", NULL};
+    static const char *const fields[] = {"content", "add_special", "with_pieces", "parse_special", "model", NULL};
     json_t *root = g4_api_load_object(body, len, err);
     if (!root) return NULL;
     char *out = NULL;
-    int add_special = 0, pieces = 0;
+    int add_special = 0, pieces = 0, parse_special = 1;
     json_t *content = json_object_get(root, "content");
     if (only_fields(root, fields, err) || get_bool(root, "add_special", &add_special, err) < 0 ||
-        get_bool(root, "with_pieces", &pieces, err) < 0)
+        get_bool(root, "with_pieces", &pieces, err) < 0 || get_bool(root, "parse_special", &parse_special, err) < 0)
         goto done;
     if (!json_is_string(content)) {
         (void)BADTYPE("content", "a string");
@@ -970,7 +1089,10 @@ char *g4_api_tokenize_json(const g4_api_ctx *c, const char *body, size_t len, g4
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    if (g4_tokenize(c->tok, json_string_value(content), json_string_length(content), add_special, &ids, &n)) {
+    /* parse_special false (llama-server's field): special-token text is text */
+    const size_t whole[2] = {0, json_string_length(content)};
+    if (g4_tokenize_plain(c->tok, json_string_value(content), json_string_length(content), add_special, whole,
+                          parse_special ? 0 : 1, &ids, &n)) {
         char msg[512];
         client_message(c, g4_last_error(), msg, sizeof msg);
         g4_api_err(err, 400, "invalid_request_error", "content", "invalid_value", "%s", msg);

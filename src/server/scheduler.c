@@ -7,6 +7,7 @@
  * which may end the message. This file publishes the results. Knows nothing of HTTP. A slot keeps
  * its KV after a request: the prompt cache (prompt_cache.c) places each new prompt in the slot
  * that holds the longest prefix of it, and prefill starts after that prefix. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "server/server.h"
 
 enum { ST_ADMITTED = 1, ST_PREFILL, ST_DECODE };
+enum { HEARTBEAT_S = 5 };
 
 struct g4_sched {
     g4_model *m;
@@ -312,7 +314,19 @@ static void *sched_main(void *arg) {
         int busy = 0;
         for (int i = 0; i < s->n_slots; i++) busy += s->slot_req[i] != NULL;
         pthread_mutex_lock(&s->mu);
-        while (!s->stopping && !s->qhead && busy == 0) pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->stopping && !s->qhead && busy == 0) {
+            /* idle: a heartbeat round over an MPI group every HEARTBEAT_S, so a rank that stops
+             * between requests turns /health to 503 without waiting for a request to find out */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += HEARTBEAT_S;
+            if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT && !s->stopping && !s->qhead &&
+                !g4_model_group_lost(s->m)) {
+                pthread_mutex_unlock(&s->mu);
+                g4_model_ping(s->m);   /* a no-op without an MPI group */
+                pthread_mutex_lock(&s->mu);
+            }
+        }
         g4_req *refused = NULL;
         if (s->stopping) {   /* never started: refuse them */
             refused = s->qhead;

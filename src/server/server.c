@@ -79,8 +79,11 @@ static void *loader(void *arg) {
     const int have_image_opts = !g4_image_opts_load(media_src, &mc->image);
     if (s->opts.max_soft_tokens) mc->image.max_soft_tokens = s->opts.max_soft_tokens;
     if (s->opts.max_image_pixels) mc->image.max_pixels = s->opts.max_image_pixels;
-    if (have_image_opts && (mo.mmproj || g4_media_dir_has_vision(dir)) && mc->image.max_soft_tokens > mo.prefill_chunk)
-        mo.prefill_chunk = mc->image.max_soft_tokens;
+    /* a request may ask for up to the cap (mm_processor_kwargs), so the chunk holds that */
+    mc->soft_tokens_cap = s->opts.soft_tokens_cap > mc->image.max_soft_tokens ? s->opts.soft_tokens_cap
+                                                                             : mc->image.max_soft_tokens;
+    if (have_image_opts && (mo.mmproj || g4_media_dir_has_vision(dir)) && mc->soft_tokens_cap > mo.prefill_chunk)
+        mo.prefill_chunk = mc->soft_tokens_cap;
     if (s->opts.model) s->model = s->opts.model;
     else st = g4_model_load(dir, &mo, &s->model);
     mc->vision = !st && have_image_opts && g4_model_has_vision(s->model);
@@ -147,6 +150,7 @@ int g4_server_main(const g4_server_opts *o) {
     s->api.model_path = o->model_path;
     s->api.render_budget = (size_t)o->max_render_mb << 20;
     s->api.max_messages = o->max_messages;
+    s->api.no_special_in_content = o->no_special_in_content;
     s->api.max_tools = o->max_tools;
     if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();
@@ -189,6 +193,12 @@ int g4_server_main(const g4_server_opts *o) {
             fprintf(stderr, "gemma4c serve: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             break;
         }
+        /* --exit-on-tp-loss: a lost MPI group ends the process (and so the job) for a supervisor
+         * to restart, instead of answering 503 until stopped */
+        if (o->exit_on_tp_loss && s->state == G4_SRV_READY && g4_model_group_lost(s->model)) {
+            fprintf(stderr, "gemma4c serve: exiting (--exit-on-tp-loss)\n");
+            break;
+        }
         if (s->state == G4_SRV_FAILED) {
             fprintf(stderr, "gemma4c serve: %s\n", s->load_error);
             /* bad input (a missing or malformed model) exits 2, as every subcommand does */
@@ -209,6 +219,11 @@ int g4_server_main(const g4_server_opts *o) {
     g4_template_free(s->tmpl);
     g4_vocab_index_free(s->vindex);
     g4_tokenizer_free(s->tok);
+    if (s->model && g4_model_group_lost(s->model)) {
+        /* exit status 1; the MPI library's exit handler then ends every rank (MPI_Abort) */
+        fprintf(stderr, "gemma4c serve: %s; ending every rank\n", g4_model_group_lost(s->model));
+        rc = 1;
+    }
     g4_model_free(s->model);
     g4_metrics_free(s->mx);
     if (s->api.renders) sem_destroy(&s->renders);

@@ -32,7 +32,8 @@ typedef struct {
     int cache_ram_mb;        /* prompt cache: MiB of slot snapshots kept (0: no prefix reuse at all) */
     const char *media_dir;   /* image_url parts may name files under this directory, a real path (NULL: none) */
     int max_media;           /* images per request (--max-media-per-request) */
-    int max_soft_tokens;     /* per image; 0: the model's processor config */
+    int max_soft_tokens;     /* per image, unless a request says; 0: the model's processor config */
+    int soft_tokens_cap;     /* the most a request's mm_processor_kwargs.max_soft_tokens may ask; 0: max_soft_tokens */
     long max_image_pixels;   /* 0: the library's default */
     int timeout_s;           /* idle connections close; a request's headers + body arrive within it */
     int max_connections;     /* open connections; past it the oldest still sending its request goes */
@@ -41,6 +42,8 @@ typedef struct {
     const char **cors;       /* --cors-origin values ("*": any origin); n_cors of them */
     int n_cors;
     int max_messages, max_tools;   /* per request (0: no limit) */
+    int no_special_in_content;   /* special-token text in messages / tools stays text (openai.c) */
+    int exit_on_tp_loss;         /* a lost MPI group (g4_model_group_lost) ends the process */
     double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_drafter *drafter;     /* --spec ngram: every request decodes speculatively, up to draft_max */
@@ -106,6 +109,7 @@ typedef struct g4_req {
     int chat;                 /* chat completions: the output goes through the chat parser */
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
     struct g4_req_media *media;   /* the images of its image_url parts and the expanded prompt, or NULL */
+    int max_soft_tokens;      /* mm_processor_kwargs.max_soft_tokens; 0: the server's --max-soft-tokens */
     char *gbnf;               /* response_format / grammar: the output's grammar (GBNF), or NULL */
     const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
@@ -192,6 +196,7 @@ typedef struct {
     sem_t *renders;           /* bounds concurrent renders, so their budgets bound the total (or NULL) */
     const struct g4_media_cfg *media;   /* image_url parts' settings */
     int max_messages, max_tools;   /* per request (0: no limit) */
+    int no_special_in_content;     /* --no-special-in-content */
 } g4_api_ctx;
 
 /* ---------------------------------------------------------------- images in chat (media_parts.c) */
@@ -199,6 +204,7 @@ typedef struct {
 typedef struct g4_media_cfg {
     int vision, audio;        /* the model has a vision / an audio embedder */
     g4_image_opts image;      /* the processor's settings with --max-soft-tokens, --max-image-pixels */
+    int soft_tokens_cap;      /* --soft-tokens-cap: the model's prefill chunk holds an image this large */
     g4_audio_opts audio_opts; /* the feature extractor's frame with --max-audio-seconds */
     const char *media_dir;    /* the real path of --media-dir, or NULL: no local files */
     int max_media;            /* --max-media-per-request: images and audio clips */
@@ -211,6 +217,9 @@ struct json_t;
 int g4_media_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
 /* The same for an input_audio part (rewritten to {"type": "audio"}). */
 int g4_media_audio_part(const g4_api_ctx *c, struct json_t *part, size_t i, size_t k, g4_req *r, g4_api_error *err);
+/* A chat request's mm_processor_kwargs (vLLM's per-request processor settings; only
+ * max_soft_tokens is taken) into r->max_soft_tokens. 0, or -1 with err filled (400). */
+int g4_media_request_opts(const g4_api_ctx *c, struct json_t *root, g4_req *r, g4_api_error *err);
 /* After the chat prompt is tokenized: r->prompt expanded for r's images (none: nothing). */
 int g4_media_expand(const g4_api_ctx *c, g4_req *r, g4_api_error *err);
 g4_media_prompt *g4_req_media_prompt(const g4_req_media *md);

@@ -140,9 +140,19 @@ static int seg_push(tk_segs *v, size_t start, size_t end, int32_t added) {
     return 0;
 }
 
+/* Whether [a, b) overlaps one of the sorted, disjoint byte ranges plain [2 * n_plain]. */
+static int in_plain(const size_t *plain, size_t n_plain, size_t a, size_t b) {
+    for (size_t i = 0; i < n_plain; i++)
+        if (a < plain[2 * i + 1] && plain[2 * i] < b) return 1;
+    return 0;
+}
+
 /* AddedVocabulary::find_matches: leftmost-longest matches of the trie over s, with the
- * single_word / lstrip / rstrip rules. Segments cover s; empty plain ones are not emitted. */
-static int find_added(const g4_tokenizer *t, const tk_trie *tr, const char *s, size_t n, tk_segs *out) {
+ * single_word / lstrip / rstrip rules. Segments cover s; empty plain ones are not emitted.
+ * A special token's text that overlaps one of the `plain` ranges is not matched there (HF's
+ * split_special_tokens, for parts of the text only): it stays text. */
+static int find_added(const g4_tokenizer *t, const tk_trie *tr, const char *s, size_t n, tk_segs *out,
+                      const size_t *plain, size_t n_plain) {
     out->len = 0;
     size_t start_offset = 0, pos = 0;
     const unsigned char *u = (const unsigned char *)s;
@@ -159,6 +169,7 @@ static int find_added(const g4_tokenizer *t, const tk_trie *tr, const char *s, s
                 if (tr->nodes[cur].added >= 0) { best = tr->nodes[cur].added; best_end = i + 1; }
             }
             if (best < 0) { pos++; continue; }
+            if (n_plain && t->added[best].special && in_plain(plain, n_plain, pos, best_end)) { pos++; continue; }
             size_t start = pos, stop = best_end;
             pos = best_end; /* the matcher resumes after the match even when it is rejected */
             const tk_added *a = &t->added[best];
@@ -354,7 +365,7 @@ static g4_status encode_plain(const g4_tokenizer *t, tk_enc *e, const char *s, s
         n = e->norm.len;
     }
     if (!t->trie_norm.n) return encode_words(t, e, s, n, out);
-    if (find_added(t, &t->trie_norm, s, n, &e->segs2)) return g4_fail(G4_ERR_NOMEM, "tokenize: out of memory");
+    if (find_added(t, &t->trie_norm, s, n, &e->segs2, NULL, 0)) return g4_fail(G4_ERR_NOMEM, "tokenize: out of memory");
     for (size_t i = 0; i < e->segs2.len; i++) {
         tk_seg g = e->segs2.p[i];
         if (g.added >= 0) {
@@ -366,12 +377,13 @@ static g4_status encode_plain(const g4_tokenizer *t, tk_enc *e, const char *s, s
     return G4_OK;
 }
 
-static g4_status encode_text(const g4_tokenizer *t, const char *s, size_t n, tk_ids *out) {
+static g4_status encode_text(const g4_tokenizer *t, const char *s, size_t n, tk_ids *out, const size_t *plain,
+                             size_t n_plain) {
     tk_enc e;
     tk_segs segs = {0};
     memset(&e, 0, sizeof e);
     g4_status st = G4_OK;
-    if (find_added(t, &t->trie_raw, s, n, &segs)) {
+    if (find_added(t, &t->trie_raw, s, n, &segs, plain, n_plain)) {
         st = g4_fail(G4_ERR_NOMEM, "tokenize: out of memory");
         goto done;
     }
@@ -397,6 +409,11 @@ done:
 
 g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int add_special,
                       int32_t **ids, size_t *n_ids) {
+    return g4_tokenize_plain(t, text, len, add_special, NULL, 0, ids, n_ids);
+}
+
+g4_status g4_tokenize_plain(const g4_tokenizer *t, const char *text, size_t len, int add_special, const size_t *plain,
+                            size_t n_plain, int32_t **ids, size_t *n_ids) {
     *ids = NULL;
     *n_ids = 0;
     if (!t) return g4_fail(G4_ERR_INPUT, "tokenize: no tokenizer");
@@ -411,13 +428,13 @@ g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int a
     if (add_special && t->n_post) {
         for (uint32_t i = 0; i < t->n_post && !st; i++) {
             const tk_tmpl_item *it = &t->post[i];
-            if (it->is_sequence) st = encode_text(t, text, len, &out);
+            if (it->is_sequence) st = encode_text(t, text, len, &out, plain, n_plain);
             else
                 for (uint32_t j = 0; j < it->n_ids && !st; j++)
                     if (tk_ids_push(&out, it->ids[j])) st = g4_fail(G4_ERR_NOMEM, "tokenize: out of memory");
         }
     } else {
-        st = encode_text(t, text, len, &out);
+        st = encode_text(t, text, len, &out, plain, n_plain);
     }
     if (st) { free(out.p); return st; }
     if (!out.p) out.p = malloc(sizeof *out.p); /* a valid pointer even for no ids */
@@ -425,6 +442,32 @@ g4_status g4_tokenize(const g4_tokenizer *t, const char *text, size_t len, int a
     *ids = out.p;
     *n_ids = out.len;
     return G4_OK;
+}
+
+int g4_find_special_text(const g4_tokenizer *t, const char *s, size_t n, size_t *start, size_t *end) {
+    const tk_trie *tr = &t->trie_raw;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t pos = 0; tr->n && pos < n; pos++) {
+        if (!tr->first[u[pos]]) continue;
+        int32_t cur = 0, best = -1;
+        size_t best_end = 0;
+        for (size_t i = pos; i < n; i++) {
+            int32_t ch = tr->nodes[cur].first_child;
+            while (ch >= 0 && tr->nodes[ch].byte != u[i]) ch = tr->nodes[ch].next_sibling;
+            if (ch < 0) break;
+            cur = ch;
+            if (tr->nodes[cur].added >= 0 && t->added[tr->nodes[cur].added].special) {
+                best = tr->nodes[cur].added;
+                best_end = i + 1;
+            }
+        }
+        if (best >= 0) {
+            *start = pos;
+            *end = best_end;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- vocabulary */

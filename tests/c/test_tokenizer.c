@@ -454,6 +454,57 @@ static void test_synthetic(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* ---------------------------------------------------------------- special text kept plain */
+
+static int has_id(const int32_t *ids, size_t n, int32_t id) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
+/* g4_tokenize_plain: a special token's text overlapping a plain range is tokenized as text (and
+ * decodes back to it); outside the ranges nothing changes; g4_find_special_text finds it. */
+static void test_plain_ranges(void **state) {
+    (void)state;
+    g4_tokenizer *t = NULL;
+    if (g4_tokenizer_load("tests/fixtures/g4-cond-tiny", &t)) fail_msg("%s", g4_last_error());
+    const int32_t turn = g4_token_to_id(t, "<|turn>");
+    assert_true(turn >= 0 && g4_token_is_special(t, turn));
+    const char *text = "ab<|turn>cd";
+    const size_t n = strlen(text);
+    int32_t *def = NULL, *ids = NULL;
+    size_t n_def = 0, n_ids = 0;
+    assert_int_equal(g4_tokenize(t, text, n, 0, &def, &n_def), G4_OK);
+    assert_true(has_id(def, n_def, turn));
+    const size_t whole[2] = {0, n}, before[2] = {0, 2}, inside[2] = {4, 6};
+    assert_int_equal(g4_tokenize_plain(t, text, n, 0, whole, 1, &ids, &n_ids), G4_OK);
+    assert_false(has_id(ids, n_ids, turn));
+    assert_true(n_ids > n_def);
+    char *back = NULL;
+    size_t blen = 0;
+    assert_int_equal(g4_detokenize(t, ids, n_ids, 0, &back, &blen), G4_OK);
+    assert_int_equal(blen, n);
+    assert_memory_equal(back, text, n);
+    free(back);
+    free(ids);
+    /* a range that only touches text before the token: the same ids as g4_tokenize */
+    assert_int_equal(g4_tokenize_plain(t, text, n, 0, before, 1, &ids, &n_ids), G4_OK);
+    assert_int_equal(n_ids, n_def);
+    assert_memory_equal(ids, def, n_def * sizeof *ids);
+    free(ids);
+    /* a range overlapping part of the token's text: not matched either */
+    assert_int_equal(g4_tokenize_plain(t, text, n, 0, inside, 1, &ids, &n_ids), G4_OK);
+    assert_false(has_id(ids, n_ids, turn));
+    free(ids);
+    free(def);
+    size_t a = 0, b = 0;
+    assert_int_equal(g4_find_special_text(t, text, n, &a, &b), 1);
+    assert_int_equal(a, 2);
+    assert_int_equal(b, 9);
+    assert_int_equal(g4_find_special_text(t, "plain text", 10, &a, &b), 0);
+    g4_tokenizer_free(t);
+}
+
 /* ---------------------------------------------------------------- Gemma 3 golden corpus */
 
 static g4_tokenizer *gemma;
@@ -597,6 +648,7 @@ int main(void) {
         cmocka_unit_test(test_mini_bpe),
         cmocka_unit_test(test_stream_bytes),
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_plain_ranges),
         cmocka_unit_test_setup_teardown(test_gemma_goldens, gemma_setup, gemma_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,3 +189,71 @@ def test_tool_call_printed_as_json(g4_bin, tmp_path):
     r = chat(g4_bin, ["Hi!"], "-m", d, "--think")
     call = json.dumps({"tool_call": {"name": "f", "arguments": {"x": 1}}}, separators=(",", ":"))
     assert r.stdout.decode() == text(ids[:i]) + call + "\n" + text(ids[i + 3:]) + "\n"
+
+
+# ---- images and audio in the REPL (/image, /audio, --image), on the multimodal fixture
+
+MM = FIXTURES / "g4-cond-mm-tiny"
+JPEG = FIXTURES / "media" / "jpeg_odd_97x61.jpg"
+PNG = FIXTURES / "media" / "png_rgba_150x100.png"
+WAV = FIXTURES / "multimodal" / "audio_mono_811.wav"
+MEDIA_OPTS = ("--max-soft-tokens", 70, "--prefill-chunk", 64)
+
+
+def mm_chat(g4_bin, lines, *extra):
+    r = run_g4(g4_bin, "chat", "-m", MM, "-n", N, "--threads", 1, *MEDIA_OPTS, "-v", *extra,
+               input="".join(l + "\n" for l in lines).encode())
+    assert r.returncode == 0, r.stderr.decode()
+    return r
+
+
+def mm_run(g4_bin, messages, images=(), audio=()):
+    """`run --image/--audio` on the template's rendering of a whole conversation."""
+    t = run_g4(g4_bin, "template", "-m", MM, input=json.dumps({"messages": messages, "add_generation_prompt": True}).encode())
+    assert t.returncode == 0, t.stderr
+    ids = run_g4(g4_bin, "tokenize", "-m", MM, input=t.stdout)
+    assert ids.returncode == 0, ids.stderr
+    media = [a for f in images for a in ("--image", f)] + [a for f in audio for a in ("--audio", f)]
+    r = run_g4(g4_bin, "run", "-m", MM, "--prompt-ids", ",".join(map(str, json.loads(ids.stdout))), "-n", N,
+               "--threads", 1, *MEDIA_OPTS, *media)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout
+
+
+def user(*parts):
+    return {"role": "user", "content": [{"type": p} if p in ("image", "audio") else {"type": "text", "text": p}
+                                        for p in parts]}
+
+
+def test_image_turns_match_run(g4_bin):
+    """/image before a line puts the image before its text; the next turn keeps it in the prompt,
+    reuses the slot's KV over it (step ends where a fresh prefill has them) and answers as `run`
+    on the whole conversation with both images."""
+    first = mm_run(g4_bin, [user("image", "Describe")], [JPEG])
+    r = mm_chat(g4_bin, [f"/image {JPEG}", "Describe", f"/image {PNG}", "And this?"])
+    assert r.stdout.startswith(first)
+    second = r.stdout[len(first):]
+    msgs = [user("image", "Describe"), {"role": "assistant", "content": first[:-1].decode()}, user("image", "And this?")]
+    assert second == mm_run(g4_bin, msgs, [JPEG, PNG])
+    reused = [int(ln.split(b", ")[1].split()[0]) for ln in r.stderr.splitlines() if b"reused" in ln]
+    assert reused[0] == 0 and reused[1] > 60, r.stderr   # the first image's soft tokens came from the slot
+    assert mm_chat(g4_bin, ["Describe"], "--image", JPEG).stdout == first   # --image: the first turn's
+
+
+def test_audio_turn_and_reset(g4_bin):
+    heard = mm_run(g4_bin, [user("audio", "Hear")], audio=[WAV])
+    plain = mm_run(g4_bin, [{"role": "user", "content": "Hear"}])
+    r = mm_chat(g4_bin, [f"/audio {WAV}", "Hear", "/reset", f"/image {JPEG}", "/reset", "Hear"])
+    assert r.stdout == heard + plain   # /reset forgets the conversation's media, queued ones too
+
+
+def test_media_refusals_keep_the_session(g4_bin, tmp_path):
+    r = mm_chat(g4_bin, [f"/image {tmp_path / 'missing.png'}", "Describe"])
+    assert b"missing.png" in r.stderr
+    assert r.stdout == mm_run(g4_bin, [{"role": "user", "content": "Describe"}])
+    r = mm_chat(g4_bin, [f"/image {JPEG}"] * 3 + ["Describe"], "--max-media-per-request", 2)
+    assert b"--max-media-per-request 2" in r.stderr
+    r = mm_chat(g4_bin, [f"/image {JPEG}"], "--prefill-chunk", 32)
+    assert b"more than a prefill chunk of 32" in r.stderr
+    r = run_g4(g4_bin, "chat", "-m", M, "-n", 2, input=f"/image {JPEG}\n/audio {WAV}\n".encode())
+    assert r.returncode == 0 and b"no vision embedder" in r.stderr and b"no audio embedder" in r.stderr, r.stderr

@@ -278,7 +278,7 @@ def test_gbnf_cases(g4_bin, tmp_path, case):
     ({"allOf": [{"type": "string"}, {"maxLength": 3}]}, "#/allOf/0: keyword 'type' in allOf of several schemas"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "#/oneOf: branches 0 and 1 may both match"),
     ({"type": "string", "pattern": "\\u12"}, "#/pattern: \\u needs four hex digits"),
-    ({"type": "number", "maximum": 3}, "'maximum' on type number"),
+    ({"type": "number", "maximum": 3.5}, "#/maximum: 3.5: a fractional bound on type number"),
     ({"type": "string", "format": "ipv4"}, "unsupported format 'ipv4'"),
     ({"type": "string", "pattern": "a\\1"}, "escape \\1 is not supported"),
     ({"type": "object", "properties": {"\u00e9": {}}, "additionalProperties": True},

@@ -1,9 +1,11 @@
 """Images and audio through `gemma4c serve` (OpenAI image_url and input_audio content parts) on
 g4-cond-mm-tiny, with the official openai client: a data: URL gives the same tokens as
 `run --chat --image` (one image, two images, streaming), an input_audio clip the same as
-`run --chat --audio`, the prompt usage counts the soft tokens, files only under --media-dir, and
-the refusals (a bad image or clip, remote URLs, unknown fields, too many media, a model without
-vision or audio)."""
+`run --chat --audio`, the prompt usage counts the soft tokens, files only under --media-dir, a
+request's own max_soft_tokens (mm_processor_kwargs, as vLLM takes it) against the transformers
+golden at 140, and the refusals (a bad image or clip, remote URLs, unknown fields, too many media,
+a max_soft_tokens that is not one of the five or above --soft-tokens-cap, a model without vision
+or audio)."""
 import base64
 import json
 
@@ -32,20 +34,20 @@ def image_part(path=JPEG, mime="image/jpeg"):
 
 @pytest.fixture(scope="module")
 def srv(g4_bin):
-    s = Server(g4_bin, "--ctx", 512, "--parallel", 2, "--max-soft-tokens", 70, "--max-media-per-request", 2,
-               "--media-dir", MEDIA, model_dir=MODEL)
+    s = Server(g4_bin, "--ctx", 512, "--parallel", 2, "--max-soft-tokens", 70, "--soft-tokens-cap", 140,
+               "--max-media-per-request", 2, "--media-dir", MEDIA, model_dir=MODEL)
     yield s
     assert s.stop() == 0, "".join(s.log)
 
 
-def cli_chat_ids(g4_bin, prompt, images, n, audio=()):
+def cli_chat_ids(g4_bin, prompt, images, n, audio=(), soft=70):
     args = []
     for f in images:
         args += ["--image", f]
     for f in audio:
         args += ["--audio", f]
     r = run_g4(g4_bin, "run", "-m", MODEL, "--chat", "-p", prompt, "-n", n, "--ids", "--ignore-eos",
-               "--max-soft-tokens", 70, "--threads", 1, *args)
+               "--max-soft-tokens", soft, "--threads", 1, *args)
     assert r.returncode == 0, r.stderr.decode()
     return json.loads(r.stdout)
 
@@ -147,3 +149,44 @@ def test_model_without_vision(g4_bin):
         assert resp.status_code == 400 and "takes no audio" in resp.json()["error"]["message"]
     finally:
         assert s.stop() == 0
+
+
+GOLDENS = json.loads((FIXTURES / "multimodal" / "multimodal.json").read_text())["cases"]
+
+
+def test_max_soft_tokens_per_request(srv, g4_bin):
+    """mm_processor_kwargs.max_soft_tokens 140 on a server whose default is 70: the image has the
+    processor's soft-token count at 140 (the transformers golden) and the tokens are `run
+    --max-soft-tokens 140`'s, on chat completions and on /v1/responses; without it, 70."""
+    gold = next(c for c in GOLDENS if c["name"] == "image_140")
+    png = MEDIA / gold["images"][0]
+    part = image_part(png, "image/png")
+    text_only = chat(srv, "Describe<|image|>", n=1).usage.prompt_tokens
+    r = chat(srv, [{"type": "text", "text": "Describe"}, part], mm_processor_kwargs={"max_soft_tokens": 140})
+    assert r.usage.prompt_tokens == text_only + gold["soft_tokens"][0] + 1
+    assert r.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [png], 12, soft=140)
+    default = chat(srv, [{"type": "text", "text": "Describe"}, part])
+    assert default.choices[0].model_extra["token_ids"] == cli_chat_ids(g4_bin, "Describe<|image|>", [png], 12)
+    assert default.usage.prompt_tokens < r.usage.prompt_tokens
+    resp = requests.post(srv.url + "/v1/responses", timeout=120, json={
+        "model": NAME, "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": part["image_url"]["url"]}]}],
+        "temperature": 0, "max_output_tokens": 1, "mm_processor_kwargs": {"max_soft_tokens": 140}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["usage"]["input_tokens"] == r.usage.prompt_tokens
+
+
+@pytest.mark.parametrize("kwargs,param,text", [
+    ({"max_soft_tokens": 100}, "mm_processor_kwargs.max_soft_tokens", "one of 70, 140, 280, 560, 1120"),
+    ({"max_soft_tokens": "140"}, "mm_processor_kwargs.max_soft_tokens", "one of 70, 140, 280, 560, 1120"),
+    ({"max_soft_tokens": 280}, "mm_processor_kwargs.max_soft_tokens", "above this server's --soft-tokens-cap 140"),
+    ({"do_pan_and_scan": True}, "mm_processor_kwargs.do_pan_and_scan", "not supported"),
+    ([140], "mm_processor_kwargs", "must be an object"),
+])
+def test_max_soft_tokens_refusals(srv, kwargs, param, text):
+    resp = requests.post(srv.url + "/v1/chat/completions", json={
+        "model": NAME, "messages": [{"role": "user", "content": [image_part()]}], "max_tokens": 2,
+        "mm_processor_kwargs": kwargs})
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["param"] == param and text in err["message"], err

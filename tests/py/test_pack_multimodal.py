@@ -1,7 +1,8 @@
 """`.g4c` packs keep the multimodal front end: the vision and audio embedder tensors byte for byte
 as stored (whatever --dtype says), in rank 0's segment alone, and the processor files; `logits`
 with images and audio on a pack is byte-identical to the HF directory it was packed from (one rank
-and --tp 2), and so within the transformers goldens of test_multimodal.py."""
+and --tp 2), and so within the transformers goldens of test_multimodal.py; llama.cpp's mmproj GGUF beside a
+text GGUF gives the same logits and, through `tokenize --mmproj`, the processor's expanded ids."""
 import json
 import shutil
 
@@ -114,6 +115,30 @@ def test_mmproj_greedy(g4_bin):
                "--ids", "--ignore-eos", *image_args(case))
     assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == case["greedy"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_mmproj_tokenize_expanded_ids(g4_bin, case):
+    """`tokenize --mmproj`: the mmproj's patch geometry and audio frame expand the placeholders as
+    the processor does (the text GGUF alone knows neither)."""
+    r = run_g4(g4_bin, "tokenize", "-m", TEXT_GGUF, "--mmproj", MMPROJ, "--bos", *image_args(case),
+               input=case["prompt"].encode())
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["expanded_ids"]
+
+
+def test_mmproj_tokenize_refusals(g4_bin, tmp_path):
+    def refused(model, mmproj, want, *media):
+        r = run_g4(g4_bin, "tokenize", "-m", model, "--mmproj", mmproj, *media, input=b"<|image|>")
+        err = r.stderr.decode()
+        assert r.returncode == 2 and want in err and err.count("\n") == 1, (r.returncode, err)
+    img = ("--image", FIXTURES / "media" / "jpeg_odd_97x61.jpg")
+    refused(MODEL, MMPROJ, "goes with a GGUF model", *img)
+    refused(TEXT_GGUF, TEXT_GGUF, "not an mmproj GGUF", *img)
+    refused(TEXT_GGUF, tmp_path / "missing.gguf", "missing.gguf", *img)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(MMPROJ.read_bytes()[:5000])
+    refused(TEXT_GGUF, cut, "cut.gguf", *img)
 
 
 def test_mmproj_refusals(g4_bin, tmp_path):

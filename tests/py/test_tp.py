@@ -207,6 +207,137 @@ def test_serve_with_tp2_matches_cli(g4_bin, backend):
     assert rc == 0 or (backend == "mpi" and any("gemma4c serve: stopped" in line for line in log)), "".join(log)
 
 
+def _mpi_rank_pids(launcher_pid):
+    """{rank: pid} of the processes mpirun started (found by OMPI_COMM_WORLD_RANK in their
+    environment, among the launcher's descendants)."""
+    kids, ranks = {}, {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    todo = list(kids.get(launcher_pid, []))
+    while todo:
+        pid = todo.pop()
+        todo += kids.get(pid, [])
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for kv in env:
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                ranks[int(kv.split(b"=", 1)[1])] = pid
+    return ranks
+
+
+def _serve_mpi2(g4_bin, *extra):
+    need_mpi()
+    args = [MPIRUN, "-np", "2", g4_bin, "serve", "-m", str(FIXTURES / "g4-cond-tiny"), "--port", "0", "--ctx", "4096",
+            "--tp", "2", "--tp-backend", "mpi", *map(str, extra)]
+    p, url, log = _serve(args, MPI_ENV)
+    ranks = {}
+    for _ in range(100):
+        ranks = _mpi_rank_pids(p.pid)
+        if len(ranks) == 2:
+            break
+        time.sleep(0.05)
+    assert len(ranks) == 2, ranks
+    return p, url, log, ranks
+
+
+def _end_mpi(p, ranks):
+    """SIGTERM to the job; a stopped rank is resumed so it can be ended too. The exit code."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(60)
+    finally:
+        for pid in ranks.values():
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        if p.poll() is None:
+            p.kill()
+
+
+TP_TIMEOUT = 2
+
+
+def test_mpi_stopped_rank_fails_the_stream_and_health(g4_bin):
+    """A rank stopped (SIGSTOP, not dead) in the middle of a stream: the stream ends with a 503
+    error event within --tp-timeout (plus slack for a loaded host), /health turns 503 naming the
+    reason, every later request is a 503 at once, and SIGTERM still ends the whole job."""
+    p, url, log, ranks = _serve_mpi2(g4_bin, "--tp-timeout", TP_TIMEOUT)
+    try:
+        assert requests.get(url + "/health", timeout=5).json() == {"status": "ok"}
+        body = {"model": "g4-cond-tiny", "prompt": [2, 10, 20], "max_tokens": 3500, "temperature": 0, "ignore_eos": True,
+                "stream": True}
+        with requests.post(url + "/v1/completions", json=body, stream=True, timeout=60) as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            n_before = 0
+            for line in lines:
+                if line.startswith(b"data: {"):
+                    n_before += 1
+                    if n_before == 5:
+                        break
+            os.kill(ranks[1], signal.SIGSTOP)
+            t0 = time.time()
+            events = [line for line in lines if line.startswith(b"data: ")]
+            took = time.time() - t0
+        errors = [json.loads(e[6:]) for e in events if e.startswith(b"data: {\"error\"")]
+        assert errors, events[-3:]
+        assert errors[-1]["error"]["code"] == "tp_group_lost", errors[-1]
+        assert took < TP_TIMEOUT + 8, took
+        h = requests.get(url + "/health", timeout=5)
+        assert h.status_code == 503 and h.json()["status"] == "failed", h.text
+        assert "--tp-timeout" in h.json()["error"] and "rank 1" in h.json()["error"], h.text
+        t0 = time.time()
+        r = requests.post(url + "/v1/completions", json={"model": "g4-cond-tiny", "prompt": "hi", "max_tokens": 4}, timeout=30)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "tp_group_lost", r.text
+        assert time.time() - t0 < 1.5
+    finally:
+        rc = _end_mpi(p, ranks)
+    # the job ended (not hung in MPI_Finalize waiting for the stopped rank), and as a failure
+    assert rc != 0, "".join(log)
+
+
+def test_mpi_rank_stopped_while_idle_turns_health_503(g4_bin):
+    """No request at all: the idle heartbeat (every 5 s) notices the stopped rank."""
+    p, url, log, ranks = _serve_mpi2(g4_bin, "--tp-timeout", TP_TIMEOUT)
+    try:
+        os.kill(ranks[1], signal.SIGSTOP)
+        t0, status = time.time(), 200
+        while time.time() - t0 < 5 + TP_TIMEOUT + 10 and status == 200:
+            time.sleep(0.2)
+            status = requests.get(url + "/health", timeout=5).status_code
+        assert status == 503, "".join(log)
+        assert time.time() - t0 < 5 + TP_TIMEOUT + 8
+        assert p.poll() is None   # it stays up to say so
+    finally:
+        _end_mpi(p, ranks)
+
+
+def test_mpi_exit_on_tp_loss_ends_the_job(g4_bin):
+    """--exit-on-tp-loss: the lost group ends the whole job by itself (status != 0)."""
+    p, url, log, ranks = _serve_mpi2(g4_bin, "--tp-timeout", TP_TIMEOUT, "--exit-on-tp-loss")
+    try:
+        os.kill(ranks[1], signal.SIGSTOP)
+        t0 = time.time()
+        rc = p.wait(5 + TP_TIMEOUT + 20)
+        assert rc != 0 and time.time() - t0 < 5 + TP_TIMEOUT + 15, "".join(log)
+    finally:
+        _end_mpi(p, ranks)
+
+
+def test_tp_timeout_is_validated(g4_bin):
+    r = run_g4(g4_bin, "run", "-m", FIXTURES / "g4-cond-tiny", "--prompt-ids", "2", "--tp-timeout", "-1")
+    assert r.returncode == 2 and b"--tp-timeout" in r.stderr, r.stderr
+
+
 # ------------------------------------------------------------------ packs
 
 

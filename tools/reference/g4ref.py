@@ -133,7 +133,12 @@ def build_config(spec: dict):
         kw.update(image_token_id=TOK["<|image|>"], boi_token_id=TOK["<|image>"], eoi_token_id=TOK["<image|>"],
                   audio_token_id=TOK["<|audio|>"], boa_token_id=TOK["<|audio>"], eoa_token_index=TOK["<audio|>"],
                   video_token_id=TOK["<|video|>"])
-    if spec.get("mm"):
+    if spec.get("mm") == "12b":
+        # the 12B's embedders: transformers' defaults (16 px patches merged 3 x 3 -> 6912 raw
+        # values -> 3840, a 1120-entry position table; 640-sample audio frames -> 3840)
+        kw["vision_config"] = Gemma4UnifiedVisionConfig(initializer_range=spec["initializer_range"])
+        kw["audio_config"] = Gemma4UnifiedAudioConfig(initializer_range=spec["initializer_range"])
+    elif spec.get("mm"):
         h = spec["hidden_size"]
         # patch 4 px merged 2x2 -> 8 px model patches (8*8*3 = 192 raw values); tiny position table.
         kw["vision_config"] = Gemma4UnifiedVisionConfig(

@@ -52,6 +52,9 @@ CASES = [
     ("chunk_boundary", "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c <|image|> end",
      [("jpeg_odd_97x61.jpg", 70)], [], 64),
     ("small_image", "look: <|image|>", [("png_gray2_33x21.png", 70)], [], 256),
+    # a max_soft_tokens other than the goldens' 70 (and the processor's default 280): per request on
+    # the server (mm_processor_kwargs), --max-soft-tokens on the CLI
+    ("image_140", "Describe <|image|> in words.", [("png_rgba_150x100.png", 140)], [], 256),
     ("audio", "Listen: <|audio|> now", [], ["audio_mono_811.wav"], 256),
     ("image_audio", "<|image|> with <|audio|> sound", [("jpeg_odd_97x61.jpg", 70)], ["audio_stereo_1203.wav"], 256),
 ]

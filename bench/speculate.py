@@ -18,7 +18,7 @@
            assistant's bf16 bytes against the 12B's).
 
   python3 bench/speculate.py --bin build/gemma4c [--parts verify,rewrite,mtp] [--threads 2]
-      [--reps 3] [--depth 256] [-n 160] [--save]   (wrap in flock /tmp/g4-bench.lock)
+      [--reps 3] [--depth 256] [-n 160] [--save]
 
 Raw outputs go to bench/out/speculate/; the verify part's JSON there feeds the mtp part of a later
 run. --save writes bench/results/DATE-speculate-COMMIT.md with every command. Standard library only.

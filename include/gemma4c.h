@@ -76,9 +76,10 @@ typedef struct {
     g4_tuning tuning;   /* measuring knobs; g4_model_opts_default sets every field to -1 (default) */
     const char *mmproj; /* llama.cpp's mmproj GGUF (gemma4uv / gemma4ua) beside a GGUF model: its
                          * vision and audio embedders; NULL (default): none */
-    int verify_rows;    /* rows one g4_verify step of a slot may take (speculative decoding: the
-                         * most drafts a round + 1); sizes the logits scratch [rows][vocab] and
-                         * the sliding rings' slack. Default 0: no verify steps */
+    int verify_rows;    /* rows one verify step may take, all its slots together (speculative
+                         * decoding: the most drafts a round + 1, times the slots verifying at
+                         * once); sizes the logits scratch [rows][vocab] and the sliding rings'
+                         * slack. Default 0: no verify steps */
 } g4_model_opts;
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
@@ -158,6 +159,10 @@ int g4_slot_pos(const g4_model *m, int slot);
  * under --tp-backend mpi (g4_slot_save / restore / copy then fail with G4_ERR_INPUT). */
 typedef struct g4_kv_snap g4_kv_snap;
 int g4_kv_rewind_floor(const g4_model *m, int pos);
+/* The same for a slot as it is: after a rewind dropped rows (a speculative verify's rejected
+ * drafts), those rows' ring entries overwrote older positions, so the floor is that of the
+ * position the rewind came back from (g4_slot_rewind checks this one). -1 for a bad slot. */
+int g4_slot_rewind_floor(const g4_model *m, int slot);
 /* Sets the slot's next position back to pos; G4_ERR_INPUT past its position or its rings' floor. */
 g4_status g4_slot_rewind(g4_model *m, int slot, int pos);
 int g4_kv_snap_supported(const g4_model *m);
@@ -198,6 +203,11 @@ g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *
  * wherever the kernel path is row-invariant (docs/numerics.md). */
 g4_status g4_verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits);
 g4_status g4_verify_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next);
+/* The same for n distinct slots at once (continuous batching): slots[i] takes counts[i] rows, the
+ * ids and the rows' logits [vocab] (or, with logits NULL, argmaxes into next) in that order; the
+ * rows of all slots together <= verify_rows. */
+g4_status g4_verify_batch(g4_model *m, int n, const int *slots, const int *counts, const int32_t *ids, float *logits,
+                          int32_t *next);
 
 /* The final hidden state (after the final norm: the LM head's input) of row `row` of the model's
  * last step that computed logits or greedy tokens, [hidden_size] into out: prefill's last

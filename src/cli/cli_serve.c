@@ -18,7 +18,7 @@ static void help(FILE *f) {
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
-               "                     [--max-audio-seconds 30] [--exit-on-tp-loss]\n"
+               "                     [--max-audio-seconds 30] [--exit-on-tp-loss] [--spec ngram [--draft-max K]]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -31,6 +31,9 @@ static void help(FILE *f) {
                "Slots keep their KV between requests and a prompt continues from the longest prefix\n"
                "computed before; --cache-ram MB bounds the host snapshots that make deep and cross-slot\n"
                "reuse possible (0: no reuse at all).\n"
+               "--spec ngram: every request decodes speculatively with n-gram drafts (same output; the\n"
+               "decoding slots verify together in one step; docs/speculative.md); --draft-max K drafts a\n"
+               "round (default 8), --spec-ngram-min / --spec-ngram-max as for run.\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
@@ -77,6 +80,7 @@ int cli_serve(int argc, char **argv) {
     static const char *cors[MAX_CORS];
     g4_server_opts o;
     g4_server_opts_default(&o);
+    cli_spec spec = {0};
     const char *cmd = "serve";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -87,6 +91,7 @@ int cli_serve(int argc, char **argv) {
 #define INTV(lo, hi, dst) do { NEEDV(); if (!cli_parse_int(cmd, a, v, lo, hi, &n)) return 2; dst = (int)n; } while (0)
         if (cli_is_help(a)) { help(stdout); return 0; }
         else if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &o.mo))) { if (r < 0) return 2; }
+        else if ((r = cli_parse_spec_opt(cmd, argc, argv, &i, &spec))) { if (r < 0) return 2; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o.model_path = v; }
         else if (!strcmp(a, "--host")) { NEEDV(); o.host = v; }
         else if (!strcmp(a, "--alias")) { NEEDV(); o.alias = v; }
@@ -151,10 +156,22 @@ int cli_serve(int argc, char **argv) {
     o.cors = cors;
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
+    if (spec.trace_path) return cli_usage_error(cmd, "--spec-trace is an option of run, not of serve");
+    if (spec.draft_dir)   /* its drafts read the last step's hidden states, which a batched step does not keep */
+        return cli_usage_error(cmd, "--draft %s: the MTP drafter is an option of run, not yet of serve", spec.draft_dir);
+    int rc = cli_spec_prepare(cmd, &spec, &o.mo);
+    if (rc) { cli_spec_close(&spec); return rc; }
+    if (spec.drafter) {   /* every decoding slot may verify its drafts in the same step */
+        o.drafter = spec.drafter;
+        o.draft_max = spec.params.draft_max;
+        o.mo.verify_rows = o.parallel * (o.draft_max + 1);
+    }
     if (o.mo.tp_backend == G4_TP_MPI) {
         /* every MPI rank loads before any serves HTTP: ranks other than 0 only run forward passes */
-        int rc = cli_load_model(o.model_path, &o.mo, &o.model);
-        if (rc) return rc < 0 ? 0 : rc;
+        rc = cli_load_model(o.model_path, &o.mo, &o.model);
+        if (rc) { cli_spec_close(&spec); return rc < 0 ? 0 : rc; }
     }
-    return g4_server_main(&o);
+    rc = g4_server_main(&o);
+    cli_spec_close(&spec);
+    return rc;
 }

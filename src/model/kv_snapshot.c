@@ -14,6 +14,7 @@
 
 struct g4_kv_snap {
     int pos;                    /* the slot's position when saved */
+    int hi;                     /* its slot_hi then (the rings' entries it carries) */
     int full;                   /* linear layers' rows [0, pos) included */
     int n_ranks;
     size_t bytes;
@@ -22,6 +23,19 @@ struct g4_kv_snap {
 
 /* A layer keeps a ring when its cache holds fewer positions than the context. */
 static int is_ring(const g4_model *m, const g4_layer *L) { return L->kv_cap < m->opts.ctx; }
+
+/* One past the last position the slot's rings were written at: its position, or further where a
+ * rewind dropped rows (a speculative verify's rejected drafts), which overwrote the ring entries
+ * of the oldest positions. */
+static int written_end(const g4_model *m, int slot) {
+    return m->slot_hi[slot] > m->slot_pos[slot] ? m->slot_hi[slot] : m->slot_pos[slot];
+}
+
+int g4_slot_rewind_floor(const g4_model *m, int slot) {
+    if (slot < 0 || slot >= m->opts.n_slots) return -1;
+    const int f = g4_kv_rewind_floor(m, written_end(m, slot));
+    return f < m->slot_pos[slot] ? f : m->slot_pos[slot];
+}
 
 int g4_kv_rewind_floor(const g4_model *m, int pos) {
     int floor = 0;
@@ -37,11 +51,12 @@ int g4_kv_rewind_floor(const g4_model *m, int pos) {
 
 g4_status g4_slot_rewind(g4_model *m, int slot, int pos) {
     if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
-    const int cur = m->slot_pos[slot], floor = g4_kv_rewind_floor(m, cur);
+    const int cur = m->slot_pos[slot], floor = g4_slot_rewind_floor(m, slot);
     if (pos < 0 || pos > cur) return g4_fail(G4_ERR_INPUT, "cannot set slot %d back to position %d: it holds %d", slot, pos, cur);
     if (pos < floor)
         return g4_fail(G4_ERR_INPUT, "cannot set slot %d back from %d to %d: its sliding-window rings hold back to %d only "
                        "(restore a snapshot)", slot, cur, pos, floor);
+    m->slot_hi[slot] = written_end(m, slot);
     m->slot_pos[slot] = pos;
     return G4_OK;
 }
@@ -102,6 +117,7 @@ g4_status g4_slot_save(g4_model *m, int slot, int full, g4_kv_snap **out) {
     g4_kv_snap *s = calloc(1, sizeof *s + (size_t)n * sizeof(float *));
     if (!s) return g4_fail(G4_ERR_NOMEM, "out of memory saving slot %d", slot);
     s->pos = m->slot_pos[slot];
+    s->hi = m->slot_hi[slot];
     s->full = full != 0;
     s->n_ranks = n;
     for (int r = 0; r < n; r++) {
@@ -127,6 +143,7 @@ g4_status g4_slot_restore(g4_model *m, int slot, const g4_kv_snap *s) {
     if (s->pos > m->opts.ctx) return g4_fail(G4_ERR_INPUT, "a snapshot at position %d exceeds the context (%d)", s->pos, m->opts.ctx);
     for (int r = 0; r < n; r++) walk(rk[r], slot, s->pos, s->full, run_load, s->data[r]);
     m->slot_pos[slot] = s->pos;
+    m->slot_hi[slot] = s->hi;
     return G4_OK;
 }
 
@@ -151,6 +168,7 @@ g4_status g4_slot_copy(g4_model *m, int dst, int src) {
         walk(rk[r], src, m->slot_pos[src], 1, run_copy, &c);
     }
     m->slot_pos[dst] = m->slot_pos[src];
+    m->slot_hi[dst] = m->slot_hi[src];
     return G4_OK;
 }
 

@@ -64,6 +64,7 @@ static g4_status alloc_state(g4_model *m) {
     m->info.kv_bytes = off * sizeof(float) * (size_t)S;
     m->kv = calloc(off * (size_t)S, sizeof(float));   /* untouched pages cost no RSS */
     m->slot_pos = calloc((size_t)S, sizeof(int));
+    m->slot_hi = calloc((size_t)S, sizeof(int));
     const size_t R = (size_t)m->max_rows, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     m->x = malloc(R * H * sizeof(float));
     m->h = malloc(R * H * sizeof(float));
@@ -89,7 +90,7 @@ static g4_status alloc_state(g4_model *m) {
                                      m->opts.numerics == G4_NUMERICS_GGML, &m->mm);
     if (st) return st;
     if (m->comm && m->comm->rank == 0) m->lg_all = malloc((size_t)m->plan.tp * m->logit_rows * m->vmax * sizeof(float));
-    if (!m->kv || !m->slot_pos || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
+    if (!m->kv || !m->slot_pos || !m->slot_hi || !m->x || !m->h || !m->tmp || !m->q || !m->att || !m->kk || !m->vv ||
         !m->gate || !m->up || !m->rope_cs || !m->scores || !m->lg || !m->cmd || (m->comm && !m->comm->rank && !m->lg_all))
         return g4_fail(G4_ERR_NOMEM, "out of memory allocating the KV cache (%zu MiB) and scratch for ctx %d x %d slots",
                        m->info.kv_bytes >> 20, ctx, S);
@@ -265,7 +266,7 @@ void g4_model_free(g4_model *m) {
     free(m->owned);
     if (m->pool) g4_pool_free(m->pool);
     free(m->inv_freq_sliding); free(m->inv_freq_full);
-    free(m->kv); free(m->slot_pos);
+    free(m->kv); free(m->slot_pos); free(m->slot_hi);
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
     g4_matmul_ctx_free(m->mm);

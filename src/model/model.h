@@ -68,6 +68,9 @@ struct g4_model {
     float *kv;
     size_t slot_floats;
     int *slot_pos;              /* [n_slots] next position of each slot */
+    int *slot_hi;               /* [n_slots] the position a rewind came back from (0: none since the
+                                 * slot's content was set): the rows it dropped still overwrite
+                                 * older positions in the sliding rings (kv_snapshot.c) */
     /* scratch, sized once for max_rows rows (R); D, Hq, Hkv: the widest layer's, I: this rank's */
     float *x, *h, *tmp;         /* [R][H] residual stream, normed input, o / down output */
     float *q, *att;             /* [R][Hq * D] queries, attention output */

@@ -8,7 +8,7 @@
 #include "parallel/group.h"
 
 void g4_slot_reset(g4_model *m, int slot) {
-    if (slot >= 0 && slot < m->opts.n_slots) m->slot_pos[slot] = 0;
+    if (slot >= 0 && slot < m->opts.n_slots) m->slot_pos[slot] = m->slot_hi[slot] = 0;
 }
 
 int g4_slot_pos(const g4_model *m, int slot) {
@@ -87,33 +87,49 @@ g4_status g4_decode_argmax(g4_model *m, int n, const int *slots, const int32_t *
 
 /* One slot's n rows in one step, every row's logits or argmax: the speculative loop's verify of
  * [newest token, drafts...]. Not a prefill: --prefill-bf16 leaves generated tokens exact. */
-static g4_status verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits, int32_t *next) {
-    if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
-    if (n <= 0 || n > m->opts.verify_rows)
-        return g4_fail(G4_ERR_INPUT, "a verify step of %d rows: the model was loaded for at most %d (verify_rows)", n,
-                       m->opts.verify_rows);
-    if ((long)m->slot_pos[slot] + n > m->opts.ctx)
-        return g4_fail(G4_ERR_CONTEXT, "%d tokens at position %d exceed the context of %d tokens (--ctx)", n,
-                       m->slot_pos[slot], m->opts.ctx);
-    int slots[n], pos[n];
+static g4_status verify(g4_model *m, int n, const int *slots, const int *counts, const int32_t *ids, float *logits,
+                        int32_t *next) {
+    if (n <= 0 || n > m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "verify step of %d slots (have %d)", n, m->opts.n_slots);
+    int R = 0;
     for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
-            return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[i], m->cfg.vocab_size);
-        slots[i] = slot;
-        pos[i] = m->slot_pos[slot] + i;
+        const int slot = slots[i];
+        if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
+        for (int j = 0; j < i; j++)
+            if (slots[j] == slot) return g4_fail(G4_ERR_INPUT, "slot %d appears twice in one verify step", slot);
+        if (counts[i] <= 0) return g4_fail(G4_ERR_INPUT, "verify step: %d rows for slot %d", counts[i], slot);
+        if ((long)m->slot_pos[slot] + counts[i] > m->opts.ctx)
+            return g4_fail(G4_ERR_CONTEXT, "%d tokens at position %d exceed the context of %d tokens (--ctx)", counts[i],
+                           m->slot_pos[slot], m->opts.ctx);
+        R += counts[i];
     }
-    g4_group_forward(m, n, slots, pos, ids, 0, n >= 2 ? G4_STEP_BATCHED : 0, logits, next);
+    if (R > m->opts.verify_rows)
+        return g4_fail(G4_ERR_INPUT, "a verify step of %d rows: the model was loaded for at most %d (verify_rows)", R,
+                       m->opts.verify_rows);
+    int rs[R], pos[R];
+    for (int i = 0, r = 0; i < n; i++)
+        for (int k = 0; k < counts[i]; k++, r++) {
+            if (ids[r] < 0 || ids[r] >= m->cfg.vocab_size)
+                return g4_fail(G4_ERR_INPUT, "token id %d is outside the vocabulary [0, %d)", ids[r], m->cfg.vocab_size);
+            rs[r] = slots[i];
+            pos[r] = m->slot_pos[slots[i]] + k;
+        }
+    g4_group_forward(m, R, rs, pos, ids, 0, R >= 2 ? G4_STEP_BATCHED : 0, logits, next);
     if (g4_mapped_file_lost()) return weights_lost();
-    m->slot_pos[slot] += n;
+    for (int i = 0; i < n; i++) m->slot_pos[slots[i]] += counts[i];
     return G4_OK;
 }
 
 g4_status g4_verify(g4_model *m, int slot, const int32_t *ids, int n, float *logits) {
-    return verify(m, slot, ids, n, logits, NULL);
+    return verify(m, 1, &slot, &n, ids, logits, NULL);
 }
 
 g4_status g4_verify_argmax(g4_model *m, int slot, const int32_t *ids, int n, int32_t *next) {
-    return verify(m, slot, ids, n, NULL, next);
+    return verify(m, 1, &slot, &n, ids, NULL, next);
+}
+
+g4_status g4_verify_batch(g4_model *m, int n, const int *slots, const int *counts, const int32_t *ids, float *logits,
+                          int32_t *next) {
+    return verify(m, n, slots, counts, ids, logits, next);
 }
 
 g4_status g4_step_hidden(const g4_model *m, int row, float *out) {

@@ -35,6 +35,7 @@ struct g4_metrics {
     int queue, busy, slots;
     long kv_used, kv_cap;
     unsigned long cache_hits, cache_misses, cache_tokens, cache_evictions;   /* the prompt cache */
+    unsigned long spec_drafted, spec_accepted;   /* speculative decoding (--spec) */
     long cache_bytes;
     int cache_entries;
 };
@@ -103,6 +104,13 @@ void g4_metrics_decode_step(g4_metrics *mx, int n) {
     mx->decode_steps++;
     mx->decode_rows += (unsigned long)n;
     if (n > mx->max_batch) mx->max_batch = n;
+    pthread_mutex_unlock(&mx->mu);
+}
+
+void g4_metrics_spec(g4_metrics *mx, int drafted, int accepted) {
+    pthread_mutex_lock(&mx->mu);
+    mx->spec_drafted += (unsigned long)drafted;
+    mx->spec_accepted += (unsigned long)accepted;
     pthread_mutex_unlock(&mx->mu);
 }
 
@@ -182,6 +190,8 @@ char *g4_metrics_render(g4_metrics *mx) {
     put_int(&b, "g4_decode_steps_total", "counter", "Batched decode forward passes.", mx->decode_steps);
     put_int(&b, "g4_decode_rows_total", "counter", "Sequences advanced by decode passes (rows / steps = mean batch).", mx->decode_rows);
     put_int(&b, "g4_decode_batch_max", "gauge", "Largest decode batch so far.", mx->max_batch);
+    put_int(&b, "g4_spec_drafted_tokens_total", "counter", "Draft tokens verified (--spec).", mx->spec_drafted);
+    put_int(&b, "g4_spec_accepted_tokens_total", "counter", "Draft tokens the model kept (--spec).", mx->spec_accepted);
     put_histo(&b, "g4_time_to_first_token_seconds", "Submit to first generated token.", &mx->ttft);
     put_histo(&b, "g4_inter_token_latency_seconds", "Time between consecutive tokens of a request.", &mx->itl);
     put_int(&b, "g4_queue_depth", "gauge", "Requests waiting for a slot.", mx->queue);

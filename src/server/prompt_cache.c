@@ -104,6 +104,13 @@ static int reusable(const g4_pcache *c, const int32_t *a, int na, int exact, con
 
 enum { FROM_SLOT, FROM_COPY, FROM_SNAP };
 
+/* How far back slot s (holding h ids) can be set: its rings' floor, later where a speculative
+ * step's dropped rows overwrote the oldest positions (g4_slot_rewind_floor). */
+static int slot_floor(const g4_pcache *c, int s, int h) {
+    const int a = g4_kv_rewind_floor(c->m, h), b = g4_slot_rewind_floor(c->m, s);
+    return a > b ? a : b;
+}
+
 g4_pcache_plan g4_pcache_place(g4_pcache *c, const int *free_slots, int n_free, const int32_t *ids, int n) {
     /* a slot for snapshots and copies: an empty one, else the least recently used */
     int target = free_slots[0];
@@ -123,12 +130,12 @@ g4_pcache_plan g4_pcache_place(g4_pcache *c, const int *free_slots, int n_free, 
     for (int i = 0; i < n_free; i++) {
         const int s = free_slots[i], h = c->n_held[s];
         const int L = reusable(c, c->held[s], h, c->exact[s], ids, n, &shared);
-        if (L > p.reused && L >= g4_kv_rewind_floor(c->m, h)) { p.reused = L; p.slot = s; }
+        if (L > p.reused && L >= slot_floor(c, s, h)) { p.reused = L; p.slot = s; }
     }
     for (int s = 0; s < c->n_slots; s++) {   /* any slot, a running one too: copied, then set back */
         const int h = c->n_held[s];
         const int L = reusable(c, c->held[s], h, c->exact[s], ids, n, &shared);
-        if (c->snaps && L > p.reused && L >= g4_kv_rewind_floor(c->m, h)) { p.reused = L; kind = FROM_COPY; src = s; }
+        if (c->snaps && L > p.reused && L >= slot_floor(c, s, h)) { p.reused = L; kind = FROM_COPY; src = s; }
     }
     for (int i = 0; i < c->n_e; i++) {   /* snapshots are taken on chunk boundaries: all exact */
         const int L = reusable(c, c->e[i].ids, c->e[i].n, c->e[i].n, ids, n, &shared);

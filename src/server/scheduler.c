@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "generate/draft.h"
 #include "server/prompt_cache.h"
 #include "server/server.h"
 
@@ -47,6 +48,14 @@ struct g4_sched {
     int32_t *dids;             /* [n_slots] */
     int32_t *dnext;            /* [n_slots] argmax tokens of an all-greedy step */
     g4_req **dreqs;            /* [n_slots] */
+    /* speculative decoding (g4_sched_set_spec; docs/speculative.md): each decoding slot's newest
+     * token and drafts verified in one step of all slots */
+    g4_drafter *drafter;       /* NULL: plain decode steps */
+    int K;                     /* most drafts a slot's round */
+    int *dcounts, *dpos;       /* [n_slots] a slot's rows in the step; its position before it */
+    int32_t *vids, *vnext;     /* [n_slots * (K + 1)] the step's rows; their argmax tokens */
+    float *vlogits;            /* [n_slots * (K + 1), V] their logits */
+    int32_t *hist;             /* [ctx] a request's prompt and output, for the drafter */
 };
 
 
@@ -237,6 +246,68 @@ static int cancelled(g4_req *r) {
     return c;
 }
 
+/* Drafts for r's next round (up to k), after its newest token in row[0]: how many. */
+static int draft(g4_sched *s, const g4_req *r, int slot, int k, int32_t *row) {
+    if (k <= 0) return 0;
+    int h = 0;
+    for (int j = 0; j < r->n_prompt && h < s->info->ctx; j++) s->hist[h++] = r->prompt[j];
+    for (int j = 0; j < r->n_toks && h < s->info->ctx; j++) s->hist[h++] = r->toks[j].id;
+    const g4_draft_ctx c = {.tokens = s->hist, .n = h, .target = s->m, .slot = slot, .kv_written = g4_slot_pos(s->m, slot)};
+    int nd = s->drafter->propose(s->drafter, &c, k, row + 1);
+    if (nd < 0 || nd > k) nd = 0;   /* a drafter's failure costs only its drafts */
+    for (int j = 0; j < nd; j++)
+        if (row[1 + j] < 0 || row[1 + j] >= s->V) nd = 0;
+    return nd;
+}
+
+/* One speculative step over the n decoding slots (s->dslots / dreqs): each slot's newest token and
+ * drafts as rows of one g4_verify_batch; each request then takes its rows' tokens through emit,
+ * as a plain step would one, while they equal its drafts, and its slot drops the rest. Drafts
+ * stop short of max_tokens and of the context's last position, so that g4_gen's checks see the
+ * positions plain decoding would (speculate.c's round_max). */
+static void decode_spec(g4_sched *s, int n) {
+    int rows = 0, am = 1;
+    for (int i = 0; i < n; i++) {
+        g4_req *r = s->dreqs[i];
+        am &= argmax_only(r);
+        const int slot = s->dslots[i];
+        s->dpos[i] = g4_slot_pos(s->m, slot);
+        long k = s->K;
+        const long left = g4_gen_tokens_left(r->gen) - 1L, room = (long)s->info->ctx - s->dpos[i] - 2;
+        if (left < k) k = left;
+        if (room < k) k = room;
+        int32_t *row = s->vids + rows;
+        row[0] = r->next_tok;
+        s->dcounts[i] = 1 + draft(s, r, slot, (int)k, row);
+        rows += s->dcounts[i];
+    }
+    const g4_status st = g4_verify_batch(s->m, n, s->dslots, s->dcounts, s->vids, am ? NULL : s->vlogits,
+                                         am ? s->vnext : NULL);
+    g4_metrics_decode_step(s->mx, n);
+    int o = 0, drafted = 0, kept = 0;
+    for (int i = 0; i < n; i++) {
+        const int slot = s->dslots[i], cnt = s->dcounts[i];
+        g4_req *r = s->dreqs[i];
+        if (st) {
+            g4_pcache_forget(s->pc, slot);
+            finish(s, r, G4_FIN_ERROR, g4_last_error());
+            o += cnt;
+            continue;
+        }
+        int k = 0;   /* r may be gone once emit reports it finished */
+        for (;; k++) {
+            const int done = emit(s, r, am ? NULL : s->vlogits + (size_t)(o + k) * s->V, am ? s->vnext[o + k] : 0);
+            if (done || k == cnt - 1 || r->next_tok != s->vids[o + k + 1]) break;
+        }
+        g4_pcache_fed(s->pc, slot, s->vids + o, k + 1, 0);   /* the rows whose KV stays */
+        if (k + 1 < cnt) g4_slot_rewind(s->m, slot, s->dpos[i] + k + 1);
+        drafted += cnt - 1;
+        kept += k;
+        o += cnt;
+    }
+    if (drafted) g4_metrics_spec(s->mx, drafted, kept);
+}
+
 static void *sched_main(void *arg) {
     g4_sched *s = arg;
     for (;;) {
@@ -359,7 +430,8 @@ static void *sched_main(void *arg) {
                 s->dreqs[n++] = r;
             }
         }
-        if (n) {
+        if (n && s->drafter) decode_spec(s, n);
+        else if (n) {
             int am = 1;
             for (int i = 0; i < n; i++) am &= argmax_only(s->dreqs[i]);
             g4_status st = am ? g4_decode_argmax(s->m, n, s->dslots, s->dids, s->dnext)
@@ -426,9 +498,35 @@ void g4_sched_shutdown(g4_sched *s, double grace_s) {
     s->started = 0;
 }
 
+g4_status g4_sched_set_spec(g4_sched *s, g4_drafter *d, int draft_max) {
+    if (d->needs_hidden)   /* the step asks for drafts before it runs, long after the last one's hidden states */
+        return g4_fail(G4_ERR_INPUT, "serve: a drafter that reads the model's hidden state is not supported yet");
+    if (draft_max < 1 || (long)s->n_slots * (draft_max + 1) > s->info->verify_rows)
+        return g4_fail(G4_ERR_INPUT, "serve: %d slots of %d drafts need %d verify rows, the model has %d", s->n_slots,
+                       draft_max, s->n_slots * (draft_max + 1), s->info->verify_rows);
+    const size_t rows = (size_t)s->n_slots * (size_t)(draft_max + 1);
+    s->dcounts = malloc((size_t)s->n_slots * sizeof *s->dcounts);
+    s->dpos = malloc((size_t)s->n_slots * sizeof *s->dpos);
+    s->vids = malloc(rows * sizeof *s->vids);
+    s->vnext = malloc(rows * sizeof *s->vnext);
+    s->vlogits = malloc(rows * (size_t)s->V * sizeof *s->vlogits);
+    s->hist = malloc(((size_t)s->info->ctx + 1) * sizeof *s->hist);
+    if (!s->dcounts || !s->dpos || !s->vids || !s->vnext || !s->vlogits || !s->hist)
+        return g4_fail(G4_ERR_NOMEM, "out of memory for speculative decoding's %zu rows", rows);
+    s->drafter = d;
+    s->K = draft_max;
+    return G4_OK;
+}
+
 void g4_sched_free(g4_sched *s) {
     if (!s) return;
     if (s->started) g4_sched_shutdown(s, 0);
+    free(s->dcounts);
+    free(s->dpos);
+    free(s->vids);
+    free(s->vnext);
+    free(s->vlogits);
+    free(s->hist);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     g4_pcache_free(s->pc);

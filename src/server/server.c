@@ -106,6 +106,7 @@ static void *loader(void *arg) {
     if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, text_chunk, s->opts.max_queue,
                                                      s->opts.cache_ram_mb)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
+    if (!st && s->opts.drafter) st = g4_sched_set_spec(s->sched, s->opts.drafter, s->opts.draft_max);
     if (!st) {
         s->api.info = info;
         s->api.tok = s->tok;

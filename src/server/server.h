@@ -46,6 +46,8 @@ typedef struct {
     int exit_on_tp_loss;         /* a lost MPI group (g4_model_group_lost) ends the process */
     double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
+    g4_drafter *drafter;     /* --spec ngram: every request decodes speculatively, up to draft_max */
+    int draft_max;           /* drafts a round (mo.verify_rows covers parallel x (draft_max + 1)) */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
 
@@ -66,6 +68,8 @@ void g4_metrics_itl(g4_metrics *mx, double seconds);
 void g4_metrics_cancelled(g4_metrics *mx);
 /* One batched decode step over n slots (the mean batch size shows continuous batching at work). */
 void g4_metrics_decode_step(g4_metrics *mx, int n);
+/* Speculative decoding: drafts verified and kept in one step (over its slots). */
+void g4_metrics_spec(g4_metrics *mx, int drafted, int accepted);
 void g4_metrics_gauges(g4_metrics *mx, int queue_depth, int busy_slots, int n_slots, long kv_used, long kv_cap);
 /* The prompt cache: one placed request reusing `reused` prompt tokens (a hit when > 0); its
  * evictions so far, snapshot bytes and entries. */
@@ -155,6 +159,9 @@ typedef struct g4_sched g4_sched;
  * to one whole g4_prefill call. */
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
                        int prefill_chunk, int max_queue, int cache_ram_mb);
+/* Speculative decoding of every request (serve --spec): d's drafts, up to draft_max a round and
+ * slot; the model's verify_rows must cover n_slots x (draft_max + 1). */
+g4_status g4_sched_set_spec(g4_sched *s, g4_drafter *d, int draft_max);
 g4_status g4_sched_start(g4_sched *s);
 /* Queues r (takes a reference). Returns 0, -1 when the scheduler is shutting down, or -2 when
  * max_queue requests already wait (max_queue 0: never). */

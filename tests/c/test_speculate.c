@@ -500,6 +500,44 @@ static void test_verify_bounds(void **state) {
     g4_model_free(m);
 }
 
+/* A rewind past a verify step's rejected rows leaves their ring entries over the oldest positions:
+ * the slot's floor is that of the position it came back from (window 16, 7 rows of slack: rings of
+ * 22), for g4_slot_rewind, a snapshot and its restore; a rewind to that floor recomputes as a
+ * fresh prefill does. */
+static void test_rewind_after_verify(void **state) {
+    (void)state;
+    g4_model *m = load();
+    const int V = g4_model_get_info(m)->vocab_size;
+    int32_t ids[48], next[8];
+    prompt(ids, 48, 48, 21);
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+    g4_slot_reset(m, 0);
+    assert_int_equal(g4_prefill_argmax(m, 0, ids, 40, next), G4_OK);
+    assert_int_equal(g4_slot_rewind_floor(m, 0), g4_kv_rewind_floor(m, 40));
+    assert_int_equal(g4_verify_argmax(m, 0, ids + 40, K + 1, next), G4_OK);   /* positions 40..46 */
+    assert_int_equal(g4_slot_rewind(m, 0, 41), G4_OK);                        /* one row kept */
+    const int floor = 47 - 22 + 16 - 1;                                       /* 40, not 41's 34 */
+    assert_int_equal(g4_kv_rewind_floor(m, 41), 34);
+    assert_int_equal(g4_slot_rewind_floor(m, 0), floor);
+    g4_kv_snap *snap;
+    assert_int_equal(g4_slot_save(m, 0, 1, &snap), G4_OK);
+    assert_int_equal(g4_slot_rewind(m, 0, floor - 1), G4_ERR_INPUT);
+    g4_slot_reset(m, 0);
+    assert_int_equal(g4_slot_rewind_floor(m, 0), 0);
+    assert_int_equal(g4_slot_restore(m, 0, snap), G4_OK);
+    g4_kv_snap_free(snap);
+    assert_int_equal(g4_slot_rewind_floor(m, 0), floor);
+    assert_int_equal(g4_slot_rewind(m, 0, floor), G4_OK);
+    int slot = 0;
+    assert_int_equal(g4_decode(m, 1, &slot, ids + floor, a), G4_OK);
+    g4_slot_reset(m, 0);
+    assert_int_equal(g4_prefill(m, 0, ids, floor + 1, b), G4_OK);
+    assert_memory_equal(a, b, sizeof(float) * V);
+    free(a);
+    free(b);
+    g4_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ngram_lookup),
@@ -507,6 +545,7 @@ int main(void) {
         cmocka_unit_test(test_boundaries),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_verify_bounds),
+        cmocka_unit_test(test_rewind_after_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

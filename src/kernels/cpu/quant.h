@@ -45,7 +45,14 @@ void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1
  * row it did not compute (n0 if K does not suit it). */
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy);
-#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
+/* Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c): inputs of up to G4_QDEC_MAX_ROWS rows on the decode
+ * kernel, each row's result bit-identical to that row alone (and to g4_mm_*_avx2's decode above);
+ * longer inputs on the panel GEMM. The avx2 table's entries for these types. */
+#define G4_QDEC_MAX_ROWS 16
+void g4_mm_q8_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
 

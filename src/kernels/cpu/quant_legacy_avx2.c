@@ -23,7 +23,9 @@
 
 /* Blocks per segment: quant_avx2.c's split of K for its per-call sums at 3 rows (8192 floats /
  * 24), kept so that its decode and this one give the same bits at every K. */
-enum { SEG = 341, TG = 8 /* activation rows per pass */, NC = 16 /* weight rows per chunk */ };
+/* TG: activation rows per pass (8 spilled the accumulators: slower than 2 passes of 4, measured);
+ * NC: weight rows per chunk when an input takes several passes */
+enum { SEG = 341, TG = 4, NC = 16 };
 
 static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
@@ -82,9 +84,10 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks; pre
  * (Q4_0 / Q5_0: 8 floats per activation row and block, row stride ldp) starts each block's dot;
- * out[r * TN + t]. pf: prefetch the weight stream (the first pass over these rows) */
+ * y[t * ldy + r] = the sum (add: y += it, for K's later segments). pf: prefetch the weight stream
+ * (the first pass over these rows) */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x,
-             int ldx, const float *pre, size_t ldp, int pf, float *out) {
+             int ldx, const float *pre, size_t ldp, int pf, float *y, int ldy, int add) {
     const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
     __m256 acc[4][TG];
     for (int r = 0; r < R; r++)
@@ -113,27 +116,28 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         }
     }
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < TN; t++) out[r * TN + t] = hsum(acc[r][t]);
+        for (int t = 0; t < TN; t++) {
+            const float v = hsum(acc[r][t]);
+            y[(size_t)t * ldy + r] = add ? y[(size_t)t * ldy + r] + v : v;
+        }
 }
 
 /* The pass shapes, each compiled with its R and TN constant (the accumulators in registers):
  * one activation row takes 4 weight rows a pass (four independent chains hide the FMA latency),
  * two take 2, more take 1 weight row x up to TG activation rows */
-#define SHAPES(KIND)                                                                                     \
-    static void pass_##KIND(int R, int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx, \
-                            const float *pre, size_t ldp, int pf, float *out) {                          \
-        switch (R == 4 ? -4 : R == 2 ? -2 : TN) {                                                         \
-        case -4: pass(KIND, 4, 1, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                           \
-        case -2: pass(KIND, 2, 2, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                           \
-        case 1: pass(KIND, 1, 1, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 2: pass(KIND, 1, 2, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 3: pass(KIND, 1, 3, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 4: pass(KIND, 1, 4, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 5: pass(KIND, 1, 5, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 6: pass(KIND, 1, 6, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        case 7: pass(KIND, 1, 7, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                            \
-        default: pass(KIND, 1, 8, w, rb, nb, x, ldx, pre, ldp, pf, out); break;                           \
-        }                                                                                                 \
+#define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, const float *pre, size_t ldp, \
+                    int pf, float *y, int ldy, int add
+#define PASS_ARGS w, rb, nb, x, ldx, pre, ldp, pf, y, ldy, add
+#define SHAPES(KIND)                                                     \
+    static void pass_##KIND(int R, int TN, PASS_PARAMS) {               \
+        switch (R == 4 ? -4 : R == 2 ? -2 : TN) {                         \
+        case -4: pass(KIND, 4, 1, PASS_ARGS); break;                      \
+        case -2: pass(KIND, 2, 2, PASS_ARGS); break;                      \
+        case 1: pass(KIND, 1, 1, PASS_ARGS); break;                       \
+        case 2: pass(KIND, 1, 2, PASS_ARGS); break;                       \
+        case 3: pass(KIND, 1, 3, PASS_ARGS); break;                       \
+        default: pass(KIND, 1, TG, PASS_ARGS); break;                     \
+        }                                                                 \
     }
 SHAPES(K_Q8_0)
 SHAPES(K_Q4_0)
@@ -153,13 +157,14 @@ static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *p
 
 /* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Per segment of K: the offset terms of
  * every activation row (on the stack: at most 16 x 341 x 8 floats); then per chunk of NC weight
- * rows, each pass of up to TG activation rows runs over the whole chunk: the first pass reads
- * the chunk from memory, the others find it in cache, and a pass's activation rows stay in L1
- * (passes over one weight row at a time re-read all 16 activation rows from L2 per weight row). */
+ * rows (inputs of more than TG rows), each pass of up to TG activation rows runs over the whole
+ * chunk: the first pass reads the chunk from memory, the others find it in cache, and a pass's
+ * activation rows stay in L1 (passes over one weight row at a time re-read all 16 activation
+ * rows from L2 per weight row). */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
-    void (*const pass_fn)(int, int, const uint8_t *, size_t, int, const float *, int, const float *, size_t, int,
-                          float *) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0 : pass_K_Q5_0;
+    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
+                                                                                                  : pass_K_Q5_0;
     const int nb = K / 32, seg = kind == K_Q8_0 ? nb : SEG;   /* Q8_0 has no offset terms: K in one */
     const size_t rb = (size_t)nb * bb;
     for (int b0 = 0; b0 < nb; b0 += seg) {
@@ -169,20 +174,15 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
         const size_t ldp = (size_t)sn * 8;
         float pre[kind == K_Q8_0 ? 1 : (size_t)T * ldp];
         if (kind != K_Q8_0) pre_offset(kind == K_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
-        for (int nc = n0; nc < n1; nc += NC) {
-            const int ne = n1 - nc < NC ? n1 : nc + NC;
+        const int nc_rows = T > TG ? NC : n1 - n0;
+        for (int nc = n0; nc < n1; nc += nc_rows) {
+            const int ne = n1 - nc < nc_rows ? n1 : nc + nc_rows;
             for (int t0 = 0; t0 < T;) {
                 const int tn = T <= 2 ? T : T - t0 < TG ? T - t0 : TG;
                 for (int n = nc; n < ne;) {
                     const int R = T == 1 && n + 4 <= ne ? 4 : T == 2 && n + 2 <= ne ? 2 : 1;
-                    float out[4 * TG] = {0};
                     pass_fn(R, tn, ws + (size_t)n * rb, rb, sn, xs + (size_t)t0 * K, K, pre + t0 * ldp, ldp, t0 == 0,
-                            out);
-                    for (int r = 0; r < R; r++)
-                        for (int t = 0; t < tn; t++) {
-                            float *yy = y + (size_t)(t0 + t) * ldy + n + r;
-                            *yy = b0 ? *yy + out[r * tn + t] : out[r * tn + t];
-                        }
+                            y + (size_t)t0 * ldy + n, ldy, b0 > 0);
                     n += R;
                 }
                 t0 += tn;

@@ -176,14 +176,8 @@ AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, ou
 
 /* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
  * in its low nibble, 64g + 32 + l in its high): sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j) */
-/* The high nibbles are masked in place (v & 0xF0 = 16 q) instead of shifted down: a mask runs on
- * three ALU ports, a shift on two, and those two carry every conversion and FMA here. The odd
- * sub-blocks' d sc_j are scaled by 1/16 to match; both scalings are exact (powers of two, the
- * products of the FMAs unchanged), so the results keep every bit (barring activations below
- * 2^-122, where a partial sum could be denormal). */
 AI void q4_k_pass(PASS_ARGS) {
-    const __m256i m4 = _mm256_set1_epi32(0x0F), m240 = _mm256_set1_epi32(0xF0);
-    const __m256 sixteenth = _mm256_setr_ps(1.0f, 0.0625f, 1.0f, 0.0625f, 1.0f, 0.0625f, 1.0f, 0.0625f);
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
     __m256 acc[4][3][2];   /* two chains per (row, t): even sub-blocks + mins, odd sub-blocks */
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
@@ -195,8 +189,7 @@ AI void q4_k_pass(PASS_ARGS) {
             g4_q4_k_scales(blk + 4, u);
             const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
             float dsc[8];
-            _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))),
-                                                sixteenth));
+            _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
             const __m256 dm = _mm256_mul_ps(bcast_f16(blk + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
             for (int t = 0; t < T; t++) acc[r][t][0] = _mm256_fnmadd_ps(dm, ld(pre + t * ldp + 8 * b), acc[r][t][0]);
             for (int g = 0; g < 4; g++) {
@@ -204,7 +197,7 @@ AI void q4_k_pass(PASS_ARGS) {
                 for (int c = 0; c < 4; c++) {
                     const __m256i v = u8x8(qs + 32 * g + 8 * c);
                     const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, m4)),
-                                 hi = _mm256_cvtepi32_ps(_mm256_and_si256(v, m240));
+                                 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
                     for (int t = 0; t < T; t++) {
                         const float *xg = x + (size_t)t * ldx + 256 * b + 64 * g + 8 * c;
                         if (c == 0) {

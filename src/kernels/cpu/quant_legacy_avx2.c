@@ -10,9 +10,9 @@
  * c = -8 / -16), acc += d * s, then one horizontal sum per segment of SEG blocks, segments added
  * in order — whatever the number of rows in the call, the row range, the thread count. So a row
  * decoded beside others gets the bits it gets alone. The chains are those of quant_avx2.c's
- * decode (T <= 3), so those results are unchanged; only how the quants reach the float unit
- * changed: Q4_0's nibbles and Q5_0's fifth bits are assembled 32 weights at a time in bytes
- * (one 256-bit operation per step, where int32 lanes took one per 8 weights), then widened. */
+ * decode (T <= 3), so those results are unchanged; only how Q5_0's quants reach the float unit
+ * changed: its nibbles and fifth bits are assembled 32 weights at a time in bytes (one 256-bit
+ * operation per step, where int32 lanes took one per 8 weights), then widened. */
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <string.h>
@@ -21,10 +21,10 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* Blocks per segment: quant_avx2.c's split of K for its per-call sums at 3 rows (8192 floats /
- * 24), kept so that its decode and this one give the same bits at every K. */
-/* TG: activation rows per pass (8 spilled the accumulators: slower than 2 passes of 4, measured);
- * NC: weight rows per chunk when an input takes several passes */
+/* SEG: blocks per segment of K, quant_avx2.c's split for its per-call sums at 3 rows (8192 floats
+ * / 24), kept so that its decode and this one give the same bits at every K. TG: activation rows
+ * per pass (8 spilled the accumulators: slower than 2 passes of 4, measured). NC: weight rows per
+ * chunk when an input takes several passes. */
 enum { SEG = 341, TG = 4, NC = 16 };
 
 static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }

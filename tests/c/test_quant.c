@@ -149,12 +149,14 @@ static void test_gemm_prefill(void **state) {
     }
 }
 
-/* Decode (T = 1..3) over random blocks with sane f16 scales, every path: against
- * dequantize-then-dot in double; and bit for bit, each (row, t) result must not depend on the row
- * range it was computed in (the AVX2 kernels take several rows per pass, so 37 rows split at odd
- * places put every row into passes of different widths), nor on T (row t of a T-row call equals
- * the same row alone). Two K per type: a small one and one past the kernels' stack buffer of
- * per-call activation sums at T = 3 (K in two segments). */
+/* Decode (T = 1..3; Q8_0 / Q4_0 / Q5_0 up to G4_QDEC_MAX_ROWS) over random blocks with sane f16
+ * scales, every path: against dequantize-then-dot in double; and bit for bit, each (row, t) result
+ * must not depend on the row range it was computed in (the AVX2 kernels take several rows per
+ * pass and chunks of 16, so 37 rows split at odd places put every row into passes of different
+ * widths), nor on T (row t of a T-row call equals the same row alone: a slot decoding beside
+ * others, a draft's verification). Two K per type: a small one (an odd number of blocks for the
+ * 32-weight types) and one past the kernels' stack buffer of per-call activation sums at T = 3
+ * (K in two segments). */
 static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) {
     const size_t bb = g4_dtype_size(dt);
     for (size_t i = 0; i < nbytes; i++) {
@@ -174,28 +176,31 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
 
 static void test_decode_rows(void **state) {
     (void)state;
-    enum { N = 37 };
+    enum { N = 37, TM = G4_QDEC_MAX_ROWS };
     const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
-    const g4_dtype dts[] = {G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
-    const int bigK[] = {342 * 32, 342 * 32, 342 * 256, 171 * 256};
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256};
+    const int maxT[] = {TM, TM, TM, 3, 3};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
     for (int p = 0; p < 2; p++) {
         if (!paths[p]) continue;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
             const g4_dtype dt = dts[i];
+            const int TT = maxT[i];
             for (int kk = 0; kk < 2; kk++) {
-                const int K = kk ? bigK[i] : 3 * 256;
+                const int K = kk ? bigK[i] : smallK[i];
                 const size_t rb = g4_dtype_row_bytes(dt, K);
                 uint8_t *w = malloc(N * rb);
-                float *wf = malloc((size_t)K * sizeof(float)), *x = malloc(3 * (size_t)K * sizeof(float));
-                float y[3 * N], y1[3 * N];
+                float *wf = malloc((size_t)K * sizeof(float)), *x = malloc(TM * (size_t)K * sizeof(float));
+                float y[TM * N], y1[TM * N];
                 rand_blocks(dt, w, N * rb, &seed);
-                for (int k = 0; k < 3 * K; k++) x[k] = frand(&seed);
-                for (int t = 0; t < 3; t++)   /* each activation row alone, each weight row alone */
+                for (int k = 0; k < TT * K; k++) x[k] = frand(&seed);
+                for (int t = 0; t < TT; t++)   /* each activation row alone, each weight row alone */
                     for (int n = 0; n < N; n++) paths[p]->matmul[dt](x + (size_t)t * K, 1, K, w, n, n + 1, y1 + t * N, N);
                 for (int n = 0; n < N; n++) {
                     g4_dequant_row(dt, w + n * rb, K, wf);
-                    for (int t = 0; t < 3; t++) {
+                    for (int t = 0; t < TT; t++) {
                         double ref = 0, mag = 0;
                         for (int k = 0; k < K; k++) {
                             ref += (double)x[(size_t)t * K + k] * wf[k];
@@ -205,7 +210,7 @@ static void test_decode_rows(void **state) {
                             fail_msg("%s %s K=%d t=%d n=%d: %g vs %g", paths[p]->name, g4_dtype_name(dt), K, t, n, y1[t * N + n], ref);
                     }
                 }
-                for (int T = 1; T <= 3; T++) {
+                for (int T = 1; T <= TT; T += T < 5 ? 1 : T == 14 ? 2 : 3) {   /* 1-5, 8, 11, 14, 16 */
                     const int cuts[][4] = {{0, N, N, N}, {0, 5, 6, N}, {0, 3, 30, N}};
                     for (int c = 0; c < 3; c++) {
                         memset(y, 0, sizeof y);

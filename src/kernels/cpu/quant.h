@@ -45,14 +45,20 @@ void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1
  * row it did not compute (n0 if K does not suit it). */
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy);
-#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
+#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
- * alone (they are called 3 activation rows at a time over 32-row weight blocks) */
+ * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
+ * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
+ * G4_QDEC_MAX_ROWS rows and unpack it in registers for every row. */
+void g4_mm_rows_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QDEC_MAX_ROWS 16
+void g4_mm_q8_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
-void g4_mm_rows_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
-void g4_mm_rows_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
                            g4_mm_rows_q6_k_avx2
 

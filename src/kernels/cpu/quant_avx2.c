@@ -350,8 +350,5 @@ enum { ROWS_RB = 32 };
                 ONE(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n, n1 - n < ROWS_RB ? n1 : n + ROWS_RB, \
                     y + (size_t)t0 * ldy, ldy);                                                 \
     }
-MM_ROWS(g4_mm_rows_q8_0_avx2, g4_mm_q8_0_avx2)
-MM_ROWS(g4_mm_rows_q4_0_avx2, g4_mm_q4_0_avx2)
-MM_ROWS(g4_mm_rows_q5_0_avx2, g4_mm_q5_0_avx2)
 MM_ROWS(g4_mm_rows_q4_k_avx2, g4_mm_q4_k_avx2)
 MM_ROWS(g4_mm_rows_q6_k_avx2, g4_mm_q6_k_avx2)

@@ -1,0 +1,209 @@
+/* quant_legacy_avx2.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 weights (ggml's 32-weight
+ * "legacy" blocks) for AVX2+FMA, for decode and for inputs of up to G4_QDEC_MAX_ROWS rows
+ * (several slots' decode tokens, a speculative draft's verification): each weight block is read
+ * from memory once per call and its quants are widened to float in registers (never stored),
+ * dotted with every activation row. Inputs of more rows take the dequantized-panel GEMM
+ * (g4_gemm_quant_avx2), its last partial panel this kernel.
+ *
+ * Row invariance: each (weight row, activation row) result is one fixed chain of float
+ * operations — per block s = q . x (Q4_0 / Q5_0: started from the block's offset term c * sum(x),
+ * c = -8 / -16), acc += d * s, then one horizontal sum per segment of SEG blocks, segments added
+ * in order — whatever the number of rows in the call, the row range, the thread count. So a row
+ * decoded beside others gets the bits it gets alone. The chains are those of quant_avx2.c's
+ * decode (T <= 3), so those results are unchanged; only how Q5_0's quants reach the float unit
+ * changed: its nibbles and fifth bits are assembled 32 weights at a time in bytes (one 256-bit
+ * operation per step, where int32 lanes took one per 8 weights), then widened. */
+#pragma GCC target("avx2,fma,f16c")
+#include <limits.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/cpu/quant.h"
+
+#define AI static inline __attribute__((always_inline))
+
+/* SEG: blocks per segment of K, quant_avx2.c's split for its per-call sums at 3 rows (8192 floats
+ * / 24), kept so that its decode and this one give the same bits at every K. TG: activation rows
+ * per pass (8 spilled the accumulators: slower than 2 passes of 4, measured). NC: weight rows per
+ * chunk when an input takes several passes. */
+enum { SEG = 341, TG = 4, NC = 16 };
+
+static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
+static inline float hsum(__m256 v) {   /* the same reduction order as quant_avx2.c */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 32 unsigned bytes (weight j in byte j) -> the four groups of 8 as floats: widened in
+ * registers (the upper 8 of each 128-bit half by a byte shift) */
+AI void widen_u8(__m256i b, __m256 w[4]) {
+    const __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+    w[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    w[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    w[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    w[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+}
+
+/* Q4_0 (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble):
+ * 8 bytes zero-extended from memory into int32 lanes give two groups (masked, shifted) — here
+ * faster than assembling the 32 nibbles in bytes first (measured: 0.8x) */
+AI void q4_0_w(const uint8_t *blk, __m256 w[4]) {
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
+    const __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2))),
+                  v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 10)));
+    w[0] = _mm256_cvtepi32_ps(_mm256_and_si256(v0, m4));
+    w[1] = _mm256_cvtepi32_ps(_mm256_and_si256(v1, m4));
+    w[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4));
+    w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4));
+}
+
+/* Q5_0 (22 B: f16 d, qh[4], q[16]; bit j of qh is weight j's fifth bit): the 32 nibbles as bytes
+ * in weight order, bit 4 set from qh, all 32 at once — each byte j takes qh's byte j / 8 (a shuffle), every bit but
+ * j % 8 is forced to one, and a compare with all-ones tells whether bit j was set */
+AI __m256i q5_0_bytes(const uint8_t *blk) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(blk + 6));
+    const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    uint32_t qh;
+    memcpy(&qh, blk + 2, 4);
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL);   /* byte i: ~(1 << i) */
+    __m256i h = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sel), others);
+    h = _mm256_cmpeq_epi8(h, _mm256_set1_epi8(-1));
+    return _mm256_or_si256(nib, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+}
+
+/* Q8_0 (34 B: f16 d, int8 q[32]): 8 weights sign-extended straight from memory */
+static inline __m256 q8_8(const uint8_t *q) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
+
+/* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks; pre
+ * (Q4_0 / Q5_0: 8 floats per activation row and block, row stride ldp) starts each block's dot;
+ * y[t * ldy + r] = the sum (add: y += it, for K's later segments). pf: prefetch the weight stream
+ * (the first pass over these rows) */
+AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x,
+             int ldx, const float *pre, size_t ldp, int pf, float *y, int ldy, int add) {
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    __m256 acc[4][TG];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < TN; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        if (pf) g4_prefetch_ahead(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+            __m256 q[4];
+            if (kind == K_Q8_0) {
+                for (int c = 0; c < 4; c++) q[c] = q8_8(blk + 2 + 8 * c);
+            } else {
+                if (kind == K_Q4_0) q4_0_w(blk, q);
+                else widen_u8(q5_0_bytes(blk), q);
+            }
+            const __m256 d = bcast_f16(blk);
+            for (int t = 0; t < TN; t++) {
+                const float *xb = x + (size_t)t * ldx + 32 * b;
+                __m256 s = kind == K_Q8_0 ? _mm256_mul_ps(q[0], ld(xb))
+                                          : _mm256_fmadd_ps(q[0], ld(xb), ld(pre + t * ldp + 8 * b));
+                s = _mm256_fmadd_ps(q[1], ld(xb + 8), s);
+                s = _mm256_fmadd_ps(q[2], ld(xb + 16), s);
+                s = _mm256_fmadd_ps(q[3], ld(xb + 24), s);
+                acc[r][t] = _mm256_fmadd_ps(d, s, acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < TN; t++) {
+            const float v = hsum(acc[r][t]);
+            y[(size_t)t * ldy + r] = add ? y[(size_t)t * ldy + r] + v : v;
+        }
+}
+
+/* The pass shapes, each compiled with its R and TN constant (the accumulators in registers):
+ * one activation row takes 4 weight rows a pass (four independent chains hide the FMA latency),
+ * two take 2, more take 1 weight row x up to TG activation rows */
+#define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, const float *pre, size_t ldp, \
+                    int pf, float *y, int ldy, int add
+#define PASS_ARGS w, rb, nb, x, ldx, pre, ldp, pf, y, ldy, add
+#define SHAPES(KIND)                                                     \
+    static void pass_##KIND(int R, int TN, PASS_PARAMS) {               \
+        switch (R == 4 ? -4 : R == 2 ? -2 : TN) {                         \
+        case -4: pass(KIND, 4, 1, PASS_ARGS); break;                      \
+        case -2: pass(KIND, 2, 2, PASS_ARGS); break;                      \
+        case 1: pass(KIND, 1, 1, PASS_ARGS); break;                       \
+        case 2: pass(KIND, 1, 2, PASS_ARGS); break;                       \
+        case 3: pass(KIND, 1, 3, PASS_ARGS); break;                       \
+        default: pass(KIND, 1, TG, PASS_ARGS); break;                     \
+        }                                                                 \
+    }
+SHAPES(K_Q8_0)
+SHAPES(K_Q4_0)
+SHAPES(K_Q5_0)
+
+/* The offset term of Q4_0 / Q5_0 per activation row and block: c * (x0 + x1 + x2 + x3) over the
+ * block's four groups of 8 (quant_avx2.c's pre_q_0, the same operations) */
+static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *pre) {
+    const __m256 cv = _mm256_set1_ps(c);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < nb; b++) {
+            const float *xb = x + (size_t)t * ldx + 32 * b;
+            const __m256 s = _mm256_add_ps(_mm256_add_ps(ld(xb), ld(xb + 8)), _mm256_add_ps(ld(xb + 16), ld(xb + 24)));
+            _mm256_storeu_ps(pre + ((size_t)t * nb + b) * 8, _mm256_mul_ps(cv, s));
+        }
+}
+
+/* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Per segment of K: the offset terms of
+ * every activation row (on the stack: at most 16 x 341 x 8 floats); then per chunk of NC weight
+ * rows (inputs of more than TG rows), each pass of up to TG activation rows runs over the whole
+ * chunk: the first pass reads the chunk from memory, the others find it in cache, and a pass's
+ * activation rows stay in L1 (passes over one weight row at a time re-read all 16 activation
+ * rows from L2 per weight row). */
+static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
+                                                                                                  : pass_K_Q5_0;
+    const int nb = K / 32, seg = kind == K_Q8_0 ? nb : SEG;   /* Q8_0 has no offset terms: K in one */
+    const size_t rb = (size_t)nb * bb;
+    for (int b0 = 0; b0 < nb; b0 += seg) {
+        const int sn = nb - b0 < seg ? nb - b0 : seg;
+        const float *xs = x + (size_t)b0 * 32;
+        const uint8_t *ws = (const uint8_t *)w + (size_t)b0 * bb;
+        const size_t ldp = (size_t)sn * 8;
+        float pre[kind == K_Q8_0 ? 1 : (size_t)T * ldp];
+        if (kind != K_Q8_0) pre_offset(kind == K_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
+        const int nc_rows = T > TG ? NC : n1 - n0;
+        for (int nc = n0; nc < n1; nc += nc_rows) {
+            const int ne = n1 - nc < nc_rows ? n1 : nc + nc_rows;
+            for (int t0 = 0; t0 < T;) {
+                const int tn = T <= 2 ? T : T - t0 < TG ? T - t0 : TG;
+                for (int n = nc; n < ne;) {
+                    const int R = T == 1 && n + 4 <= ne ? 4 : T == 2 && n + 2 <= ne ? 2 : 1;
+                    pass_fn(R, tn, ws + (size_t)n * rb, rb, sn, xs + (size_t)t0 * K, K, pre + t0 * ldp, ldp, t0 == 0,
+                            y + (size_t)t0 * ldy + n, ldy, b0 > 0);
+                    n += R;
+                }
+                t0 += tn;
+            }
+        }
+    }
+}
+
+/* gemm_above: inputs of more rows take the panel GEMM (prefill); matmul_rows's entries pass INT_MAX
+ * so that any T stays row-invariant, 16 activation rows a pass. */
+#define MM_LEGACY(NAME, DT, KIND, GEMM_ABOVE)                                                              \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {           \
+        if (T > (GEMM_ABOVE)) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                    \
+        for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                        \
+            decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \
+                   n1, y + (size_t)t0 * ldy, ldy);                                                         \
+    }
+MM_LEGACY(g4_mm_q8_0_avx2_rows, G4_DT_Q8_0, K_Q8_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_q4_0_avx2_rows, G4_DT_Q4_0, K_Q4_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_q5_0_avx2_rows, G4_DT_Q5_0, K_Q5_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, K_Q8_0, INT_MAX)
+MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, K_Q4_0, INT_MAX)
+MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, K_Q5_0, INT_MAX)

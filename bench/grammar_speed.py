@@ -42,6 +42,8 @@ def ours(model: str, case: str, n: int, threads: int) -> dict:
         sys.exit(f"grammar_bench failed: {r.stderr.strip()}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
     out["model"] = shown(model)
+    if out["grammar"] != "json_object":
+        out["grammar"] = shown(out["grammar"])
     return out
 
 

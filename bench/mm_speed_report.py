@@ -28,7 +28,7 @@ def mtmd(out, kind, reps):
             continue
         m = re.search(r"slice encoded in (\d+) ms", log)
         if not m:
-            err = [ln for ln in log.splitlines() if re.search(r"error|failed|exit \d|abort", ln, re.I)][-4:] or log.splitlines()[-4:]
+            err = [ln for ln in log.splitlines() if re.search(r"error|failed|exit \d|abort|what\(\)", ln, re.I)][-4:] or log.splitlines()[-4:]
             continue
         n += 1
         enc.append(float(m.group(1)) / 1e3)

@@ -26,7 +26,8 @@ def mtmd(out, kind, reps):
             log = open(f"{out}/mtmd-{kind}-{r}.log", errors="replace").read()
         except FileNotFoundError:
             continue
-        m = re.search(r"slice encoded in (\d+) ms", log)
+        # older mtmd-cli: per slice; newer: the whole batch of media chunks ("mtmd batch encoding done")
+        m = re.search(r"slice encoded in (\d+) ms", log) or re.search(r"mtmd batch encoding done in (\d+) ms", log)
         if not m:
             err = [ln for ln in log.splitlines() if re.search(r"error|failed|exit \d|abort|what\(\)", ln, re.I)][-4:] or log.splitlines()[-4:]
             continue
@@ -39,7 +40,7 @@ def mtmd(out, kind, reps):
             npe = int(p.group(2))
         t = re.findall(r"n_tokens_batch = (\d+)", log)
         ntok = sum(int(x) for x in t) if t else ntok
-    ttft = [a + b for a, b in zip(enc, pe)] if len(pe) == len(enc) else []
+    ttft = [a + b for a, b in zip(enc, pe)] if pe and len(pe) == len(enc) else []
     return dict(enc=med(enc), dec=med(dec), pe=med(pe), ttft=med(ttft), ntok=ntok, err=err, n=n, npe=npe)
 
 
@@ -72,7 +73,7 @@ def main():
               "chat markup is split into text pieces; the soft tokens are the same.")
     print(f"\nllama.cpp: soft tokens for the image {mi['ntok']}, for the clip {ma['ntok']}; the image's soft tokens "
           f"through the text model {mi['dec']} s of its prompt eval {mi['pe']} s; runs with timings: image {mi['n']}/{reps}, "
-          f"audio {ma['n']}/{reps}. mtmd resizes with its own bilinear filter (not the processor's antialiased bicubic), "
+          f"audio {ma['n']}/{reps} (a dash: not in its log at the default verbosity). mtmd resizes with its own bilinear filter (not the processor's antialiased bicubic), "
           f"so its soft tokens are not transformers'.")
     for k, v in (("image", mi), ("audio", ma)):
         if v["err"]:

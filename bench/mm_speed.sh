@@ -79,7 +79,8 @@ record_machine
 record_g4_commit
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 
-# 3. gemma4c (the HF checkpoint, then the GGUF + mmproj; the chat turn mtmd-cli renders for -p),
+# 3. gemma4c (the HF checkpoint, then the GGUF + mmproj; the chat turn mtmd-cli renders for -p with
+# its built-in "gemma" template: the slice's own template is no format mtmd-cli knows without --jinja),
 # then 4. llama.cpp's mtmd on the same files (image, then audio, REPS runs each): two measurement
 # blocks, each under LOCK once
 G4_PROMPT=$'<start_of_turn>user\n<|image|>'"$PROMPT_TEXT"$'<end_of_turn>\n<start_of_turn>model\n'
@@ -98,6 +99,7 @@ locked timeout 295 bash -c '
     for kind in image audio; do
       media=$IMG; [ $kind = audio ] && media=$WAV
       "$MTMD" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --$kind "$media" -p "$PROMPT_TEXT" -n 1 --temp 0 -t "$THREADS" -c 4096 \
+        --chat-template gemma \
         > "$OUT/mtmd-$kind-$r.log" 2>&1 || echo "exit $?" >> "$OUT/mtmd-$kind-$r.log"
     done
   done' || log "llama-mtmd-cli: the block ended early (exit $?)"

@@ -20,15 +20,16 @@ def med(v):
 
 
 def mtmd(out, kind, reps):
-    enc, dec, pe, ntok, err, n = [], [], [], None, None, 0
+    enc, dec, pe, ntok, err, n, npe = [], [], [], None, None, 0, None
     for r in range(1, reps + 1):
         try:
             log = open(f"{out}/mtmd-{kind}-{r}.log", errors="replace").read()
         except FileNotFoundError:
             continue
-        m = re.search(r"slice encoded in (\d+) ms", log)
+        # older mtmd-cli: per slice; newer: the whole batch of media chunks ("mtmd batch encoding done")
+        m = re.search(r"slice encoded in (\d+) ms", log) or re.search(r"mtmd batch encoding done in (\d+) ms", log)
         if not m:
-            err = [ln for ln in log.splitlines() if re.search(r"error|failed|exit \d|abort", ln, re.I)][-4:] or log.splitlines()[-4:]
+            err = [ln for ln in log.splitlines() if re.search(r"error|failed|exit \d|abort|what\(\)", ln, re.I)][-4:] or log.splitlines()[-4:]
             continue
         n += 1
         enc.append(float(m.group(1)) / 1e3)
@@ -36,10 +37,11 @@ def mtmd(out, kind, reps):
         p = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", log)
         if p:
             pe.append(float(p.group(1)) / 1e3)
+            npe = int(p.group(2))
         t = re.findall(r"n_tokens_batch = (\d+)", log)
         ntok = sum(int(x) for x in t) if t else ntok
-    ttft = [a + b for a, b in zip(enc, pe)] if len(pe) == len(enc) else []
-    return dict(enc=med(enc), dec=med(dec), pe=med(pe), ttft=med(ttft), ntok=ntok, err=err, n=n)
+    ttft = [a + b for a, b in zip(enc, pe)] if pe and len(pe) == len(enc) else []
+    return dict(enc=med(enc), dec=med(dec), pe=med(pe), ttft=med(ttft), ntok=ntok, err=err, n=n, npe=npe)
 
 
 def main():
@@ -61,12 +63,17 @@ def main():
     print(f"| audio embedder (750 x 640 -> 3840) | {g(hf, 'audio_embed_s')} | {g(gg, 'audio_embed_s')} | {ma['enc']} |")
     pre_hf = hf["image_prompt_ttft_s"] - hf["image_preprocess_s"]
     pre_gg = gg["image_prompt_ttft_s"] - gg["image_preprocess_s"]
-    print(f"| image prompt, time to first token ({hf['prompt_tokens']} tokens), with preprocessing | "
+    print(f"| image prompt, time to first token (gemma4c: {hf['prompt_tokens']} / {gg['prompt_tokens']} tokens), with preprocessing | "
           f"{g(hf, 'image_prompt_ttft_s')} | {g(gg, 'image_prompt_ttft_s')} | — |")
-    print(f"| the same without the image preprocessing (mtmd: encode + prompt eval) | {pre_hf:.3f} | {pre_gg:.3f} | {mi['ttft']} |")
+    print(f"| the same without the image preprocessing (mtmd: encode + prompt eval of {mi['npe']} tokens) | {pre_hf:.3f} | "
+          f"{pre_gg:.3f} | {mi['ttft']} |")
+    if gg["prompt_tokens"] != hf["prompt_tokens"]:
+        print(f"\nThe prompts differ by {gg['prompt_tokens'] - hf['prompt_tokens']} text tokens: the GGUF's vocabulary, "
+              "converted from the slice's Gemma 3 tokenizer, does not hold `<start_of_turn>` as a special token, so the "
+              "chat markup is split into text pieces; the soft tokens are the same.")
     print(f"\nllama.cpp: soft tokens for the image {mi['ntok']}, for the clip {ma['ntok']}; the image's soft tokens "
           f"through the text model {mi['dec']} s of its prompt eval {mi['pe']} s; runs with timings: image {mi['n']}/{reps}, "
-          f"audio {ma['n']}/{reps}. mtmd resizes with its own bilinear filter (not the processor's antialiased bicubic), "
+          f"audio {ma['n']}/{reps} (a dash: not in its log at the default verbosity). mtmd resizes with its own bilinear filter (not the processor's antialiased bicubic), "
           f"so its soft tokens are not transformers'.")
     for k, v in (("image", mi), ("audio", ma)):
         if v["err"]:

@@ -28,12 +28,15 @@ import numpy as np
 TYPES = ["f32", "bf16", "f16", "q8_0"]
 
 
-def run(cmd, lock=None, timeout=300):
+def run(cmd, lock=None, timeout=290):
+    """cmd's stdout; under `flock lock` when given (the wait for the lock is not timed), killed
+    after `timeout` seconds of running"""
+    cmd = ["timeout", timeout, *cmd]
     if lock:
         cmd = ["flock", lock, *cmd]
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, timeout=timeout)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True)
     if p.returncode:
-        sys.exit(f"{' '.join(map(str, cmd))}: exit {p.returncode}: {p.stderr.decode()[-1500:]}")
+        sys.exit(f"{' '.join(map(str, cmd))[:300]}...: exit {p.returncode}: {p.stderr.decode()[-1500:]}")
     return p.stdout.decode()
 
 
@@ -71,13 +74,13 @@ def speed(a):
     for d in a.depths:
         for t in a.types:
             out = run([a.bin, "bench", "-m", a.model, "-p", 0, "-n", a.n, "--depth", d, "--ctx", d + a.n + 16,
-                       "--kv-type", t, "--reps", a.reps, "--threads", a.threads, "--no-peaks"], lock=a.lock, timeout=600)
+                       "--kv-type", t, "--reps", a.reps, "--threads", a.threads, "--no-peaks"], lock=a.lock)
             js = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
             dec = [x for x in js["tests"] if x["kind"] == "decode"][0]
             res[("gemma4c", d, t)] = (dec["tok_s"], js["kv_bytes"], js["kernels"])
             if a.llama_bench and t in a.llama_types:
                 out = run([a.llama_bench, "-m", a.gguf, "-p", 0, "-n", a.n, "-d", d, "-ctk", t, "-ctv", t, "-fa", 1,
-                           "-t", a.threads, "-r", a.reps, "-o", "json"], lock=a.lock, timeout=600)
+                           "-t", a.threads, "-r", a.reps, "-o", "json"], lock=a.lock)
                 rec = json.loads(out)[0]
                 res[("llama.cpp", d, t)] = (rec["avg_ts"], None, rec.get("cpu_info", ""))
     print(f"decode tok/s (tg{a.n} at depth D, --reps {a.reps}, --threads {a.threads}); "

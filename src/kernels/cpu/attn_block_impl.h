@@ -35,7 +35,10 @@
 #ifndef ATT_PV_NV
 #define ATT_PV_NV 2
 #endif
-enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV };
+#ifndef ATT_KV_TILE_BYTES
+#define ATT_KV_TILE_BYTES 16384
+#endif
+enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV, KV_TILE_BYTES = ATT_KV_TILE_BYTES };
 /* Software prefetch spread over the loops, a line per line read: the key rows ATT_K_PF_KEYS ahead
  * into L1 (scores), the V rows one tile ahead into L2 (P·V, whose strips walk a tile column by
  * column, which the hardware prefetchers do not run ahead of). Without it a decode step (one query
@@ -192,7 +195,9 @@ static void attend_block_impl(int kvt, const float *q, int ldq, float *out, int 
         if (lo[p] < L) L = lo[p];
         if (hi[p] > H) H = hi[p];
     }
-    const int span = H - L + 1, kt = TILE_BYTES / (int)(D * sizeof(float)), KT = kt > ATT_NK ? kt : ATT_NK;
+    /* a widened K tile is written and read back at once: small enough to stay in L1 */
+    const int tb = kvt == G4_KV_F32 ? TILE_BYTES : KV_TILE_BYTES;
+    const int span = H - L + 1, kt = tb / (int)(D * sizeof(float)), KT = kt > ATT_NK ? kt : ATT_NK;
     const int ktv = VTILE_BYTES / (int)(D * sizeof(float)), KTV = ktv > 1 ? ktv : 1;
     /* scores: [n][span], row i's key t at scores[i * span + t - L] */
 

@@ -110,7 +110,8 @@ def main():
     ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
     ap.add_argument("--llama-bench", default=None)
     ap.add_argument("--gguf", default=None, help="the GGUF llama-bench runs (default: -m)")
-    ap.add_argument("--llama-types", default="f32,bf16,f16,q8_0")
+    ap.add_argument("--llama-types", default="bf16,f16,q8_0",
+                    help="types llama-bench runs (its -ctk takes no f32: its default cache is f16)")
     a = ap.parse_args()
     a.types = (a.types or ("bf16,f16,q8_0" if a.what == "accuracy" else "f32,bf16,f16,q8_0")).split(",")
     for t in a.types:

@@ -129,3 +129,23 @@ def test_bench_reports_the_smaller_cache(g4_bin):
     assert got["q8_0"]["kv_bytes"] * 128 == got["f32"]["kv_bytes"] * 34   # head_dim 32
     dec = {kv: [t for t in got[kv]["tests"] if t["kind"] == "decode"][0] for kv in got}
     assert dec["q8_0"]["kv_bytes_per_token"] * 128 == pytest.approx(dec["f32"]["kv_bytes_per_token"] * 34)
+
+
+def test_logits_decode_from(g4_bin, tmp_path):
+    """logits --decode-from K (bench/kv_types.py's teacher forcing): n - K + 1 rows, the first the
+    logits of a K-id prefill, the last those of the whole prompt; K past the prompt is refused"""
+    fixture = FIXTURES / "g4-cond-tiny"
+    ids = max((c["prompt_ids"] for c in _cases("g4-cond-tiny")), key=len)[:40]
+    assert len(ids) == 40
+    for kv in ["f32", "q8_0"]:
+        out = tmp_path / "rows.f32"
+        r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", ",".join(map(str, ids)), "-o", out,
+                   "--ctx", 512, "--decode-from", 30, "--kv-type", kv)
+        assert r.returncode == 0, r.stderr.decode()
+        rows = np.fromfile(out, dtype="<f4").reshape(11, -1)
+        first = _logits(g4_bin, tmp_path, fixture, ids[:30], "--kv-type", kv)
+        last = _logits(g4_bin, tmp_path, fixture, ids, "--kv-type", kv)
+        for got, want in ((rows[0], first), (rows[-1], last)):
+            assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
+    r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", "2,5,6", "-o", tmp_path / "x", "--decode-from", 4)
+    assert r.returncode == 2 and "--decode-from 4" in r.stderr.decode()

@@ -80,7 +80,17 @@ typedef struct {
                          * decoding: the most drafts a round + 1, times the slots verifying at
                          * once); sizes the logits scratch [rows][vocab] and the sliding rings'
                          * slack. Default 0: no verify steps */
+    int kv_type;        /* G4_KV_*: how the KV cache stores K and V. G4_KV_F32 (default) is exact;
+                         * BF16 / F16 halve the cache (rounded to nearest even on write), Q8_0
+                         * quarters it roughly (ggml's block_q8_0: 32 int8 + one f16 scale per 32
+                         * elements of a head row; head sizes must be multiples of 32). Attention
+                         * widens to float32 and accumulates in float32 on every type. Not with
+                         * numerics G4_NUMERICS_GGML */
 } g4_model_opts;
+
+enum { G4_KV_F32 = 0, G4_KV_BF16 = 1, G4_KV_F16 = 2, G4_KV_Q8_0 = 3, G4_KV_TYPES = 4 };
+/* "f32", "bf16", "f16", "q8_0", or NULL for a value out of range */
+const char *g4_kv_type_name(int kv_type);
 
 enum { G4_NUMERICS_EXACT = 0, G4_NUMERICS_GGML = 1 };
 

@@ -58,7 +58,7 @@ double g4_bench_kv_read_bytes(const g4_model *m, int p0, int n) {
     double b = 0;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const g4_layer *L = &m->layers[l];
-        for (int p = p0; p < p0 + n; p++) b += 2.0 * L->n_kv * L->head_dim * keys_seen(m, L, p) * sizeof(*m->kv);
+        for (int p = p0; p < p0 + n; p++) b += 2.0 * L->n_kv * (double)L->kv_row * keys_seen(m, L, p);
     }
     return b * m->plan.tp;   /* every rank reads its own heads' cache */
 }

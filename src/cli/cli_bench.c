@@ -42,7 +42,8 @@ static const char *USAGE =
     "usage: gemma4c bench -m MODEL [-p 64[,512...]] [-n 128[,...]] [--threads N] [--reps R]\n"
     "                     [--prefill-chunk N] [--ctx N] [--bw-mib 1024] [--no-peaks] [--seed S]\n"
     "                     [--kernels] [--tp N] [--tp-backend threads|mpi] [--no-mmap | --mmap] [--act-q8]\n"
-    "                     [--numerics exact|ggml] [--prefill-bf16] [--batch B] [--depth D] [--verify K,...]\n"
+    "                     [--numerics exact|ggml] [--prefill-bf16] [--kv-type T] [--batch B] [--depth D]\n"
+    "                     [--verify K,...]\n"
     "  ppN: prefill of N random token ids from a fresh slot (logits of the last one);\n"
     "  tgN: N single-token decode steps from a fresh slot (positions 0..N-1, as llama-bench tg);\n"
     "  -p 0 / -n 0 skip that kind; every test runs --reps times (default 3), median reported.\n"
@@ -425,6 +426,7 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.mo.prefill_bf16 ? "true" : "false",
             prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
     fprintf(f, ",\"numerics\":\"%s\"", o.mo.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
+    fprintf(f, ",\"kv_type\":\"%s\",\"kv_bytes\":%zu", g4_kv_type_name(o.mo.kv_type), info->kv_bytes);
     fprintf(f, ",\"batch\":%d,\"depth\":%ld", B, o.depth);
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", o.mo.threads,
             g4_model_get_info(m)->tp, o.mo.tp_backend == G4_TP_MPI ? "mpi" : "threads");

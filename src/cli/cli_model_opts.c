@@ -20,6 +20,8 @@ const char *const cli_model_opts_help =
     "  --act-q8              int8 activations for matmuls over quantized weights (as llama.cpp)\n"
     "  --numerics exact|ggml exact float32 (default) or llama.cpp's CPU arithmetic\n"
     "  --prefill-bf16        prompt rows' layer matmuls in bf16 (AMX / AVX512-BF16 where present)\n"
+    "  --kv-type f32|bf16|f16|q8_0  KV cache storage (default f32, exact; bf16/f16 halve it, q8_0\n"
+    "                        about quarters it; attention still sums in float32)\n"
     "  --mmproj FILE         llama.cpp's mmproj GGUF (images, audio) beside a GGUF model, as llama-server\n"
     "  measuring knobs (which matmul kernel a product takes; outputs may differ in the last bits):\n"
     "  --amx-pairs-rows N    inputs of up to N rows read the weights as AMX A tiles (0: never)\n"
@@ -59,7 +61,7 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     static const char *const with_value[] = {"--threads", "-t", "--ctx", "--prefill-chunk", "--tp", "--tp-backend",
                                              "--tp-timeout",
                                              "--numerics", "--amx-pairs-rows", "--amx-gemv-rows", "--amx-gemv1-k-below",
-                                             "--mmproj"};
+                                             "--mmproj", "--kv-type"};
     int takes_value = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes_value |= !strcmp(a, with_value[k]);
     if (takes_value) {
@@ -83,6 +85,11 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     if (!strcmp(a, "--tp-backend")) return cli_parse_tp_backend(cmd, v, &mo->tp_backend) ? 1 : -1;
     if (!strcmp(a, "--numerics")) return cli_parse_numerics(cmd, v, &mo->numerics) ? 1 : -1;
     if (!strcmp(a, "--mmproj")) { mo->mmproj = v; return 1; }
+    if (!strcmp(a, "--kv-type")) {
+        for (int t = 0; t < G4_KV_TYPES; t++)
+            if (!strcmp(v, g4_kv_type_name(t))) { mo->kv_type = t; return 1; }
+        return cli_usage_error(cmd, "--kv-type expects f32, bf16, f16 or q8_0, got '%s'", v), -1;
+    }
     if (!strcmp(a, "--no-mmap")) { mo->no_mmap = 1; return 1; }
     if (!strcmp(a, "--mmap")) { mo->no_mmap = -1; return 1; }
     if (!strcmp(a, "--act-q8")) { mo->act_q8 = 1; return 1; }

@@ -21,6 +21,7 @@ typedef struct {
     g4_sampler_params sp;
     g4_model_opts mo;
     int chunk_set;             /* --prefill-chunk given: images must fit it */
+    long decode_from;          /* logits --decode-from K: 0, else K (>= 1) */
     cli_media md;
     cli_constraint cons;       /* --json-schema / --grammar / --json-object (run only) */
     cli_spec spec;             /* --spec ngram ... (run only) */
@@ -30,7 +31,10 @@ static void usage(const char *cmd) {
     if (!strcmp(cmd, "logits"))
         printf("usage: gemma4c logits -m MODEL (-p TEXT | --prompt-ids 1,2,3) -o FILE [--image FILE ...]\n"
                "                      [model options]\n"
-               "  writes the last position's logits (softcapped, float32 little-endian) to FILE\n");
+               "                      [--decode-from K]\n"
+               "  writes the last position's logits (softcapped, float32 little-endian) to FILE;\n"
+               "  --decode-from K: prefills the first K ids, then decodes the rest one at a time\n"
+               "  (teacher-forced), writing the logits of every position from K-1 on (n-K+1 rows)\n");
     else
         printf("usage: gemma4c run -m MODEL (-p TEXT | --prompt-ids 1,2,3) [-n 64] [--chat [--system TEXT]]\n"
                "                   [--temp T --top-p P --top-k K --min-p P --seed S] [--ids] [--ignore-eos]\n"
@@ -127,6 +131,10 @@ static int parse_opts(const char *cmd, int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--system")) { NEEDV(); o->system = v; }
         else if (!strcmp(a, "--chat")) o->chat = 1;
         else if (!strcmp(a, "-o")) { NEEDV(); o->out = v; }
+        else if (!strcmp(cmd, "logits") && !strcmp(a, "--decode-from")) {
+            NEEDV();
+            if (!cli_parse_int(cmd, a, v, 1, 1 << 24, &o->decode_from)) return 0;
+        }
         else if (!strcmp(a, "-n")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 0, 1 << 24, &o->n_predict)) return 0; }
         else if (!strcmp(a, "--ids")) o->ids_out = 1;
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
@@ -200,14 +208,23 @@ int cli_logits(int argc, char **argv) {
     const int V = g4_model_get_info(m)->vocab_size;
     float *logits = malloc((size_t)V * sizeof(float));
     st = logits ? prompt_after_load(&o, 0, &p) : g4_fail(G4_ERR_NOMEM, "out of memory");
-    if (!st) st = p.mp ? g4_prefill_media(m, 0, p.mp, logits) : g4_prefill(m, 0, p.ids, p.n, logits);
-    if (!st) {
+    if (!st && o.decode_from && (p.mp || o.decode_from > p.n))
+        st = g4_fail(G4_ERR_INPUT, "--decode-from %ld needs a text prompt of at least that many ids (it has %d)",
+                     o.decode_from, p.n);
+    /* --decode-from: the decode path at every later position (what a generated token sees),
+     * e.g. to measure a --kv-type deep into the context */
+    const int n0 = o.decode_from ? (int)o.decode_from : p.n;
+    if (!st) st = p.mp ? g4_prefill_media(m, 0, p.mp, logits) : g4_prefill(m, 0, p.ids, n0, logits);
+    FILE *f = NULL;
+    if (!st && !(f = fopen(o.out, "wb"))) st = g4_fail(G4_ERR_IO, "%s: cannot write", o.out);
+    for (int i = n0; !st; i++) {
         g4_softcap(m, logits, V);
-        FILE *f = fopen(o.out, "wb");
-        if (!f || fwrite(logits, sizeof(float), (size_t)V, f) != (size_t)V)
-            st = g4_fail(G4_ERR_IO, "%s: cannot write", o.out);
-        if (f && fclose(f) && !st) st = g4_fail(G4_ERR_IO, "%s: cannot write", o.out);
+        if (fwrite(logits, sizeof(float), (size_t)V, f) != (size_t)V) st = g4_fail(G4_ERR_IO, "%s: cannot write", o.out);
+        if (st || p.mp || i >= p.n) break;
+        const int slot = 0;
+        st = g4_decode(m, 1, &slot, p.ids + i, logits);
     }
+    if (f && fclose(f) && !st) st = g4_fail(G4_ERR_IO, "%s: cannot write", o.out);
     rc = cli_report(st);
     free(logits);
     prompt_free(&p);

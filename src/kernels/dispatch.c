@@ -154,3 +154,10 @@ const g4_kernels *g4_kernels_get(void) {
     if (!k) k = g4_kernels_avx2();
     return k ? k : g4_kernels_scalar();
 }
+
+g4_attend_kv_fn g4_kernels_attend_kv(const g4_kernels *k) {
+    if (k->attend_block == g4_attend_block_avx512) return g4_attend_kv_avx512;
+    if (k->attend_block == g4_attend_block_avx2) return g4_attend_kv_avx2;
+    if (k->attend_block == g4_ggml_attend_block) return NULL;
+    return g4_attend_kv_ref;
+}

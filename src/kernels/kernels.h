@@ -163,6 +163,41 @@ void g4_attend_generic(const float *q, const float *K, const float *V, int cap, 
                        float (*dot)(const float *, const float *, int),
                        void (*axpy)(float, const float *, float *, int));
 
+/* ---------------------------------------------------------------- KV cache storage types
+ * (g4_model_opts.kv_type, G4_KV_*). A cache row is one head's D values of one position:
+ * f32 [D] floats; bf16 / f16 [D] 16-bit words; q8_0 [D/32] blocks of ggml's block_q8_0
+ * ({f16 d; int8 qs[32]}, 34 bytes, x = d * qs). The f32 type keeps attend_block (exact); the
+ * others go through the attend_kv kernel below (cpu/kv_ref.c, cpu/attn_avx2.c, attn_avx512.c). */
+typedef struct {
+    uint16_t d;                 /* f16 scale: amax / 127 */
+    int8_t qs[32];
+} g4_kv_q8_block;
+enum { G4_KV_QK = 32 };         /* elements per q8_0 block */
+
+/* bytes of one cache row of D values; 0 for an unknown type or a q8_0 D not a multiple of 32 */
+size_t g4_kv_row_bytes(int kv_type, int D);
+/* dst (one cache row) = x [D] in kv_type: bf16 / f16 round to nearest even; q8_0 as ggml's
+ * quantize_row_q8_0_ref (d = amax / 127, q = roundf(x / d), d stored as f16) */
+void g4_kv_store_row(int kv_type, const float *x, int D, void *dst);
+/* dst [n] = the n values (whole rows, contiguous) at src widened to float32 (scalar) */
+void g4_kv_load_rows(int kv_type, const void *src, int n, float *dst);
+
+/* attend_block over a cache of kv_type: K, V point at the head's row 0 ([cap] rows of
+ * g4_kv_row_bytes(kv_type, D) bytes); every other argument as attend_block. Each K and V row is
+ * widened to float32 (bf16 / f16 exactly; q8_0 as d * q in float32, as ggml dequantizes) and the
+ * arithmetic is attend_block's on those floats. */
+typedef void (*g4_attend_kv_fn)(int kv_type, const float *q, int ldq, float *out, int ldo, int G, int P,
+                                const int *lo, const int *hi, const void *K, const void *V, int cap, int D,
+                                float scale, float *scores);
+/* The scalar reference: row by row, each K / V row widened then attend's float32 loop. */
+void g4_attend_kv_ref(int kv_type, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                      const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores);
+/* The typed attention matching a table's attend_block (AVX2 or AVX-512 blocked attention, else
+ * the reference); NULL for the ggml table, whose attention is llama.cpp's f32 one. Looked up by
+ * the table's attend_block rather than stored in it: the tables are built in files whose
+ * layout other kernels own, and one lookup at load costs nothing. */
+g4_attend_kv_fn g4_kernels_attend_kv(const g4_kernels *k);
+
 /* The table for this CPU (or the path forced by G4_CPU_ISA); NULL with an error set if the
  * forced path is unknown or unsupported here. */
 const g4_kernels *g4_kernels_get(void);

@@ -54,12 +54,16 @@ static void att_task(void *ctx, int task, int thread) {
             if (!L->is_full && m->step_media && m->step_media[r1] > p) hi[r1 - r0] = m->step_media[r1];
             lo[r1 - r0] = L->is_full ? 0 : (p - m->cfg.sliding_window + 1 > 0 ? p - m->cfg.sliding_window + 1 : 0);
         }
-        const float *K = g4_slot_k(m, j->slots[r0], L) + (size_t)g * cap * D;
-        const float *V = K + (size_t)L->n_kv * cap * D;
+        const unsigned char *K = g4_slot_k(m, j->slots[r0], L) + (size_t)g * cap * L->kv_row;
+        const unsigned char *V = K + (size_t)L->n_kv * cap * L->kv_row;
         const size_t off = ((size_t)r0 * Hq + h0) * D;
         const unsigned csr = m->k->attend_ftz ? flush_denormals_begin() : 0;
-        m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D, scale, scores,
-                           j->batched);
+        if (m->attend_kv)   /* --kv-type other than f32: rows widened to float32 in the kernel */
+            m->attend_kv(m->opts.kv_type, m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, K, V, cap, D,
+                         scale, scores);
+        else
+            m->k->attend_block(m->q + off, Hq * D, m->att + off, Hq * D, nh, r1 - r0, lo, hi, (const float *)K,
+                               (const float *)V, cap, D, scale, scores, j->batched);
         if (m->k->attend_ftz) flush_denormals_end(csr);
     }
 }

@@ -187,11 +187,20 @@ static void rows_range(g4_model *m, const g4_layer *L, int kind, int r0, int r1,
                 m->k->rmsnorm(qh, L->w_qnorm, eps, D, qh);
                 m->k->rope_apply(qh, cs, D);
             }
-            float *K = g4_slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * D;
+            unsigned char *K = g4_slot_k(m, slots[r], L), *V = K + (size_t)Hkv * cap * L->kv_row;
             const int idx = pos[r] % cap;   /* ring index for sliding layers; cap = ctx for full ones */
             for (int g = 0; g < Hkv; g++) {
                 float *kh = m->kk + ((size_t)r * Hkv + g) * D, *vh = m->vv + ((size_t)r * Hkv + g) * D;
-                float *kd = K + ((size_t)g * cap + idx) * D, *vd = V + ((size_t)g * cap + idx) * D;
+                unsigned char *kr = K + ((size_t)g * cap + idx) * L->kv_row, *vr = V + ((size_t)g * cap + idx) * L->kv_row;
+                if (m->opts.kv_type != G4_KV_F32) {   /* normed and rotated in float32, then narrowed */
+                    m->k->rmsnorm(kh, L->w_knorm, eps, D, kh);
+                    m->k->rope_apply(kh, cs, D);
+                    if (!c->no_v_norm) m->k->rmsnorm(vh, NULL, eps, D, vh);
+                    g4_kv_store_row(m->opts.kv_type, kh, D, kr);
+                    g4_kv_store_row(m->opts.kv_type, vh, D, vr);
+                    continue;
+                }
+                float *kd = (float *)kr, *vd = (float *)vr;
                 m->k->rmsnorm(kh, L->w_knorm, eps, D, kd);
                 m->k->rope_apply(kd, cs, D);
                 if (c->no_v_norm) memcpy(vd, vh, (size_t)D * sizeof(float));

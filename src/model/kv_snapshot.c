@@ -4,7 +4,9 @@
  * whole context) are linear: rows [0, p) stay valid after a rewind to p. A sliding layer's ring
  * holds positions [pos - cap, pos) at index j % cap, and a row at position p reads
  * [p - window + 1, p]: a rewind is valid only while those positions are still in the ring.
- * Under --tp every rank's KV shard is copied (threads backend); MPI ranks are other processes. */
+ * Under --tp every rank's KV shard is copied (threads backend); MPI ranks are other processes.
+ * Everything is counted in bytes of cache rows (layer.kv_row), so any --kv-type is copied as
+ * stored. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ struct g4_kv_snap {
     int full;                   /* linear layers' rows [0, pos) included */
     int n_ranks;
     size_t bytes;
-    float *data[];              /* [n_ranks]: each rank's runs, in walk() order */
+    unsigned char *data[];      /* [n_ranks]: each rank's runs, in walk() order */
 };
 
 /* A layer keeps a ring when its cache holds fewer positions than the context. */
@@ -71,23 +73,24 @@ int g4_kv_snap_supported(const g4_model *m) {
     return !m->comm || g4_group_rank_models((g4_model *)m, NULL) > 0;
 }
 
-/* Calls fn on every run of floats that holds slot state at position pos: per layer, K then V,
+/* Calls fn on every run of bytes that holds slot state at position pos: per layer, K then V,
  * per KV head, rows [0, pos) of a linear layer (when `full`) or the ring's live positions
- * [max(0, pos - cap), pos) as at most two runs of indices. `off` counts the floats so far. */
-typedef void (*run_fn)(void *ctx, float *kv, size_t off, size_t n);
+ * [max(0, pos - cap), pos) as at most two runs of indices. `off` counts the bytes so far. */
+typedef void (*run_fn)(void *ctx, unsigned char *kv, size_t off, size_t n);
 static size_t walk(g4_model *rm, int slot, int pos, int full, run_fn fn, void *ctx) {
     size_t off = 0;
     for (int l = 0; l < rm->cfg.n_layers; l++) {
         const g4_layer *L = &rm->layers[l];
-        const int cap = L->kv_cap, D = L->head_dim, ring = is_ring(rm, L);
+        const int cap = L->kv_cap, ring = is_ring(rm, L);
+        const size_t rb = L->kv_row;
         if (!ring && !full) continue;
         const int lo = ring && pos > cap ? pos - cap : 0;
         for (int h = 0; h < 2 * L->n_kv; h++) {   /* K heads, then V heads: [2][n_kv][cap][D] */
-            float *base = g4_slot_k(rm, slot, L) + (size_t)h * cap * D;
+            unsigned char *base = g4_slot_k(rm, slot, L) + (size_t)h * cap * rb;
             for (int j = lo; j < pos;) {
                 const int idx = j % cap, run = pos - j < cap - idx ? pos - j : cap - idx;
-                if (fn) fn(ctx, base + (size_t)idx * D, off, (size_t)run * D);
-                off += (size_t)run * D;
+                if (fn) fn(ctx, base + (size_t)idx * rb, off, (size_t)run * rb);
+                off += (size_t)run * rb;
                 j += run;
             }
         }
@@ -95,8 +98,8 @@ static size_t walk(g4_model *rm, int slot, int pos, int full, run_fn fn, void *c
     return off;
 }
 
-static void run_save(void *ctx, float *kv, size_t off, size_t n) { memcpy((float *)ctx + off, kv, n * sizeof(float)); }
-static void run_load(void *ctx, float *kv, size_t off, size_t n) { memcpy(kv, (const float *)ctx + off, n * sizeof(float)); }
+static void run_save(void *ctx, unsigned char *kv, size_t off, size_t n) { memcpy((unsigned char *)ctx + off, kv, n); }
+static void run_load(void *ctx, unsigned char *kv, size_t off, size_t n) { memcpy(kv, (const unsigned char *)ctx + off, n); }
 
 static g4_status check_slot(const g4_model *m, int slot) {
     if (slot < 0 || slot >= m->opts.n_slots) return g4_fail(G4_ERR_INPUT, "slot %d out of range [0, %d)", slot, m->opts.n_slots);
@@ -114,20 +117,20 @@ g4_status g4_slot_save(g4_model *m, int slot, int full, g4_kv_snap **out) {
     g4_model *rk[m->comm ? m->comm->size : 1];
     const int n = ranks_of(m, rk);
     if (!n) return unsupported();
-    g4_kv_snap *s = calloc(1, sizeof *s + (size_t)n * sizeof(float *));
+    g4_kv_snap *s = calloc(1, sizeof *s + (size_t)n * sizeof(unsigned char *));
     if (!s) return g4_fail(G4_ERR_NOMEM, "out of memory saving slot %d", slot);
     s->pos = m->slot_pos[slot];
     s->hi = m->slot_hi[slot];
     s->full = full != 0;
     s->n_ranks = n;
     for (int r = 0; r < n; r++) {
-        const size_t nf = walk(rk[r], slot, s->pos, s->full, NULL, NULL);
-        if (!(s->data[r] = malloc(nf ? nf * sizeof(float) : 1))) {
+        const size_t nb = walk(rk[r], slot, s->pos, s->full, NULL, NULL);
+        if (!(s->data[r] = malloc(nb ? nb : 1))) {
             g4_kv_snap_free(s);
-            return g4_fail(G4_ERR_NOMEM, "out of memory saving slot %d (%zu MiB)", slot, nf * sizeof(float) >> 20);
+            return g4_fail(G4_ERR_NOMEM, "out of memory saving slot %d (%zu MiB)", slot, nb >> 20);
         }
         walk(rk[r], slot, s->pos, s->full, run_save, s->data[r]);
-        s->bytes += nf * sizeof(float);
+        s->bytes += nb;
     }
     *out = s;
     return G4_OK;
@@ -148,12 +151,12 @@ g4_status g4_slot_restore(g4_model *m, int slot, const g4_kv_snap *s) {
 }
 
 typedef struct {
-    ptrdiff_t delta;            /* floats from the source slot to the destination slot */
+    ptrdiff_t delta;            /* bytes from the source slot to the destination slot */
 } copy_ctx;
 
-static void run_copy(void *ctx, float *kv, size_t off, size_t n) {
+static void run_copy(void *ctx, unsigned char *kv, size_t off, size_t n) {
     (void)off;
-    memcpy(kv + ((copy_ctx *)ctx)->delta, kv, n * sizeof(float));
+    memcpy(kv + ((copy_ctx *)ctx)->delta, kv, n);
 }
 
 g4_status g4_slot_copy(g4_model *m, int dst, int src) {
@@ -163,8 +166,8 @@ g4_status g4_slot_copy(g4_model *m, int dst, int src) {
     g4_model *rk[m->comm ? m->comm->size : 1];
     const int n = ranks_of(m, rk);
     if (!n) return unsupported();
-    for (int r = 0; r < n; r++) {   /* slot_floats is the rank's own: shards may differ */
-        copy_ctx c = {.delta = ((ptrdiff_t)dst - src) * (ptrdiff_t)rk[r]->slot_floats};
+    for (int r = 0; r < n; r++) {   /* slot_bytes is the rank's own: shards may differ */
+        copy_ctx c = {.delta = ((ptrdiff_t)dst - src) * (ptrdiff_t)rk[r]->slot_bytes};
         walk(rk[r], src, m->slot_pos[src], 1, run_copy, &c);
     }
     m->slot_pos[dst] = m->slot_pos[src];

@@ -33,6 +33,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->prefill_bf16 = 0;
     o->mmproj = NULL;
     o->verify_rows = 0;
+    o->kv_type = G4_KV_F32;
     o->tuning = (g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
                             .amx_gemv1_k_below = -1, .profile = -1};
 }
@@ -52,17 +53,21 @@ static g4_status alloc_state(g4_model *m) {
          * chunk never overwrites keys that an earlier row of the same chunk still reads. */
         int ring = c->sliding_window + m->max_rows - 1;
         L->kv_cap = L->is_full || ring > ctx ? ctx : ring;
+        L->kv_row = g4_kv_row_bytes(m->opts.kv_type, L->head_dim);
+        if (!L->kv_row)
+            return g4_fail(G4_ERR_INPUT, "--kv-type %s needs head sizes that are multiples of %d (layer %d has %d)",
+                           g4_kv_type_name(m->opts.kv_type), G4_KV_QK, l, L->head_dim);
         L->kv_offset = off;
-        off += 2 * (size_t)L->n_kv * L->kv_cap * L->head_dim;
+        off += 2 * (size_t)L->n_kv * L->kv_cap * L->kv_row;
         L->inv_freq = L->is_full ? m->inv_freq_full : m->inv_freq_sliding;
         L->rope_base = (float)(L->is_full ? c->rope_full.theta : c->rope_sliding.theta);
         if (L->head_dim > maxD) maxD = L->head_dim;
         if (L->n_kv * L->head_dim > maxKV) maxKV = L->n_kv * L->head_dim;
         if (L->n_q * L->head_dim > maxQ) maxQ = L->n_q * L->head_dim;
     }
-    m->slot_floats = off;
-    m->info.kv_bytes = off * sizeof(float) * (size_t)S;
-    m->kv = calloc(off * (size_t)S, sizeof(float));   /* untouched pages cost no RSS */
+    m->slot_bytes = off;
+    m->info.kv_bytes = off * (size_t)S;
+    m->kv = calloc(off * (size_t)S, 1);   /* untouched pages cost no RSS */
     m->slot_pos = calloc((size_t)S, sizeof(int));
     m->slot_hi = calloc((size_t)S, sizeof(int));
     const size_t R = (size_t)m->max_rows, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
@@ -118,6 +123,15 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         st = g4_fail(G4_ERR_INPUT, "--prefill-bf16 and --numerics ggml exclude each other (llama.cpp's arithmetic has no bf16 prefill)");
         goto fail;
     }
+    if (!g4_kv_type_name(o->kv_type)) {
+        st = g4_fail(G4_ERR_INPUT, "kv_type %d is not one of f32, bf16, f16, q8_0", o->kv_type);
+        goto fail;
+    }
+    if (o->numerics == G4_NUMERICS_GGML && o->kv_type != G4_KV_F32) {
+        st = g4_fail(G4_ERR_INPUT, "--kv-type %s and --numerics ggml exclude each other (its attention reads an f32 cache)",
+                     g4_kv_type_name(o->kv_type));
+        goto fail;
+    }
     if (o->numerics == G4_NUMERICS_GGML) {
         /* llama.cpp's CPU arithmetic: its int8 activations (--act-q8), and its rms norm, fp16-table
          * GELU, RoPE cache, attention and softcap in this rank's kernel table */
@@ -125,6 +139,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         g4_kernels_ggml(m->k, &m->kt);
         m->k = &m->kt;
     }
+    if (o->kv_type != G4_KV_F32) m->attend_kv = g4_kernels_attend_kv(m->k);
     g4_source *src;
     if ((st = g4_source_open(path, &src))) goto fail;
     const g4_source_kind kind = g4_source_kind_of(src);

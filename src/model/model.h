@@ -24,7 +24,8 @@ typedef struct {
     const float *inv_freq;      /* [D/2] RoPE inverse frequencies for this layer's type */
     float rope_base;            /* RoPE theta of this layer's type (--numerics ggml's RoPE cache) */
     int kv_cap;                 /* positions the cache holds: ring (sliding) or ctx (full) */
-    size_t kv_offset;           /* floats from the slot's base to this layer's K; V follows */
+    size_t kv_row;              /* bytes of one cache row (one head, one position) in opts.kv_type */
+    size_t kv_offset;           /* bytes from the slot's base to this layer's K; V follows */
 } g4_layer;
 
 /* A layer's seven weight matrices, in the order of the checkpoint's names (q, k, v, o, gate, up,
@@ -63,10 +64,11 @@ struct g4_model {
     int logit_rows;             /* rows of logits one step may return: max(n_slots, verify_rows) */
     int hidden_rows;            /* rows of h holding the last step's final-normed hidden states
                                  * (the LM head's input; g4_step_hidden), 0 when it had none */
-    /* KV cache: slot s, layer l: K at kv + s*slot_floats + layer.kv_offset, [n_kv][cap][D]
-     * then V with the same shape. */
-    float *kv;
-    size_t slot_floats;
+    /* KV cache: slot s, layer l: K at kv + s*slot_bytes + layer.kv_offset, [n_kv][cap] rows of
+     * layer.kv_row bytes (D values in opts.kv_type), then V with the same shape. */
+    unsigned char *kv;
+    size_t slot_bytes;
+    g4_attend_kv_fn attend_kv;  /* attention over a cache that is not f32 (kernels.h), else NULL */
     int *slot_pos;              /* [n_slots] next position of each slot */
     int *slot_hi;               /* [n_slots] the position a rewind came back from (0: none since the
                                  * slot's content was set): the rows it dropped still overwrite
@@ -157,9 +159,10 @@ void g4_forward_print_profile(const g4_model *m);
  * (load.c); comm NULL for a model of one rank. */
 g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_comm *comm, g4_model **out);
 
-/* Layer L's K cache in slot `slot`: [n_kv][kv_cap][D], then V of the same shape. */
-static inline float *g4_slot_k(const g4_model *m, int slot, const g4_layer *L) {
-    return m->kv + (size_t)slot * m->slot_floats + L->kv_offset;
+/* Layer L's K cache in slot `slot`: [n_kv][kv_cap] rows of L->kv_row bytes, then V of the same
+ * shape (float32 rows [D] under the default kv_type G4_KV_F32). */
+static inline unsigned char *g4_slot_k(const g4_model *m, int slot, const g4_layer *L) {
+    return m->kv + (size_t)slot * m->slot_bytes + L->kv_offset;
 }
 
 /* Attention of R rows (row r: slot slots[r], position pos[r]) in layer L, over the cache that

@@ -459,10 +459,16 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
             k->rope_apply(qh, d->cs, D);
         }
         /* the target's attention kernel, one block of the G query heads sharing each KV head */
-        const float *K0 = g4_slot_k(m, c->slot, L->src), *V0 = K0 + (size_t)L->src->n_kv * cap * D;
+        const size_t row = L->src->kv_row;   /* bytes of one cached K or V row (--kv-type) */
+        const unsigned char *K0 = g4_slot_k(m, c->slot, L->src), *V0 = K0 + (size_t)L->src->n_kv * cap * row;
         for (int g = 0; g < L->n_kv; g++) {
-            const size_t kv = (size_t)g * cap * D, qo = (size_t)g * G * D;
-            k->attend_block(d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, K0 + kv, V0 + kv, cap, D, 1.0f, d->scores, 0);
+            const size_t kv = (size_t)g * cap * row, qo = (size_t)g * G * D;
+            if (m->attend_kv)
+                m->attend_kv(m->opts.kv_type, d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, K0 + kv, V0 + kv, cap, D,
+                             1.0f, d->scores);
+            else
+                k->attend_block(d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, (const float *)(K0 + kv),
+                                (const float *)(V0 + kv), cap, D, 1.0f, d->scores, 0);
         }
         matmul1(d, &L->o, d->att, d->t);
         k->rmsnorm(d->t, L->w_post_attn, eps, H, d->t);

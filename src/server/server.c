@@ -123,8 +123,8 @@ static void *loader(void *arg) {
     }
     int expect = G4_SRV_LOADING;
     atomic_compare_exchange_strong(&s->state, &expect, G4_SRV_READY);
-    fprintf(stderr, "gemma4c serve: model loaded in %.2f s: ctx %d x %d slots, KV %.1f MiB; ready\n", g4_now() - t0,
-            info->ctx, info->n_slots, (double)info->kv_bytes / (1 << 20));
+    fprintf(stderr, "gemma4c serve: model loaded in %.2f s: ctx %d x %d slots, KV %.1f MiB (%s); ready\n", g4_now() - t0,
+            info->ctx, info->n_slots, (double)info->kv_bytes / (1 << 20), g4_kv_type_name(s->opts.mo.kv_type));
     return NULL;
 }
 

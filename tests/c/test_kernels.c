@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemma4c.h"
 #include "kernels/kernels.h"
 
 /* the AVX2 kernels' vector e^x (static inline in its header), compiled here for avx2+fma and
@@ -241,6 +242,94 @@ static void test_attend_block(void **state) {
     }
 }
 
+/* The KV cache types (--kv-type): a row stored then widened is within each type's rounding of
+ * the float row (bf16 2^-8 relative, f16 2^-11, q8_0 half a step d/2 with d = amax/127 of its
+ * block), f32 is stored as is; row sizes as ggml's. */
+static void test_kv_rows(void **state) {
+    (void)state;
+    enum { D = 96 };
+    float x[D], y[D];
+    unsigned char row[D * 4];
+    unsigned s = 11;
+    for (int i = 0; i < D; i++) x[i] = frand(&s) * (i < 32 ? 0.01f : 40.0f);
+    assert_int_equal(g4_kv_row_bytes(G4_KV_F32, D), D * 4);
+    assert_int_equal(g4_kv_row_bytes(G4_KV_BF16, D), D * 2);
+    assert_int_equal(g4_kv_row_bytes(G4_KV_F16, D), D * 2);
+    assert_int_equal(g4_kv_row_bytes(G4_KV_Q8_0, D), 3 * 34);
+    assert_int_equal(g4_kv_row_bytes(G4_KV_Q8_0, 48), 0);
+    assert_int_equal(g4_kv_row_bytes(7, D), 0);
+    for (int t = 0; t < G4_KV_TYPES; t++) {
+        g4_kv_store_row(t, x, D, row);
+        g4_kv_load_rows(t, row, D, y);
+        for (int i = 0; i < D; i++) {
+            float amax = 0;
+            for (int j = i / 32 * 32; j < i / 32 * 32 + 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+            const float tol = t == G4_KV_F32 ? 0 : t == G4_KV_BF16 ? fabsf(x[i]) / 256 : t == G4_KV_F16 ? fabsf(x[i]) / 2048 + 6e-8f
+                              : amax / 127 * 0.5f * 1.002f;
+            if (fabsf(y[i] - x[i]) > tol) fail_msg("kv type %s element %d: %.9g -> %.9g", g4_kv_type_name(t), i, x[i], y[i]);
+        }
+    }
+    /* q8_0 by hand: amax 127 gives d = 1 and the quants are the values rounded */
+    float h[32];
+    for (int j = 0; j < 32; j++) h[j] = j == 5 ? -127.0f : (float)j + 0.25f;
+    g4_kv_store_row(G4_KV_Q8_0, h, 32, row);
+    const g4_kv_q8_block *b = (const g4_kv_q8_block *)row;
+    assert_int_equal(b->d, 0x3c00);   /* 1.0 in f16 */
+    assert_int_equal(b->qs[5], -127);
+    assert_int_equal(b->qs[9], 9);
+}
+
+/* attend_kv on every path (g4_kernels_attend_kv) against the scalar attend over the same cache
+ * widened to float32 by g4_kv_load_rows: the typed kernels must add no error of their own
+ * beyond attend_block's float rounding, on every type and the masks of test_attend_block. */
+static void test_attend_kv(void **state) {
+    (void)state;
+    enum { CAP = 90, DMAX = 512, PMAX = 64, GMAX = 8, LD = GMAX * DMAX + 8 };
+    static float K[CAP * DMAX], V[CAP * DMAX], Kw[CAP * DMAX], Vw[CAP * DMAX], q[PMAX * LD], o0[PMAX * LD], o1[PMAX * LD];
+    static unsigned char Kt[CAP * DMAX * 4], Vt[CAP * DMAX * 4];
+    static float sc[GMAX * PMAX * 512];
+    unsigned s = 9;
+    for (int i = 0; i < CAP * DMAX; i++) K[i] = frand(&s), V[i] = frand(&s);
+    for (int i = 0; i < PMAX * LD; i++) q[i] = frand(&s) * 0.3f;
+    const int cases[][6] = {
+        {256, 2, 16, 24, 70, 24 + 16 - 1}, {256, 4, 1, 24, 100, 24}, {512, 8, 4, 0, 0, CAP}, {512, 16, 1, 0, 80, CAP},
+        {256, 3, 5, 7, 33, 7 + 5 - 1},     {64, 5, 13, 20, 90, 20 + 13 - 1}, {32, 2, 7, 5, 11, 5 + 7 - 1},
+        {96, 2, 6, 9, 40, 9 + 6 - 1},      {16, 2, 3, 0, 4, CAP},           {256, 2, 64, 16, 200, 16 + 64 - 1},
+    };
+    for (int t = G4_KV_BF16; t < G4_KV_TYPES; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            const int D = cases[c][0], G = cases[c][1], P = cases[c][2], W = cases[c][3], p0 = cases[c][4], cap = cases[c][5];
+            const size_t rb = g4_kv_row_bytes(t, D);
+            if (!rb) continue;   /* q8_0 needs D % 32 == 0 */
+            for (int r = 0; r < cap; r++) {
+                g4_kv_store_row(t, K + (size_t)r * D, D, Kt + r * rb);
+                g4_kv_store_row(t, V + (size_t)r * D, D, Vt + r * rb);
+            }
+            g4_kv_load_rows(t, Kt, cap * D, Kw);
+            g4_kv_load_rows(t, Vt, cap * D, Vw);
+            int lo[PMAX], hi[PMAX];
+            for (int p = 0; p < P; p++) {
+                hi[p] = p0 + p;
+                lo[p] = W && hi[p] - W + 1 > 0 ? hi[p] - W + 1 : 0;
+            }
+            for (int i = 0; i < PMAX * LD; i++) o0[i] = 12345.0f;
+            for (int p = 0; p < P; p++)
+                for (int h = 0; h < G; h++)
+                    paths[0]->attend(q + (size_t)p * LD + h * D, Kw, Vw, cap, lo[p], hi[p], D, 0.9f, sc,
+                                     o0 + (size_t)p * LD + h * D);
+            for (int pa = 0; pa < n_paths; pa++) {
+                const g4_attend_kv_fn f = g4_kernels_attend_kv(paths[pa]);
+                assert_non_null(f);
+                for (int i = 0; i < PMAX * LD; i++) o1[i] = 12345.0f;
+                f(t, q, LD, o1, LD, G, P, lo, hi, Kt, Vt, cap, D, 0.9f, sc);
+                for (int i = 0; i < PMAX * LD; i++)
+                    if (fabsf(o1[i] - o0[i]) > 2e-5f)
+                        fail_msg("%s attend_kv %s case %zu (D=%d G=%d P=%d) at %d: %.9g vs %.9g", paths[pa]->name,
+                                 g4_kv_type_name(t), c, D, G, P, i, o1[i], o0[i]);
+            }
+        }
+}
+
 static void test_reference_ops_by_hand(void **state) {
     (void)state;
     const g4_kernels *r = g4_kernels_scalar();
@@ -296,6 +385,8 @@ int main(void) {
         cmocka_unit_test(test_gelu_range),
         cmocka_unit_test(test_attend_vector),
         cmocka_unit_test(test_attend_block),
+        cmocka_unit_test(test_kv_rows),
+        cmocka_unit_test(test_attend_kv),
         cmocka_unit_test(test_exp_ps),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

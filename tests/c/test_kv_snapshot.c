@@ -3,7 +3,8 @@
  * backend): a snapshot restored into another slot gives the same logits, bit for bit, as the
  * same computation that never left the slot, and so do the rings alone restored into a slot whose
  * full-layer rows are unchanged; a copied slot decodes as its source; a rewind within the rings
- * matches recomputing; rewinds past the rings or the slot's position are refused. */
+ * matches recomputing; rewinds past the rings or the slot's position are refused. The same with
+ * every KV cache type (--kv-type), whose snapshots and cache are the type's bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +17,7 @@
 
 enum { N = 200, SPLIT = 150, PAST = 80 };
 
-static g4_model *load(int tp) {
+static g4_model *load(int tp, int kv_type) {
     g4_model_opts o;
     g4_model_opts_default(&o);
     o.threads = 2;
@@ -24,6 +25,7 @@ static g4_model *load(int tp) {
     o.n_slots = 2;
     o.prefill_chunk = 64;
     o.tp = tp;
+    o.kv_type = kv_type;
     g4_model *m = NULL;
     if (g4_model_load("tests/fixtures/g4-cond-tiny", &o, &m) != G4_OK) fail_msg("%s", g4_last_error());
     return m;
@@ -46,8 +48,10 @@ static float max_rel(const float *a, const float *b, int n) {
     return d / mx;
 }
 
-static void snapshot_ops(int tp) {
-    g4_model *m = load(tp);
+/* returns the bytes of the full snapshot at SPLIT */
+static size_t snapshot_ops(int tp, int kv_type) {
+    g4_model *m = load(tp, kv_type);
+    size_t snap_bytes;
     assert_true(g4_kv_snap_supported(m));
     const int V = g4_model_get_info(m)->vocab_size;
     float *ref = malloc(sizeof(float) * V), *got = malloc(sizeof(float) * V), *two = malloc(sizeof(float) * 2 * V);
@@ -65,7 +69,7 @@ static void snapshot_ops(int tp) {
     g4_kv_snap *snap = NULL;
     assert_int_equal(g4_slot_save(m, 1, 1, &snap), G4_OK);
     assert_int_equal(g4_kv_snap_pos(snap), SPLIT);
-    assert_true(g4_kv_snap_bytes(snap) > 0);
+    assert_true((snap_bytes = g4_kv_snap_bytes(snap)) > 0);
     assert_int_equal(g4_prefill(m, 1, other, PAST, NULL), G4_OK);
     assert_int_equal(g4_kv_rewind_floor(m, SPLIT + PAST), SPLIT + PAST - 64);
     assert_int_equal(g4_slot_rewind(m, 1, SPLIT), G4_ERR_INPUT);        /* the rings moved on */
@@ -105,22 +109,52 @@ static void snapshot_ops(int tp) {
     free(got);
     free(two);
     g4_model_free(m);
+    return snap_bytes;
 }
 
 static void test_one_rank(void **state) {
     (void)state;
-    snapshot_ops(1);
+    snapshot_ops(1, G4_KV_F32);
 }
 
 static void test_two_ranks(void **state) {
     (void)state;
-    snapshot_ops(2);
+    snapshot_ops(2, G4_KV_F32);
+}
+
+/* every --kv-type: the same operations, snapshots of the type's row size (head_dim 32: bf16 and
+ * f16 2 bytes a value, q8_0 34 bytes a 32-value row, against f32's 128), and the model's
+ * kv_bytes in the same ratio */
+static void test_kv_types(void **state) {
+    (void)state;
+    const size_t f32 = snapshot_ops(1, G4_KV_F32);
+    assert_int_equal(snapshot_ops(1, G4_KV_BF16) * 2, f32);
+    assert_int_equal(snapshot_ops(1, G4_KV_F16) * 2, f32);
+    assert_int_equal(snapshot_ops(1, G4_KV_Q8_0) * 128, f32 * 34);
+    assert_int_equal(snapshot_ops(2, G4_KV_Q8_0) * 128, snapshot_ops(2, G4_KV_F32) * 34);   /* every rank's shard */
+    g4_model *a = load(1, G4_KV_F32), *b = load(1, G4_KV_Q8_0);
+    assert_int_equal(g4_model_get_info(b)->kv_bytes * 128, g4_model_get_info(a)->kv_bytes * 34);
+    g4_model_free(a);
+    g4_model_free(b);
+}
+
+/* a type out of range is refused at load */
+static void test_bad_kv_type(void **state) {
+    (void)state;
+    g4_model_opts o;
+    g4_model_opts_default(&o);
+    o.kv_type = G4_KV_TYPES;
+    g4_model *m = NULL;
+    assert_int_equal(g4_model_load("tests/fixtures/g4-cond-tiny", &o, &m), G4_ERR_INPUT);
+    assert_null(m);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_kv_types),
+        cmocka_unit_test(test_bad_kv_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,6 +134,21 @@ def test_rewind_deeper_than_the_window_and_partial_prefixes(g4_bin, cold):
         assert warm.stop() == 0, "".join(warm.log)
 
 
+@pytest.mark.parametrize("kv", ["bf16", "q8_0"])
+def test_kv_types_snapshot_and_restore(g4_bin, kv):
+    """--kv-type: snapshots copy the typed cache's bytes, so a warm server gives what a cold one
+    of the same type gives, and the startup line reports the smaller cache"""
+    cold_t = server(g4_bin, "--cache-ram", 0, "--kv-type", kv)
+    warm = server(g4_bin, "--kv-type", kv)
+    try:
+        assert rewind_sequence(warm, cold_t) == WITH_SNAPSHOTS
+        banner = [ln for ln in warm.log if "KV " in ln and "ready" in ln]
+        assert banner and f"MiB ({kv})" in banner[0], "".join(warm.log)
+    finally:
+        assert warm.stop() == 0, "".join(warm.log)
+        assert cold_t.stop() == 0, "".join(cold_t.log)
+
+
 class Launched(Server):
     """A server some other launcher started (test_tp's, for mpirun)."""
 

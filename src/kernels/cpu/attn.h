@@ -13,5 +13,10 @@ void g4_attend_block_avx2(const float *q, int ldq, float *out, int ldo, int G, i
 void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                             const int *hi, const float *K, const float *V, int cap, int D, float scale,
                             float *scores, int batched);
+/* Same contract as g4_attend_kv_fn (kernels.h): a bf16 / f16 / q8_0 cache widened tile by tile. */
+void g4_attend_kv_avx2(int kvt, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                       const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores);
+void g4_attend_kv_avx512(int kvt, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                         const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores);
 
 #endif

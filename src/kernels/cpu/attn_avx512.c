@@ -19,6 +19,11 @@
 #define ATT_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define ATT_BCAST(p) _mm512_set1_ps(*(p))
 #define ATT_TO8(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
+#define ATT_MUL(a, b) _mm512_mul_ps(a, b)
+#define ATT_SET1(x) _mm512_set1_ps(x)
+#define ATT_WIDEN_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define ATT_WIDEN_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define ATT_WIDEN_I8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
 #include "kernels/cpu/attn_block_impl.h"
 
 void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
@@ -28,5 +33,15 @@ void g4_attend_block_avx512(const float *q, int ldq, float *out, int ldo, int G,
         g4_attend_block_avx2(q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores, batched);
         return;
     }
-    attend_block_impl(q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores);
+    attend_block_impl(G4_KV_F32, q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores, NULL, NULL);
+}
+
+void g4_attend_kv_avx512(int kvt, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                         const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores) {
+    _Alignas(64) float kbuf[TILE_BYTES / sizeof(float)], vbuf[VTILE_BYTES / sizeof(float)];
+    if (D % 64 || (size_t)D * sizeof(float) * ATT_NK > TILE_BYTES || (size_t)D * sizeof(float) > VTILE_BYTES) {
+        g4_attend_kv_avx2(kvt, q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores);
+        return;
+    }
+    attend_block_impl(kvt, q, ldq, out, ldo, G, P, lo, hi, K, V, cap, D, scale, scores, kbuf, vbuf);
 }

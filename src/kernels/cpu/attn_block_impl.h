@@ -9,13 +9,19 @@
  *   ATT_LOAD(p), ATT_STORE(p, v), ATT_ZERO(), ATT_FMA(a, b, c) (a*b + c), ATT_BCAST(p) (*p in
  *   every lane), ATT_TO8(v) (the lanes summed pairwise down to one __m256), ATT_NK (keys per
  *   scores microkernel)
+ *   ATT_MUL(a, b), ATT_SET1(x), and the widenings of ATT_VW stored values to a vector:
+ *   ATT_WIDEN_BF16(p), ATT_WIDEN_F16(p) (p: uint16_t *), ATT_WIDEN_I8(p) (p: int8_t *)
  * and may define ATT_VTILE_BYTES (V rows per P·V tile, default 16 KB) and ATT_PV_NV (vectors
  * per P·V strip, default 2); it gets attend_block_impl(), which needs D a multiple of
- * ATT_PV_NV * ATT_VW. */
+ * ATT_PV_NV * ATT_VW. A cache of another type than f32 (--kv-type) is widened tile by tile into
+ * float32 scratch (kbuf [TILE_BYTES], vbuf [VTILE_BYTES]) just before the same loops read it: the
+ * DRAM stream is the narrow one, the widened tile is read from L1/L2, and the arithmetic after
+ * the widening is the f32 path's. An f32 cache is read in place, as before. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
+#include "gemma4c.h"
 #include "kernels/cpu/attn.h"
 #include "kernels/cpu/vmath_avx2.h"
 
@@ -29,7 +35,10 @@
 #ifndef ATT_PV_NV
 #define ATT_PV_NV 2
 #endif
-enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV };
+#ifndef ATT_KV_TILE_BYTES
+#define ATT_KV_TILE_BYTES 16384
+#endif
+enum { TILE_BYTES = 65536, VTILE_BYTES = ATT_VTILE_BYTES, PV_NV = ATT_PV_NV, KV_TILE_BYTES = ATT_KV_TILE_BYTES };
 /* Software prefetch spread over the loops, a line per line read: the key rows ATT_K_PF_KEYS ahead
  * into L1 (scores), the V rows one tile ahead into L2 (P·V, whose strips walk a tile column by
  * column, which the hardware prefetchers do not run ahead of). Without it a decode step (one query
@@ -149,23 +158,53 @@ static void softmax_tail(float *s, int n, float mx) {
     for (; t < n; t++) s[t] = s[t] / sum;
 }
 
-static void attend_block_impl(const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
-                              const int *hi, const float *K, const float *V, int cap, int D, float scale,
-                              float *scores) {
+/* dst [n] = the n values at src (whole cache rows, consecutive) widened to float32; n a multiple
+ * of ATT_VW (and of 32 for q8_0) */
+static inline void widen_rows(int kvt, const void *src, int n, float *dst) {
+    if (kvt == G4_KV_BF16) {
+        const uint16_t *s = src;
+        for (int i = 0; i < n; i += ATT_VW) ATT_STORE(dst + i, ATT_WIDEN_BF16(s + i));
+    } else if (kvt == G4_KV_F16) {
+        const uint16_t *s = src;
+        for (int i = 0; i < n; i += ATT_VW) ATT_STORE(dst + i, ATT_WIDEN_F16(s + i));
+    } else {   /* G4_KV_Q8_0: x = d * q, d widened from f16 (ggml's dequantize_row_q8_0) */
+        const g4_kv_q8_block *b = src;
+        for (int k = 0; k < n / G4_KV_QK; k++, dst += G4_KV_QK) {
+            const ATT_VEC d = ATT_SET1(_cvtsh_ss(b[k].d));
+            for (int j = 0; j < G4_KV_QK; j += ATT_VW) ATT_STORE(dst + j, ATT_MUL(ATT_WIDEN_I8(b[k].qs + j), d));
+        }
+    }
+}
+
+/* Rows [t0, t1] of a head's cache (no ring wrap in between) as float32: in place for f32,
+ * else widened into buf. */
+static inline const float *cache_rows(int kvt, const void *C, size_t rb, int t0, int t1, int cap, int D, float *buf) {
+    const void *src = (const char *)C + (size_t)(t0 % cap) * rb;
+    if (kvt == G4_KV_F32) return src;
+    widen_rows(kvt, src, (t1 - t0 + 1) * D, buf);
+    return buf;
+}
+
+static void attend_block_impl(int kvt, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                              const int *hi, const void *K, const void *V, int cap, int D, float scale,
+                              float *scores, float *kbuf, float *vbuf) {
+    const size_t rb = g4_kv_row_bytes(kvt, D);
     const int n = G * P;
     int L = lo[0], H = hi[0];
     for (int p = 1; p < P; p++) {
         if (lo[p] < L) L = lo[p];
         if (hi[p] > H) H = hi[p];
     }
-    const int span = H - L + 1, kt = TILE_BYTES / (int)(D * sizeof(float)), KT = kt > ATT_NK ? kt : ATT_NK;
+    /* a widened K tile is written and read back at once: small enough to stay in L1 */
+    const int tb = kvt == G4_KV_F32 ? TILE_BYTES : KV_TILE_BYTES;
+    const int span = H - L + 1, kt = tb / (int)(D * sizeof(float)), KT = kt > ATT_NK ? kt : ATT_NK;
     const int ktv = VTILE_BYTES / (int)(D * sizeof(float)), KTV = ktv > 1 ? ktv : 1;
     /* scores: [n][span], row i's key t at scores[i * span + t - L] */
 
     /* 1. scores over the union range, tile by tile; a quad only visits keys some row of it sees */
     for (int t0 = L; t0 <= H;) {
         const int t1 = tile_end(t0, KT, H, cap);
-        const float *Kt = K + (size_t)(t0 % cap) * D;   /* key t at Kt + (t - t0) * D */
+        const float *Kt = cache_rows(kvt, K, rb, t0, t1, cap, D, kbuf);   /* key t at Kt + (t - t0) * D */
         for (int i0 = 0; i0 < n; i0 += 4) {
             size_t off[4];
             const int nr = quad_offsets(i0, n, G, ldq, D, off);
@@ -201,7 +240,7 @@ static void attend_block_impl(const float *q, int ldq, float *out, int ldo, int 
     for (int i = 0; i < n; i++) memset(out + (size_t)(i / G) * ldo + (size_t)(i % G) * D, 0, (size_t)D * sizeof(float));
     for (int t0 = L; t0 <= H;) {
         const int t1 = tile_end(t0, KTV, H, cap);
-        const float *Vt = V + (size_t)(t0 % cap) * D;
+        const float *Vt = cache_rows(kvt, V, rb, t0, t1, cap, D, vbuf);
         for (int i0 = 0; i0 < n; i0 += 4) {
             size_t off[4];
             const int nr = quad_offsets(i0, n, G, ldo, D, off);

@@ -33,7 +33,9 @@ def mtmd(out, kind, reps):
             continue
         n += 1
         enc.append(float(m.group(1)) / 1e3)
-        dec.append(sum(float(x) for x in re.findall(r"decoded \(batch \d+/\d+\) in (\d+) ms", log)) / 1e3)
+        d = re.findall(r"decoded \(batch \d+/\d+\) in (\d+) ms", log)
+        if d:
+            dec.append(sum(float(x) for x in d) / 1e3)
         p = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", log)
         if p:
             pe.append(float(p.group(1)) / 1e3)
@@ -41,7 +43,8 @@ def mtmd(out, kind, reps):
         t = re.findall(r"n_tokens_batch = (\d+)", log)
         ntok = sum(int(x) for x in t) if t else ntok
     ttft = [a + b for a, b in zip(enc, pe)] if pe and len(pe) == len(enc) else []
-    return dict(enc=med(enc), dec=med(dec), pe=med(pe), ttft=med(ttft), ntok=ntok, err=err, n=n, npe=npe)
+    return dict(enc=med(enc), dec=med(dec), pe=med(pe), ttft=med(ttft), ntok=ntok if ntok else "—", err=err, n=n,
+                npe=npe if npe else "—")
 
 
 def main():

@@ -3,13 +3,13 @@
  * the prompt assembly are the library's (g4_image_*, g4_audio_*, g4_media_prompt_*). */
 #include "cli/cli.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/source.h"
 #include "model/mmproj.h"
+#include "server/server.h"   /* g4_media_dir_has_vision */
 
 const char *const cli_media_opts_help =
     "media options (run, logits, tokenize):\n"
@@ -100,17 +100,7 @@ g4_status cli_media_load(cli_media *md, const char *model_dir, int *max_soft) {
 }
 
 int cli_model_has_vision(const char *model, const char *mmproj) {
-    if (mmproj) return 1;
-    g4_source *src;
-    if (g4_source_open(model, &src)) return 0;
-    const char *data = NULL;
-    size_t len = 0;
-    g4_source_file(src, "config.json", &data, &len, NULL);   /* a directory or a .g4c pack */
-    json_t *root = data ? json_loadb(data, len, 0, NULL) : NULL;
-    const int has = root && json_is_object(json_object_get(root, "vision_config"));
-    json_decref(root);
-    g4_source_close(src);
-    return has;
+    return mmproj || g4_media_dir_has_vision(model);
 }
 
 g4_status cli_mmproj_check(const char *model, const char *mmproj, const cli_media *md) {

@@ -82,6 +82,7 @@ static void x512_init(void) {
     x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
     x512.avx512_table.matmul_rows[G4_DT_BF16] = g4_matmul_rows_bf16_avx512;   /* its one-row order */
     x512.avx512_table.attend_block = g4_attend_block_avx512;
+    x512.avx512_table.attend_kv = g4_attend_kv_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F16] = g4_matmul_xp_f16_avx512;
     x512.avx512_table.matmul_xp[G4_DT_BF16] = g4_matmul_xp_bf16_avx512;
@@ -129,6 +130,7 @@ void g4_kernels_ggml(const g4_kernels *base, g4_kernels *out) {
     out->rmsnorm = g4_ggml_rmsnorm;
     out->gelu_mul = g4_ggml_gelu_mul;
     out->attend_block = g4_ggml_attend_block;
+    out->attend_kv = NULL;   /* llama.cpp's attention reads an f32 cache only */
     out->attend_ftz = 0;
     out->rope_table = g4_rope_table_ggml;
     out->rope_apply = g4_rope_apply_ggml;
@@ -155,9 +157,3 @@ const g4_kernels *g4_kernels_get(void) {
     return k ? k : g4_kernels_scalar();
 }
 
-g4_attend_kv_fn g4_kernels_attend_kv(const g4_kernels *k) {
-    if (k->attend_block == g4_attend_block_avx512) return g4_attend_kv_avx512;
-    if (k->attend_block == g4_attend_block_avx2) return g4_attend_kv_avx2;
-    if (k->attend_block == g4_ggml_attend_block) return NULL;
-    return g4_attend_kv_ref;
-}

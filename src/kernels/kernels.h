@@ -146,6 +146,11 @@ typedef struct {
      * flushed term is < 2^-126 where each row's sum holds its largest term, far below float
      * resolution. 0 for the ggml table, which keeps llama.cpp's arithmetic. */
     int attend_ftz;
+    /* attend_block over a cache of another kv_type (g4_attend_kv_fn below; --kv-type): the AVX2 or
+     * AVX-512 blocked attention widening tiles, or the scalar reference; NULL on the ggml table,
+     * whose attention is llama.cpp's f32 one. */
+    void (*attend_kv)(int kv_type, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
+                      const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores);
     /* RoPE of one position: the table cs [D] (cos in [0, D/2), sin in [D/2, D)) of pos * inv_freq
      * [D/2] (theta: the layer type's rope theta, which only the ggml table's llama.cpp RoPE cache
      * reads), and the rotation of one head x [D] in place, rotate-half pairs (i, i + D/2) */
@@ -192,11 +197,6 @@ typedef void (*g4_attend_kv_fn)(int kv_type, const float *q, int ldq, float *out
 /* The scalar reference: row by row, each K / V row widened then attend's float32 loop. */
 void g4_attend_kv_ref(int kv_type, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                       const int *hi, const void *K, const void *V, int cap, int D, float scale, float *scores);
-/* The typed attention matching a table's attend_block (AVX2 or AVX-512 blocked attention, else
- * the reference); NULL for the ggml table, whose attention is llama.cpp's f32 one. Looked up by
- * the table's attend_block rather than stored in it: the tables are built in files whose
- * layout other kernels own, and one lookup at load costs nothing. */
-g4_attend_kv_fn g4_kernels_attend_kv(const g4_kernels *k);
 
 /* The table for this CPU (or the path forced by G4_CPU_ISA); NULL with an error set if the
  * forced path is unknown or unsupported here. */

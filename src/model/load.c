@@ -139,7 +139,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         g4_kernels_ggml(m->k, &m->kt);
         m->k = &m->kt;
     }
-    if (o->kv_type != G4_KV_F32) m->attend_kv = g4_kernels_attend_kv(m->k);
+    if (o->kv_type != G4_KV_F32) m->attend_kv = m->k->attend_kv;
     g4_source *src;
     if ((st = g4_source_open(path, &src))) goto fail;
     const g4_source_kind kind = g4_source_kind_of(src);

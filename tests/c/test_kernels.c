@@ -279,7 +279,7 @@ static void test_kv_rows(void **state) {
     assert_int_equal(b->qs[9], 9);
 }
 
-/* attend_kv on every path (g4_kernels_attend_kv) against the scalar attend over the same cache
+/* attend_kv on every path (g4_kernels.attend_kv) against the scalar attend over the same cache
  * widened to float32 by g4_kv_load_rows: the typed kernels must add no error of their own
  * beyond attend_block's float rounding, on every type and the masks of test_attend_block. */
 static void test_attend_kv(void **state) {
@@ -318,7 +318,7 @@ static void test_attend_kv(void **state) {
                     paths[0]->attend(q + (size_t)p * LD + h * D, Kw, Vw, cap, lo[p], hi[p], D, 0.9f, sc,
                                      o0 + (size_t)p * LD + h * D);
             for (int pa = 0; pa < n_paths; pa++) {
-                const g4_attend_kv_fn f = g4_kernels_attend_kv(paths[pa]);
+                const g4_attend_kv_fn f = paths[pa]->attend_kv;
                 assert_non_null(f);
                 for (int i = 0; i < PMAX * LD; i++) o1[i] = 12345.0f;
                 f(t, q, LD, o1, LD, G, P, lo, hi, Kt, Vt, cap, D, 0.9f, sc);

@@ -766,6 +766,7 @@ static const g4_kernels avx2_table = {
     .gelu_mul = gelu_mul,
     .attend = attend,
     .attend_block = g4_attend_block_avx2,
+    .attend_kv = g4_attend_kv_avx2,
     .attend_ftz = 1,
     .rope_table = g4_rope_table_exact,
     .rope_apply = g4_rope_apply,

@@ -1,7 +1,7 @@
 /* kv_ref.c — the KV cache's storage types (kernels.h G4_KV_*): row sizes, the conversion of a
  * new K or V row on write (scalar: one row per token and head, off the hot loops), the scalar
  * widening, and the reference attention over a typed cache. The vector attention is
- * attn_avx2.c / attn_avx512.c's; which one a table uses is g4_kernels_attend_kv (dispatch.c). */
+ * attn_avx2.c / attn_avx512.c's; which one a table uses is its attend_kv (kernels.h). */
 #include <math.h>
 #include <string.h>
 

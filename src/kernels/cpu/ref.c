@@ -191,6 +191,7 @@ static const g4_kernels scalar_table = {
     .gelu_mul = gelu_mul,
     .attend = attend,
     .attend_block = attend_block,
+    .attend_kv = g4_attend_kv_ref,
     .attend_ftz = 1,
     .rope_table = g4_rope_table_exact,
     .rope_apply = g4_rope_apply,

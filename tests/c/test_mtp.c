@@ -53,15 +53,37 @@ static int ids_of(json_t *a, int32_t *out) {
     return (int)json_array_size(a);
 }
 
-static void first_round(const char *name) {
-    g4_model *m = load_target();
-    const int V = g4_model_get_info(m)->vocab_size, H = g4_model_get_info(m)->hidden_size;
+/* a drafter fixture with its target and transformers' goldens */
+typedef struct {
+    g4_model *m;
+    g4_mtp *d;
+    json_t *g, *cases;
+    int V, H, n_new;
+} mtp_fixture;
+
+static mtp_fixture open_fixture(const char *name) {
+    mtp_fixture f = {.m = load_target()};
+    f.V = g4_model_get_info(f.m)->vocab_size, f.H = g4_model_get_info(f.m)->hidden_size;
     char dir[512];
     snprintf(dir, sizeof dir, MTP_DIR "/%s", name);
-    g4_mtp *d = NULL;
-    if (g4_mtp_load(dir, m, &d)) fail_msg("%s: %s", dir, g4_last_error());
-    json_t *g = goldens(name), *cases = json_object_get(g, "cases");
-    const int n_new = (int)json_integer_value(json_object_get(g, "n_new"));
+    if (g4_mtp_load(dir, f.m, &f.d)) fail_msg("%s: %s", dir, g4_last_error());
+    f.g = goldens(name), f.cases = json_object_get(f.g, "cases");
+    f.n_new = (int)json_integer_value(json_object_get(f.g, "n_new"));
+    return f;
+}
+
+static void close_fixture(mtp_fixture *f) {
+    json_decref(f->g);
+    g4_mtp_free(f->d);
+    g4_model_free(f->m);
+}
+
+static void first_round(const char *name) {
+    mtp_fixture f = open_fixture(name);
+    g4_model *m = f.m;
+    g4_mtp *d = f.d;
+    json_t *cases = f.cases;
+    const int V = f.V, H = f.H, n_new = f.n_new;
     float *logits = malloc(sizeof(float) * (size_t)V * 64), *lg = malloc(sizeof(float) * V);
     for (size_t ci = 0; ci < json_array_size(cases); ci++) {
         json_t *c = json_array_get(cases, ci);
@@ -101,21 +123,16 @@ static void first_round(const char *name) {
         free(hid);
     }
     free(logits), free(lg);
-    json_decref(g);
-    g4_mtp_free(d);
-    g4_model_free(m);
+    close_fixture(&f);
 }
 
 /* transformers' _assisted_decoding with the drafter, greedy, checked round by round */
 static void whole_trace(const char *name) {
-    g4_model *m = load_target();
-    const int V = g4_model_get_info(m)->vocab_size, H = g4_model_get_info(m)->hidden_size;
-    char dir[512];
-    snprintf(dir, sizeof dir, MTP_DIR "/%s", name);
-    g4_mtp *d = NULL;
-    if (g4_mtp_load(dir, m, &d)) fail_msg("%s: %s", dir, g4_last_error());
-    json_t *g = goldens(name), *cases = json_object_get(g, "cases");
-    const int n_new = (int)json_integer_value(json_object_get(g, "n_new"));
+    mtp_fixture f = open_fixture(name);
+    g4_model *m = f.m;
+    g4_mtp *d = f.d;
+    json_t *cases = f.cases;
+    const int V = f.V, H = f.H, n_new = f.n_new;
     float *lg = malloc(sizeof(float) * (size_t)V * 65), *hid = malloc(sizeof(float) * H * 65);
     for (size_t ci = 0; ci < json_array_size(cases); ci++) {
         json_t *c = json_array_get(cases, ci), *rounds = json_object_get(c, "rounds");
@@ -177,9 +194,7 @@ static void whole_trace(const char *name) {
             if (toks[P + i] != greedy[i]) fail_msg("%s/%s: token %d is %d, plain greedy %d", name, cname, i, toks[P + i], greedy[i]);
     }
     free(lg), free(hid);
-    json_decref(g);
-    g4_mtp_free(d);
-    g4_model_free(m);
+    close_fixture(&f);
 }
 
 static void first_round_random(void **s) { (void)s; first_round("random"); }

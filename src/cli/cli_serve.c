@@ -157,13 +157,14 @@ int cli_serve(int argc, char **argv) {
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (spec.trace_path) return cli_usage_error(cmd, "--spec-trace is an option of run, not of serve");
-    if (spec.draft_dir)   /* its drafts read the last step's hidden states, which a batched step does not keep */
-        return cli_usage_error(cmd, "--draft %s: the MTP drafter is an option of run, not yet of serve", spec.draft_dir);
+    if (spec.draft_dir && (o.mo.tp > 1 || o.mo.tp_backend == G4_TP_MPI))   /* as run's drafter refuses at load */
+        return cli_usage_error(cmd, "--draft: the MTP drafter needs the target on one rank (no --tp)");
     int rc = cli_spec_prepare(cmd, &spec, &o.mo);
     if (rc) { cli_spec_close(&spec); return rc; }
-    if (spec.drafter) {   /* every decoding slot may verify its drafts in the same step */
-        o.drafter = spec.drafter;
-        o.draft_max = spec.params.draft_max;
+    if (spec.drafter || spec.draft_dir) {   /* every decoding slot may verify its drafts in the same step */
+        o.drafter = spec.drafter;           /* ngram; the MTP drafter is made once the model is loaded */
+        o.draft_dir = spec.draft_dir;
+        o.draft_max = spec.draft_max ? spec.draft_max : spec.params.draft_max;
         o.mo.verify_rows = o.parallel * (o.draft_max + 1);
     }
     if (o.mo.tp_backend == G4_TP_MPI) {

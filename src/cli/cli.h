@@ -73,6 +73,9 @@ typedef struct {
  * becomes final (ids_out: the ids as one JSON array) and a newline at the end. The last token is
  * not fed to the slot: it holds the prompt and every generated token but the last. */
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
+/* The same, printing no ids, for a prompt ids[0, n) whose first `from` ids the slot holds already
+ * (a speculative drafter reads the whole prompt). */
+g4_status cli_generate_from(g4_model *m, int slot, const int32_t *ids, int from, int n, g4_gen *g, cli_gen_out *out);
 /* The same for a prompt with media: the slot holds mp's ids [0, from); the rest is prefilled
  * (images whole, g4_prefill_media_range) and the reply generated. */
 g4_status cli_generate_media(g4_model *m, int slot, g4_media_prompt *mp, int from, g4_gen *g, cli_gen_out *out);

@@ -221,7 +221,8 @@ g4_status g4_verify_batch(g4_model *m, int n, const int *slots, const int *count
 
 /* The final hidden state (after the final norm: the LM head's input) of row `row` of the model's
  * last step that computed logits or greedy tokens, [hidden_size] into out: prefill's last
- * position (row 0), decode's i-th slot, verify's i-th row. G4_ERR_INPUT when that step had no
+ * position (row 0), decode's i-th slot, verify's i-th row (g4_verify_batch: its rows in order,
+ * slot by slot). G4_ERR_INPUT when that step had no
  * such row. Rank 0's copy (every rank computes the same one). */
 g4_status g4_step_hidden(const g4_model *m, int row, float *out);
 

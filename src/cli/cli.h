@@ -146,7 +146,7 @@ typedef struct {
 g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int depth, int reps, const long *ks, int nk,
                            cli_verify_timing *out);
 
-/* The speculative decoding options of run (cli_spec.c). */
+/* The speculative decoding options of run, chat and serve (cli_spec.c). */
 enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM, CLI_SPEC_MTP };
 typedef struct {
     int kind;                 /* CLI_SPEC_* */

@@ -469,7 +469,8 @@ g4_status g4_drafter_ngram_new(int n_min, int n_max, g4_drafter **out);
  * model.safetensors, generation_config.json) beside `target`, checked against it (vocabulary,
  * backbone width, KV heads and head sizes per layer type, window; one rank). Each round it reads
  * the target's K/V of its last sliding and last full layer and its final hidden state, as
- * transformers' assisted generation does (docs/speculative.md). */
+ * transformers' assisted generation does (docs/speculative.md). It keeps no state between
+ * rounds, so one drafter may serve several slots (called from one thread at a time). */
 g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out);
 /* The drafter directory's drafts a round, num_assistant_tokens of its generation_config.json
  * (transformers' default 20 without one): known before the target loads, for its verify_rows. */

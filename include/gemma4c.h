@@ -221,7 +221,8 @@ g4_status g4_verify_batch(g4_model *m, int n, const int *slots, const int *count
 
 /* The final hidden state (after the final norm: the LM head's input) of row `row` of the model's
  * last step that computed logits or greedy tokens, [hidden_size] into out: prefill's last
- * position (row 0), decode's i-th slot, verify's i-th row. G4_ERR_INPUT when that step had no
+ * position (row 0), decode's i-th slot, verify's i-th row (g4_verify_batch: its rows in order,
+ * slot by slot). G4_ERR_INPUT when that step had no
  * such row. Rank 0's copy (every rank computes the same one). */
 g4_status g4_step_hidden(const g4_model *m, int row, float *out);
 
@@ -468,7 +469,8 @@ g4_status g4_drafter_ngram_new(int n_min, int n_max, g4_drafter **out);
  * model.safetensors, generation_config.json) beside `target`, checked against it (vocabulary,
  * backbone width, KV heads and head sizes per layer type, window; one rank). Each round it reads
  * the target's K/V of its last sliding and last full layer and its final hidden state, as
- * transformers' assisted generation does (docs/speculative.md). */
+ * transformers' assisted generation does (docs/speculative.md). It keeps no state between
+ * rounds, so one drafter may serve several slots (called from one thread at a time). */
 g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out);
 /* The drafter directory's drafts a round, num_assistant_tokens of its generation_config.json
  * (transformers' default 20 without one): known before the target loads, for its verify_rows. */

@@ -73,6 +73,9 @@ typedef struct {
  * becomes final (ids_out: the ids as one JSON array) and a newline at the end. The last token is
  * not fed to the slot: it holds the prompt and every generated token but the last. */
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out);
+/* The same, printing no ids, for a prompt ids[0, n) whose first `from` ids the slot holds already
+ * (a speculative drafter reads the whole prompt). */
+g4_status cli_generate_from(g4_model *m, int slot, const int32_t *ids, int from, int n, g4_gen *g, cli_gen_out *out);
 /* The same for a prompt with media: the slot holds mp's ids [0, from); the rest is prefilled
  * (images whole, g4_prefill_media_range) and the reply generated. */
 g4_status cli_generate_media(g4_model *m, int slot, g4_media_prompt *mp, int from, g4_gen *g, cli_gen_out *out);
@@ -143,7 +146,7 @@ typedef struct {
 g4_status cli_bench_verify(g4_model *m, const int32_t *ids, long n_ids, int depth, int reps, const long *ks, int nk,
                            cli_verify_timing *out);
 
-/* The speculative decoding options of run (cli_spec.c). */
+/* The speculative decoding options of run, chat and serve (cli_spec.c). */
 enum { CLI_SPEC_NONE, CLI_SPEC_NGRAM, CLI_SPEC_MTP };
 typedef struct {
     int kind;                 /* CLI_SPEC_* */

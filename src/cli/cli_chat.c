@@ -17,6 +17,7 @@
 static void usage(void) {
     printf("usage: gemma4c chat -m MODEL [--system TEXT] [-n N] [--temp T --top-p P --top-k K --min-p P --seed S]\n"
            "                    [--think] [--show-reasoning] [-v] [--image FILE] [--audio FILE] [media options]\n"
+           "                    [--spec ngram | --draft DIR] [--draft-max K] [--spec-trace FILE]\n"
            "                    [model options]\n"
            "  reads one user turn per line on stdin (prompt \"> \" on stderr at a terminal) and streams\n"
            "  each reply to stdout, one line per reply; the conversation goes through the model's chat\n"
@@ -28,6 +29,7 @@ static void usage(void) {
            "  --image / --audio FILE: before the first line's). They stay in the conversation; at most\n"
            "  --max-media-per-request of them (default 8) until /reset.\n"
            "  -v: each turn's prompt length and how much of it the slot's KV supplied, on stderr.\n");
+    fputs(cli_spec_opts_help, stdout);
     fputs(cli_media_opts_help, stdout);
     fputs(cli_model_opts_help, stdout);
 }
@@ -42,6 +44,7 @@ typedef struct {
     const g4_gen_config *cfg;
     g4_gen_params gp;
     int verbose, think, show_reasoning, chunk;
+    const g4_spec_params *spec;   /* --spec ngram / --draft DIR: replies decode speculatively */
     int32_t *held;   /* the ids the slot holds, in order [n_held] */
     int n_held, cap_held;
     /* held[0, exact) were computed as a fresh prefill computes them: whole prefill chunks from
@@ -281,12 +284,12 @@ static g4_status turn(chat_state *c, json_t *msgs) {
         }
     }
     g4_gen *g = NULL;
-    cli_gen_out out = {.ids = 1, .on_token = on_token, .ctx = c};
+    cli_gen_out out = {.ids = 1, .on_token = on_token, .ctx = c, .spec = c->spec};
     c->n_shown = c->in_reasoning = 0;
     if (!st) st = g4_chat_parser_new(c->tok, NULL, 0, &c->parser);
     if (!st) st = g4_gen_new(c->m, 0, c->tok, c->cfg, &c->gp, &g);
     const double t_gen = g4_now();
-    if (!st) st = mp ? cli_generate_media(c->m, 0, mp, b, g, &out) : cli_generate(c->m, 0, ids + b, n - b, g, 0, &out);
+    if (!st) st = mp ? cli_generate_media(c->m, 0, mp, b, g, &out) : cli_generate_from(c->m, 0, ids, b, n, g, &out);
     if (!st) st = g4_chat_parser_finish(c->parser);
     if (c->parser) show_deltas(c);
     end_reasoning_line(c);
@@ -295,6 +298,9 @@ static g4_status turn(chat_state *c, json_t *msgs) {
     if (c->verbose)
         fprintf(stderr, "gemma4c chat: prompt %d tokens, %d of them reused from the slot%s; first token after %.3f s\n",
                 n, from, how, t_gen - t0 + out.prefill_s);
+    if (c->verbose && c->spec)
+        fprintf(stderr, "gemma4c chat: speculative: %ld verify rounds, %ld plain steps; drafted %ld, accepted %ld\n",
+                out.spec_stats.rounds, out.spec_stats.plain_steps, out.spec_stats.drafted, out.spec_stats.accepted);
     if (!st) st = hold(c, ids + from, n - from);
     if (!st) {   /* every row of the prompt was computed by the steps of a fresh prefill */
         c->exact = n;
@@ -326,6 +332,7 @@ int cli_chat(int argc, char **argv) {
     long n_predict = 0;
     chat_state c = {0};
     cli_media md = {0};
+    cli_spec spec = {0};
     g4_model_opts mo;
     g4_model_opts_default(&mo);
     const int default_chunk = mo.prefill_chunk;
@@ -339,7 +346,7 @@ int cli_chat(int argc, char **argv) {
         int r;
         if (cli_is_help(a)) { usage(); return 0; }
         if ((r = cli_parse_model_opt(cmd, argc, argv, &i, &mo)) || (r = cli_parse_sampling_opt(cmd, argc, argv, &i, &c.gp.sp)) ||
-            (r = cli_parse_media_opt(cmd, argc, argv, &i, &md))) {
+            (r = cli_parse_media_opt(cmd, argc, argv, &i, &md)) || (r = cli_parse_spec_opt(cmd, argc, argv, &i, &spec))) {
             if (r < 0) return 2;
             continue;
         }
@@ -373,9 +380,12 @@ int cli_chat(int argc, char **argv) {
             mo.prefill_chunk = c.io.max_soft_tokens;
     }
 
-    int rc = cli_load_model(model, &mo, &c.m);
+    int rc = cli_spec_prepare(cmd, &spec, &mo);
+    if (!rc) rc = cli_load_model(model, &mo, &c.m);
     c.chunk = mo.prefill_chunk;   /* the prefill's chunk: the unit of exact reuse */
-    if (rc) return rc < 0 ? 0 : rc;
+    if (!rc && (rc = cli_spec_attach(&spec, c.m))) g4_model_free(c.m);
+    if (rc) { cli_spec_close(&spec); return rc < 0 ? 0 : rc; }
+    c.spec = spec.drafter ? &spec.params : NULL;
     g4_tokenizer *tok = NULL;
     g4_template *tpl = NULL;
     g4_gen_config cfg = {0};
@@ -443,6 +453,8 @@ int cli_chat(int argc, char **argv) {
         json_array_clear(c.pending);
     }
     rc = cli_report(st);
+    const int rc_spec = cli_spec_close(&spec);
+    if (!rc) rc = rc_spec;
     free(line);
     drop_media(&c, c.n_images, c.n_audios);
     free(c.images);

@@ -278,11 +278,15 @@ static g4_status text_to_ids(const run_opts *o, const g4_tokenizer *tok, int32_t
     return st;
 }
 
-static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int from, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out);
 
 g4_status cli_generate(g4_model *m, int slot, const int32_t *ids, int n, g4_gen *g, int ids_out, cli_gen_out *out) {
-    return generate(m, slot, ids, n, NULL, g, ids_out, out);
+    return generate(m, slot, ids, 0, n, NULL, g, ids_out, out);
+}
+
+g4_status cli_generate_from(g4_model *m, int slot, const int32_t *ids, int from, int n, g4_gen *g, cli_gen_out *out) {
+    return generate(m, slot, ids, from, n, NULL, g, 0, out);
 }
 
 /* Where generated tokens go: printed (text, or ids with ids_out), collected into out. */
@@ -339,12 +343,12 @@ static g4_status generate_spec(g4_model *m, int slot, const int32_t *ids, int n,
 }
 
 g4_status cli_generate_media(g4_model *m, int slot, g4_media_prompt *mp, int from, g4_gen *g, cli_gen_out *out) {
-    return generate(m, slot, NULL, from, mp, g, 0, out);
+    return generate(m, slot, NULL, from, 0, mp, g, 0, out);
 }
 
-/* cli_generate, or with mp (a prompt with images) in place of ids, from its id n on (the slot
- * holds [0, n)) */
-static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_media_prompt *mp, g4_gen *g,
+/* The prompt ids[0, n) — or with mp (a prompt with images) mp's ids — after the slot's [0, from):
+ * the rest prefilled, then the reply generated */
+static g4_status generate(g4_model *m, int slot, const int32_t *ids, int from, int n, g4_media_prompt *mp, g4_gen *g,
                           int ids_out, cli_gen_out *out) {
     const int V = g4_model_get_info(m)->vocab_size;
     const int am = g4_gen_argmax_only(g);
@@ -358,8 +362,9 @@ static g4_status generate(g4_model *m, int slot, const int32_t *ids, int n, g4_m
     /* greedy needs only the argmax: with --tp N the ranks never gather the vocabulary */
     int n_mp = 0;
     if (mp) g4_media_prompt_ids(mp, &n_mp);
-    g4_status st = mp ? g4_prefill_media_range(m, slot, mp, n, n_mp - n, am ? NULL : logits, am ? &next : NULL)
-                      : am ? g4_prefill_argmax(m, slot, ids, n, &next) : g4_prefill(m, slot, ids, n, logits);
+    g4_status st = mp ? g4_prefill_media_range(m, slot, mp, from, n_mp - from, am ? NULL : logits, am ? &next : NULL)
+                 : am ? g4_prefill_argmax(m, slot, ids + from, n - from, &next)
+                      : g4_prefill(m, slot, ids + from, n - from, logits);
     out->prefill_s = g4_now() - t0;
     t0 = g4_now();
     if (ids_out) printf("[");
@@ -428,7 +433,7 @@ int cli_run(int argc, char **argv) {
     if (!st) st = cli_constraint_build(&o.cons, p.tok, &cfg);
     gp.constraint = o.cons.matcher;
     if (!st) st = g4_gen_new(m, 0, p.tok, &cfg, &gp, &g);
-    if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, p.mp ? 0 : p.n, p.mp, g, o.ids_out, &out);
+    if (!st && o.n_predict > 0) st = generate(m, 0, p.ids, 0, p.n, p.mp, g, o.ids_out, &out);
     else if (!st) printf(o.ids_out ? "[]\n" : "\n");
     if (!st && out.fin == G4_FIN_LENGTH && g4_gen_hit_context(g))
         fprintf(stderr, "gemma4c run: stopped at the context limit (--ctx %d)\n", info->ctx);

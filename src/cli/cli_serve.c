@@ -18,7 +18,7 @@ static void help(FILE *f) {
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
-               "                     [--max-audio-seconds 30] [--exit-on-tp-loss] [--spec ngram [--draft-max K]]\n"
+               "                     [--max-audio-seconds 30] [--exit-on-tp-loss] [--spec ngram | --draft DIR] [--draft-max K]\n"
                "                     [model options; serve's --ctx defaults to 4096, --prefill-chunk to 64]\n"
                "OpenAI-compatible server (/v1/chat/completions, /v1/completions, /v1/models, /generate,\n"
                "/health, /metrics). --port 0 picks a free port (printed on stderr); a port in use is an\n"
@@ -33,7 +33,10 @@ static void help(FILE *f) {
                "reuse possible (0: no reuse at all).\n"
                "--spec ngram: every request decodes speculatively with n-gram drafts (same output; the\n"
                "decoding slots verify together in one step; docs/speculative.md); --draft-max K drafts a\n"
-               "round (default 8), --spec-ngram-min / --spec-ngram-max as for run.\n"
+               "round (default 8), --spec-ngram-min / --spec-ngram-max as for run. --draft DIR: the same\n"
+               "with Gemma 4's MTP assistant model (an HF directory; default K its num_assistant_tokens;\n"
+               "not with --tp). A request's \"speculative\": {\"n_max\": K, \"n_min\": M} takes at most K\n"
+               "(<= --draft-max; 0: none) and skips rounds of fewer than M drafts.\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"
                "--max-connections-per-ip caps one client address (0: no cap). A request that waits\n"
@@ -157,13 +160,14 @@ int cli_serve(int argc, char **argv) {
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (spec.trace_path) return cli_usage_error(cmd, "--spec-trace is an option of run, not of serve");
-    if (spec.draft_dir)   /* its drafts read the last step's hidden states, which a batched step does not keep */
-        return cli_usage_error(cmd, "--draft %s: the MTP drafter is an option of run, not yet of serve", spec.draft_dir);
+    if (spec.draft_dir && (o.mo.tp > 1 || o.mo.tp_backend == G4_TP_MPI))   /* as run's drafter refuses at load */
+        return cli_usage_error(cmd, "--draft: the MTP drafter needs the target on one rank (no --tp)");
     int rc = cli_spec_prepare(cmd, &spec, &o.mo);
     if (rc) { cli_spec_close(&spec); return rc; }
-    if (spec.drafter) {   /* every decoding slot may verify its drafts in the same step */
-        o.drafter = spec.drafter;
-        o.draft_max = spec.params.draft_max;
+    if (spec.drafter || spec.draft_dir) {   /* every decoding slot may verify its drafts in the same step */
+        o.drafter = spec.drafter;           /* ngram; the MTP drafter is made once the model is loaded */
+        o.draft_dir = spec.draft_dir;
+        o.draft_max = spec.draft_max ? spec.draft_max : spec.params.draft_max;
         o.mo.verify_rows = o.parallel * (o.draft_max + 1);
     }
     if (o.mo.tp_backend == G4_TP_MPI) {

@@ -1,7 +1,7 @@
-/* cli_spec.c — the speculative decoding options of `run` (--spec, --draft DIR, --draft-max,
- * --spec-ngram-min / -max, --spec-trace): the drafter, the verify rows the model must be loaded
- * with, and the trace file's JSON lines. The loop is the library's (g4_spec,
- * src/generate/speculate.c). */
+/* cli_spec.c — the speculative decoding options of `run`, `chat` and `serve` (--spec, --draft
+ * DIR, --draft-max, --spec-ngram-min / -max, --spec-trace): the drafter, the verify rows the
+ * model must be loaded with, and the trace file's JSON lines. The loop is the library's (g4_spec,
+ * src/generate/speculate.c); the server's is its scheduler's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -86,12 +86,13 @@ static g4_status push(g4_spec *s, int32_t tok) {
 }
 
 /* Drafts for the round after the token the target's last step chose from its row `row`, asked
- * while the slot still holds everything that step wrote (draft.h). k: the most to ask for. */
-static int propose(g4_spec *s, int row, int k, int32_t *out) {
+ * while the slot still holds everything that step wrote (draft.h); the step's first row was at
+ * `start` (0: the prefill). k: the most to ask for. */
+static int propose(g4_spec *s, int row, int start, int k, int32_t *out) {
     if (k < 1) return 0;
     if (s->hidden && g4_step_hidden(s->m, row, s->hidden)) return -1;
     const g4_draft_ctx c = {.tokens = s->seq, .n = s->n_seq, .target = s->m, .slot = s->slot,
-                            .kv_written = g4_slot_pos(s->m, s->slot), .hidden = s->hidden};
+                            .kv_written = g4_slot_pos(s->m, s->slot), .step_start = start, .hidden = s->hidden};
     int nd = s->d->propose(s->d, &c, k, out);
     if (nd < 0) return -1;
     if (nd > k) nd = k;
@@ -138,7 +139,7 @@ g4_status g4_spec_run(g4_spec *s, g4_gen *g, const int32_t *ids, int n, float *l
     if (emit && emit(ctx, tok, f, text, len) && !f) f = G4_FIN_STOP;
     if (push(s, tok)) return G4_ERR_NOMEM;
     int32_t *drafts = s->rows + 1;
-    int nd = f ? 0 : propose(s, 0, round_max(s, g, n), drafts);
+    int nd = f ? 0 : propose(s, 0, 0, round_max(s, g, n), drafts);
     if (nd < 0) return G4_ERR_RUNTIME;
     int pos = n;   /* where tok, the newest token, goes */
     while (!f) {
@@ -167,7 +168,7 @@ g4_status g4_spec_run(g4_spec *s, g4_gen *g, const int32_t *ids, int n, float *l
         }
         /* rows [0, r] hold accepted tokens' KV: the newest token now goes at pos + r + 1 */
         const int next_pos = pos + r + 1;
-        const int nd_next = f ? 0 : propose(s, r, round_max(s, g, next_pos), drafts);
+        const int nd_next = f ? 0 : propose(s, r, pos, round_max(s, g, next_pos), drafts);
         if (nd_next < 0) return G4_ERR_RUNTIME;
         if (r < nd && (st = g4_slot_rewind(s->m, s->slot, next_pos))) return st;
         pos = next_pos;

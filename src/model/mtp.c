@@ -45,9 +45,7 @@ struct g4_mtp {
     /* scratch of one row */
     float *in, *x, *h, *t, *q, *att, *gate, *up, *hid, *cs, *scores, *logits, *cl, *sel;
     int *top;
-    /* the previous round, for the KV window transformers' target handed over (draft_window):
-     * fresh after a reset (the last forward was the prefill), else its n and drafts */
-    int fresh, last_n, last_k;
+    /* no state between rounds: several slots may share the drafter (g4_draft_ctx says all) */
 };
 
 /* ---------------------------------------------------------------- loading */
@@ -321,7 +319,6 @@ g4_status g4_mtp_load(const char *dir, g4_model *target, g4_mtp **out) {
     g4_mtp *d = calloc(1, sizeof *d);
     if (!d) return g4_fail(G4_ERR_NOMEM, "out of memory");
     d->m = target;
-    d->fresh = 1;
     int double_wide = 0;
     g4_status st;
     if ((st = parse_config(d, dir, &double_wide)) || (st = parse_generation_config(dir, &d->default_k))) goto fail;
@@ -364,7 +361,6 @@ void g4_mtp_free(g4_mtp *d) {
 
 int g4_mtp_default_k(const g4_mtp *d) { return d->default_k; }
 int g4_mtp_vocab(const g4_mtp *d) { return d->V; }
-void g4_mtp_reset(g4_mtp *d) { d->fresh = 1, d->last_n = d->last_k = 0; }
 
 /* ---------------------------------------------------------------- the forward pass */
 
@@ -388,8 +384,8 @@ static void draft_window(const g4_mtp *d, const g4_draft_ctx *c, int full, int *
         return;
     }
     /* the forward's first position: 0 for the prefill; the previous round's newest token for
-     * its verify step; one position back for a one-row step the drafter was not asked about */
-    const int start = d->fresh ? 0 : kw == d->last_n + d->last_k ? d->last_n - 1 : kw - 1;
+     * its verify step (or a one-row step's) */
+    const int start = c->step_start;
     const int a = start - (W - 1) > 0 ? start - (W - 1) : 0;
     const int e = kw < a + c->n ? kw : a + c->n;
     *lo = e - (W + 1) > a ? e - (W + 1) : a;
@@ -493,8 +489,10 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
     if (c->slot < 0 || c->slot >= d->m->opts.n_slots || c->kv_written > d->m->opts.ctx)
         return g4_fail(G4_ERR_INPUT, "drafter: slot %d / %d positions outside the target's %d slots of %d", c->slot,
                        c->kv_written, d->m->opts.n_slots, d->m->opts.ctx), -1;
-    if (c->n < 1 || c->kv_written < c->n - 1 || c->tokens[c->n - 1] < 0 || c->tokens[c->n - 1] >= d->V)
-        return g4_fail(G4_ERR_INPUT, "drafter: inconsistent round (n %d, kv_written %d)", c->n, c->kv_written), -1;
+    if (c->n < 1 || c->kv_written < c->n - 1 || c->tokens[c->n - 1] < 0 || c->tokens[c->n - 1] >= d->V ||
+        c->step_start < 0 || (c->kv_written > 0 && c->step_start >= c->kv_written))
+        return g4_fail(G4_ERR_INPUT, "drafter: inconsistent round (n %d, kv_written %d, step_start %d)", c->n,
+                       c->kv_written, c->step_start), -1;
     if (c->kv_written < 1 || max_draft <= 0) return 0;
     memcpy(d->hid, c->hidden, (size_t)d->Hb * sizeof(float));
     int32_t tok = c->tokens[c->n - 1];
@@ -505,9 +503,6 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
         out[k] = tok;
         if (logits) memcpy(logits + (size_t)k * d->V, d->logits, (size_t)d->V * sizeof(float));
     }
-    d->fresh = 0;
-    d->last_n = c->n;
-    d->last_k = k;
     return k;
 }
 
@@ -516,7 +511,6 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
 static int propose(g4_drafter *dr, const g4_draft_ctx *c, int max_draft, int32_t *out) {
     return g4_mtp_draft(dr->impl, c, max_draft, out, NULL);
 }
-static void reset(g4_drafter *dr) { g4_mtp_reset(dr->impl); }
 static void drafter_free(g4_drafter *dr) {
     if (!dr) return;
     g4_mtp_free(dr->impl);
@@ -533,7 +527,7 @@ g4_status g4_drafter_mtp_new(const char *dir, g4_model *target, g4_drafter **out
         g4_mtp_free(d);
         return g4_fail(G4_ERR_NOMEM, "out of memory");
     }
-    *dr = (g4_drafter){.propose = propose, .reset = reset, .free = drafter_free, .needs_hidden = 1,
+    *dr = (g4_drafter){.propose = propose, .free = drafter_free, .needs_hidden = 1,
                        .default_max = d->default_k, .impl = d};
     *out = dr;
     return G4_OK;

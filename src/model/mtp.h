@@ -24,8 +24,6 @@ int g4_mtp_vocab(const g4_mtp *d);
  * fed the previous step's token and projected hidden state. logits: NULL or [max_draft][vocab],
  * each step's drafter logits. Returns the number drafted, or -1 (g4_fail message set). */
 int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, float *logits);
-/* Forget the previous round (a new sequence starts with a prefill). */
-void g4_mtp_reset(g4_mtp *d);
 
 /* The drafter interface over g4_mtp_load: g4_drafter_mtp_new (gemma4c.h). */
 

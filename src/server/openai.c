@@ -476,20 +476,59 @@ static int parse_text_prompt(const g4_api_ctx *c, json_t *o, g4_req *r, g4_api_e
     return 0;
 }
 
+/* llama-server's per-request speculative.n_max / n_min, as an object {"n_max": K, "n_min": M}:
+ * at most K drafts a round (0: none for this request; K <= the server's --draft-max), and a round
+ * with fewer than M drafts verifies none. */
+static int parse_speculative(const g4_api_ctx *c, json_t *root, g4_req *r, g4_api_error *err) {
+    json_t *sp = json_object_get(root, "speculative"), *v;
+    const char *key;
+    if (!sp || json_is_null(sp)) return 0;
+    if (!json_is_object(sp)) return BADTYPE("speculative", "an object");
+    long long n_max = -1, n_min = 0;
+    json_object_foreach(sp, key, v) {
+        const int is_max = !strcmp(key, "n_max");
+        if (!is_max && strcmp(key, "n_min")) {
+            static _Thread_local char param[96];   /* err->param outlives the body */
+            snprintf(param, sizeof param, "speculative.%.60s", key);
+            return g4_api_err(err, 400, "invalid_request_error", param, "unsupported_parameter",
+                              "speculative.%s is not supported (only n_max and n_min are)", key), -1;
+        }
+        if (json_is_null(v)) continue;
+        const char *param = is_max ? "speculative.n_max" : "speculative.n_min";
+        if (!json_is_integer(v)) return BADTYPE(param, "an integer");
+        const long long n = json_integer_value(v);
+        if (n < 0) return BAD(param, "'%s' is %lld; it must be at least 0", param, n);
+        *(is_max ? &n_max : &n_min) = n;
+    }
+    if (n_max > 0 && !c->spec_max)
+        return BAD("speculative.n_max", "'speculative.n_max' is %lld, but this server does not decode speculatively "
+                   "(start it with --spec ngram or --draft DIR)", n_max);
+    if (n_max > c->spec_max)
+        return BAD("speculative.n_max", "'speculative.n_max' is %lld, above this server's --draft-max %d", n_max,
+                   c->spec_max);
+    const long long most = n_max >= 0 ? n_max : c->spec_max;
+    if (n_min > most)
+        return BAD("speculative.n_min", "'speculative.n_min' is %lld, above the %lld drafts a round may have", n_min, most);
+    r->spec_n_max = (int)n_max;
+    r->spec_n_min = (int)n_min;
+    return 0;
+}
+
 /* Every field a route takes; anything else is refused by name rather than silently ignored. */
 static const char *const CHAT_FIELDS[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed", "stop",
     "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "stream", "stream_options", "n",
     "logit_bias", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort",
     "chat_template_kwargs", "user", "metadata", "store", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar",
-    "mm_processor_kwargs", NULL};
+    "mm_processor_kwargs", "speculative", NULL};
 static const char *const COMPLETION_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
     "presence_penalty", "logprobs", "stream", "stream_options", "n", "logit_bias", "echo", "suffix", "best_of",
-    "user", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", NULL};
+    "user", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", "speculative", NULL};
 static const char *const GENERATE_FIELDS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "frequency_penalty",
-    "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar", NULL};
+    "presence_penalty", "logit_bias", "stream", "top_k", "min_p", "ignore_eos", "return_token_ids", "grammar",
+    "speculative", NULL};
 
 /* A 400 naming the first field of root that is not in ok (NULL-terminated). */
 static int only_fields(json_t *root, const char *const *ok, g4_api_error *err) {
@@ -669,6 +708,8 @@ static g4_req *clone_req(const g4_api_ctx *c, const g4_req *r, int i) {
     q->max_tokens = r->max_tokens;
     q->n_top_logprobs = r->n_top_logprobs;
     q->ignore_eos = r->ignore_eos;
+    q->spec_n_max = r->spec_n_max;
+    q->spec_n_min = r->spec_n_min;
     q->chat = r->chat;
     q->one_call = r->one_call;
     q->media = g4_req_media_ref(r->media);
@@ -734,6 +775,7 @@ g4_req *g4_api_parse(const g4_api_ctx *c, g4_api_kind kind, const char *body, si
     if ((rc = get_int(root, "n", 1, kind == G4_API_GENERATE ? 1 : G4_MAX_N, &i, err)) < 0) goto fail;
     if (rc) o->n = (int)i;
     if (parse_sampling(c, root, r, err)) goto fail;
+    if (parse_speculative(c, root, r, err)) goto fail;
     if (kind == G4_API_COMPLETION) {
         json_t *sfx = json_object_get(root, "suffix");
         if (sfx && !json_is_null(sfx) && !(json_is_string(sfx) && !json_string_length(sfx))) {

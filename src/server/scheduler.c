@@ -56,6 +56,10 @@ struct g4_sched {
     int32_t *vids, *vnext;     /* [n_slots * (K + 1)] the step's rows; their argmax tokens */
     float *vlogits;            /* [n_slots * (K + 1), V] their logits */
     int32_t *hist;             /* [ctx] a request's prompt and output, for the drafter */
+    int32_t *drafts;           /* [n_slots * K] each slot's drafts for its next step, asked right
+                                * after the step that chose its newest token (draft.h) */
+    int *n_drafts;             /* [n_slots] how many */
+    float *hidden;             /* [hidden_size] a row's final hidden state, for a drafter that reads it */
 };
 
 
@@ -66,6 +70,7 @@ g4_req *g4_req_new(void) {
     pthread_cond_init(&r->cv, NULL);
     r->refs = 1;
     r->n_top_logprobs = -1;
+    r->spec_n_max = -1;
     r->slot = -1;
     g4_sampler_params_default(&r->sp);
     return r;
@@ -232,6 +237,7 @@ static void setup(g4_sched *s, g4_req *r) {
         finish(s, r, G4_FIN_ERROR, g4_last_error());
         return;
     }
+    if (s->n_drafts) s->n_drafts[r->slot] = 0;
     r->n_prefilled = r->n_cached;
     r->state = ST_PREFILL;
     pthread_mutex_lock(&r->mu);
@@ -246,66 +252,81 @@ static int cancelled(g4_req *r) {
     return c;
 }
 
-/* Drafts for r's next round (up to k), after its newest token in row[0]: how many. */
-static int draft(g4_sched *s, const g4_req *r, int slot, int k, int32_t *row) {
-    if (k <= 0) return 0;
+/* Asks the drafter for r's next round, right after the step that chose r's newest token — from
+ * that step's row `row` (its final hidden state), the step's first row at position `start` (0:
+ * the prefill) — and before the step's rejected rows are dropped, so that the slot's KV still
+ * holds everything the step wrote (draft.h; the MTP drafter reads it). `next_pos`: where the
+ * newest token goes. Up to the request's speculative.n_max (the server's K by default), fewer
+ * when fewer tokens remain before max_tokens (the round yields up to drafts + 1) or before the
+ * context's last position, so that g4_gen's checks see the positions plain decoding would
+ * (speculate.c's round_max); none when fewer than its n_min would be drafted. */
+static void plan_drafts(g4_sched *s, const g4_req *r, int row, int start, int next_pos) {
+    const int slot = r->slot;
+    int32_t *out = s->drafts + (size_t)slot * s->K;
+    s->n_drafts[slot] = 0;
+    long k = r->spec_n_max >= 0 && r->spec_n_max < s->K ? r->spec_n_max : s->K;
+    const long left = g4_gen_tokens_left(r->gen) - 1L, room = (long)s->info->ctx - next_pos - 2;
+    if (left < k) k = left;
+    if (room < k) k = room;
+    if (k <= 0) return;
     int h = 0;
     for (int j = 0; j < r->n_prompt && h < s->info->ctx; j++) s->hist[h++] = r->prompt[j];
     for (int j = 0; j < r->n_toks && h < s->info->ctx; j++) s->hist[h++] = r->toks[j].id;
-    const g4_draft_ctx c = {.tokens = s->hist, .n = h, .target = s->m, .slot = slot, .kv_written = g4_slot_pos(s->m, slot)};
-    int nd = s->drafter->propose(s->drafter, &c, k, row + 1);
-    if (nd < 0 || nd > k) nd = 0;   /* a drafter's failure costs only its drafts */
+    if (s->drafter->needs_hidden && g4_step_hidden(s->m, row, s->hidden)) return;
+    const g4_draft_ctx c = {.tokens = s->hist, .n = h, .target = s->m, .slot = slot,
+                            .kv_written = g4_slot_pos(s->m, slot), .step_start = start,
+                            .hidden = s->drafter->needs_hidden ? s->hidden : NULL};
+    int nd = s->drafter->propose(s->drafter, &c, (int)k, out);
+    if (nd < 0 || nd > k || nd < r->spec_n_min) nd = 0;   /* a drafter's failure costs only its drafts */
     for (int j = 0; j < nd; j++)
-        if (row[1 + j] < 0 || row[1 + j] >= s->V) nd = 0;
-    return nd;
+        if (out[j] < 0 || out[j] >= s->V) nd = 0;
+    s->n_drafts[slot] = nd;
 }
 
 /* One speculative step over the n decoding slots (s->dslots / dreqs): each slot's newest token and
- * drafts as rows of one g4_verify_batch; each request then takes its rows' tokens through emit,
- * as a plain step would one, while they equal its drafts, and its slot drops the rest. Drafts
- * stop short of max_tokens and of the context's last position, so that g4_gen's checks see the
- * positions plain decoding would (speculate.c's round_max). */
+ * the drafts planned for it as rows of one g4_verify_batch; each request then takes its rows'
+ * tokens through emit, as a plain step would one, while they equal its drafts; its next drafts
+ * are asked for, and only then its slot drops the rejected rows. */
 static void decode_spec(g4_sched *s, int n) {
     int rows = 0, am = 1;
     for (int i = 0; i < n; i++) {
         g4_req *r = s->dreqs[i];
         am &= argmax_only(r);
-        const int slot = s->dslots[i];
+        const int slot = s->dslots[i], nd = s->n_drafts[slot];
         s->dpos[i] = g4_slot_pos(s->m, slot);
-        long k = s->K;
-        const long left = g4_gen_tokens_left(r->gen) - 1L, room = (long)s->info->ctx - s->dpos[i] - 2;
-        if (left < k) k = left;
-        if (room < k) k = room;
         int32_t *row = s->vids + rows;
         row[0] = r->next_tok;
-        s->dcounts[i] = 1 + draft(s, r, slot, (int)k, row);
+        memcpy(row + 1, s->drafts + (size_t)slot * s->K, (size_t)nd * sizeof *row);
+        s->dcounts[i] = 1 + nd;
         rows += s->dcounts[i];
     }
     const g4_status st = g4_verify_batch(s->m, n, s->dslots, s->dcounts, s->vids, am ? NULL : s->vlogits,
                                          am ? s->vnext : NULL);
     g4_metrics_decode_step(s->mx, n);
-    int o = 0, drafted = 0, kept = 0;
+    int o = 0;
     for (int i = 0; i < n; i++) {
         const int slot = s->dslots[i], cnt = s->dcounts[i];
         g4_req *r = s->dreqs[i];
+        s->n_drafts[slot] = 0;
         if (st) {
             g4_pcache_forget(s->pc, slot);
             finish(s, r, G4_FIN_ERROR, g4_last_error());
             o += cnt;
             continue;
         }
-        int k = 0;   /* r may be gone once emit reports it finished */
+        /* counted before the emit that may finish r: its client then reads them in /metrics */
+        if (cnt > 1) g4_metrics_spec(s->mx, cnt - 1, 0);
+        int k = 0, done = 0;   /* r is gone once emit reports it finished */
         for (;; k++) {
-            const int done = emit(s, r, am ? NULL : s->vlogits + (size_t)(o + k) * s->V, am ? s->vnext[o + k] : 0);
+            done = emit(s, r, am ? NULL : s->vlogits + (size_t)(o + k) * s->V, am ? s->vnext[o + k] : 0);
             if (done || k == cnt - 1 || r->next_tok != s->vids[o + k + 1]) break;
+            g4_metrics_spec(s->mx, 0, 1);   /* draft k + 1 stands */
         }
+        if (!done) plan_drafts(s, r, o + k, s->dpos[i], s->dpos[i] + k + 1);
         g4_pcache_fed(s->pc, slot, s->vids + o, k + 1, 0);   /* the rows whose KV stays */
         if (k + 1 < cnt) g4_slot_rewind(s->m, slot, s->dpos[i] + k + 1);
-        drafted += cnt - 1;
-        kept += k;
         o += cnt;
     }
-    if (drafted) g4_metrics_spec(s->mx, drafted, kept);
 }
 
 static void *sched_main(void *arg) {
@@ -416,7 +437,9 @@ static void *sched_main(void *arg) {
                 /* slices start on chunk boundaries, so they pass through both snapshot points */
                 if (pr->n_prefilled == pr->split || pr->n_prefilled == pr->n_prompt / s->chunk * s->chunk)
                     g4_pcache_save(s->pc, pr->slot);
-                if (last) emit(s, pr, am ? NULL : s->logits, next);
+                /* the first token; its drafts from the prefill's last row, before another step */
+                if (last && !emit(s, pr, am ? NULL : s->logits, next) && s->drafter)
+                    plan_drafts(s, pr, 0, 0, pr->n_prompt);
             }
         }
 
@@ -499,8 +522,6 @@ void g4_sched_shutdown(g4_sched *s, double grace_s) {
 }
 
 g4_status g4_sched_set_spec(g4_sched *s, g4_drafter *d, int draft_max) {
-    if (d->needs_hidden)   /* the step asks for drafts before it runs, long after the last one's hidden states */
-        return g4_fail(G4_ERR_INPUT, "serve: a drafter that reads the model's hidden state is not supported yet");
     if (draft_max < 1 || (long)s->n_slots * (draft_max + 1) > s->info->verify_rows)
         return g4_fail(G4_ERR_INPUT, "serve: %d slots of %d drafts need %d verify rows, the model has %d", s->n_slots,
                        draft_max, s->n_slots * (draft_max + 1), s->info->verify_rows);
@@ -511,7 +532,11 @@ g4_status g4_sched_set_spec(g4_sched *s, g4_drafter *d, int draft_max) {
     s->vnext = malloc(rows * sizeof *s->vnext);
     s->vlogits = malloc(rows * (size_t)s->V * sizeof *s->vlogits);
     s->hist = malloc(((size_t)s->info->ctx + 1) * sizeof *s->hist);
-    if (!s->dcounts || !s->dpos || !s->vids || !s->vnext || !s->vlogits || !s->hist)
+    s->drafts = malloc((size_t)s->n_slots * (size_t)draft_max * sizeof *s->drafts);
+    s->n_drafts = calloc((size_t)s->n_slots, sizeof *s->n_drafts);
+    s->hidden = malloc((size_t)s->info->hidden_size * sizeof *s->hidden);
+    if (!s->dcounts || !s->dpos || !s->vids || !s->vnext || !s->vlogits || !s->hist || !s->drafts || !s->n_drafts ||
+        !s->hidden)
         return g4_fail(G4_ERR_NOMEM, "out of memory for speculative decoding's %zu rows", rows);
     s->drafter = d;
     s->K = draft_max;
@@ -527,6 +552,9 @@ void g4_sched_free(g4_sched *s) {
     free(s->vnext);
     free(s->vlogits);
     free(s->hist);
+    free(s->drafts);
+    free(s->n_drafts);
+    free(s->hidden);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     g4_pcache_free(s->pc);

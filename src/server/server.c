@@ -106,7 +106,10 @@ static void *loader(void *arg) {
     if (!st && !(s->sched = g4_sched_new(s->model, s->tok, &s->gen, s->mx, text_chunk, s->opts.max_queue,
                                                      s->opts.cache_ram_mb)))
         st = g4_fail(G4_ERR_NOMEM, "out of memory starting the scheduler");
-    if (!st && s->opts.drafter) st = g4_sched_set_spec(s->sched, s->opts.drafter, s->opts.draft_max);
+    /* --draft: the MTP drafter reads the loaded model (checked against it here) */
+    if (!st && s->opts.draft_dir) st = g4_drafter_mtp_new(s->opts.draft_dir, s->model, &s->mtp);
+    g4_drafter *d = s->mtp ? s->mtp : s->opts.drafter;
+    if (!st && d) st = g4_sched_set_spec(s->sched, d, s->opts.draft_max);
     if (!st) {
         s->api.info = info;
         s->api.tok = s->tok;
@@ -152,6 +155,7 @@ int g4_server_main(const g4_server_opts *o) {
     s->api.max_messages = o->max_messages;
     s->api.no_special_in_content = o->no_special_in_content;
     s->api.max_tools = o->max_tools;
+    s->api.spec_max = o->drafter || o->draft_dir ? o->draft_max : 0;
     if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();
     if (!s->mx) { free(s); return 1; }
@@ -215,6 +219,7 @@ int g4_server_main(const g4_server_opts *o) {
     g4_http_quiesce(s);
     g4_http_stop(s);
     g4_sched_free(s->sched);
+    g4_drafter_free(s->mtp);
     g4_gen_config_free(&s->gen);
     g4_template_free(s->tmpl);
     g4_vocab_index_free(s->vindex);

@@ -47,6 +47,7 @@ typedef struct {
     double max_audio_seconds;  /* 0: the library's default */
     g4_model_opts mo;        /* threads, ctx, prefill chunk, tp, mmap, numerics, tuning, ... */
     g4_drafter *drafter;     /* --spec ngram: every request decodes speculatively, up to draft_max */
+    const char *draft_dir;   /* --draft DIR: the MTP drafter, made once the model is loaded */
     int draft_max;           /* drafts a round (mo.verify_rows covers parallel x (draft_max + 1)) */
     g4_model *model;         /* already loaded (the MPI backend loads before serving); else NULL */
 } g4_server_opts;
@@ -110,6 +111,8 @@ typedef struct g4_req {
     int one_call;             /* parallel_tool_calls false: the message ends after its first call */
     struct g4_req_media *media;   /* the images of its image_url parts and the expanded prompt, or NULL */
     int max_soft_tokens;      /* mm_processor_kwargs.max_soft_tokens; 0: the server's --max-soft-tokens */
+    int spec_n_max;           /* speculative.n_max: most drafts a round (-1: the server's --draft-max; 0: none) */
+    int spec_n_min;           /* speculative.n_min: a round with fewer drafts verifies none */
     char *gbnf;               /* response_format / grammar: the output's grammar (GBNF), or NULL */
     const char *grammar_param;   /* the field it came from (a static string; NULL: response_format) */
     g4_grammar *grammar;      /* compiled from gbnf, and this choice's matcher over it */
@@ -159,8 +162,10 @@ typedef struct g4_sched g4_sched;
  * to one whole g4_prefill call. */
 g4_sched *g4_sched_new(g4_model *m, const g4_tokenizer *tok, const g4_gen_config *gen, g4_metrics *mx,
                        int prefill_chunk, int max_queue, int cache_ram_mb);
-/* Speculative decoding of every request (serve --spec): d's drafts, up to draft_max a round and
- * slot; the model's verify_rows must cover n_slots x (draft_max + 1). */
+/* Speculative decoding of every request (serve --spec / --draft): d's drafts, up to draft_max a
+ * round and slot (a request's spec_n_max may ask for fewer); the model's verify_rows must cover
+ * n_slots x (draft_max + 1). d is called from the scheduler thread only, slot after slot, right
+ * after the step that chose a slot's newest token (draft.h). */
 g4_status g4_sched_set_spec(g4_sched *s, g4_drafter *d, int draft_max);
 g4_status g4_sched_start(g4_sched *s);
 /* Queues r (takes a reference). Returns 0, -1 when the scheduler is shutting down, or -2 when
@@ -197,6 +202,7 @@ typedef struct {
     const struct g4_media_cfg *media;   /* image_url parts' settings */
     int max_messages, max_tools;   /* per request (0: no limit) */
     int no_special_in_content;     /* --no-special-in-content */
+    int spec_max;                  /* --draft-max of a server with --spec / --draft; 0: no speculation */
 } g4_api_ctx;
 
 /* ---------------------------------------------------------------- images in chat (media_parts.c) */
@@ -297,6 +303,7 @@ typedef struct {
     g4_vocab_index *vindex;     /* api.vocab_index */
     g4_gen_config gen;
     g4_sched *sched;
+    g4_drafter *mtp;            /* --draft DIR's drafter over the loaded model (owned) */
     g4_api_ctx api;
     char model_name[256];
     char load_error[512];

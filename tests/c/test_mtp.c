@@ -94,7 +94,6 @@ static void first_round(const char *name) {
         int32_t want[64], got[64];
         const int K = ids_of(json_object_get(r0, "drafted"), want);
         g4_slot_reset(m, 0);
-        g4_mtp_reset(d);
         assert_int_equal(g4_prefill(m, 0, toks, P, lg), G4_OK);
         toks[P] = g4_argmax(lg, V);
         assert_int_equal(toks[P], greedy[0]);
@@ -142,14 +141,13 @@ static void whole_trace(const char *name) {
         const int NG = ids_of(json_object_get(c, "greedy"), greedy);
         const int max_length = P + n_new;
         g4_slot_reset(m, 0);
-        g4_mtp_reset(d);
         assert_int_equal(g4_prefill(m, 0, toks, P, lg), G4_OK);
         toks[P] = g4_argmax(lg, V);
         assert_int_equal(g4_step_hidden(m, 0, hid), G4_OK);
-        int n = P + 1, kv_written = P, hrow = 0;
+        int n = P + 1, kv_written = P, hrow = 0, start = 0;   /* start: the last forward's first row */
         size_t round = 0;
         while (n < max_length) {
-            g4_draft_ctx ctx = {.tokens = toks, .n = n, .target = m, .slot = 0, .kv_written = kv_written,
+            g4_draft_ctx ctx = {.tokens = toks, .n = n, .target = m, .slot = 0, .kv_written = kv_written, .step_start = start,
                                 .hidden = hid + (size_t)hrow * H};
             int max = max_length - n - 1 < g4_mtp_default_k(d) ? max_length - n - 1 : g4_mtp_default_k(d);
             int32_t drafts[64];
@@ -174,6 +172,7 @@ static void whole_trace(const char *name) {
                 assert_int_equal(g4_step_hidden(m, i, hid + (size_t)i * H), G4_OK);
             }
             kv_written = n + k;
+            start = n - 1;
             int acc = 0;
             while (acc < k && drafts[acc] == sel[acc]) acc++;
             int valid = acc + 1;

@@ -257,3 +257,28 @@ def test_media_refusals_keep_the_session(g4_bin, tmp_path):
     assert b"more than a prefill chunk of 32" in r.stderr
     r = run_g4(g4_bin, "chat", "-m", M, "-n", 2, input=f"/image {JPEG}\n/audio {WAV}\n".encode())
     assert r.returncode == 0 and b"no vision embedder" in r.stderr and b"no audio embedder" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("model,spec", [
+    ("g4-cond-tiny", ("--spec", "ngram", "--draft-max", 3)),
+    ("g4-causal-tiny", ("--draft", FIXTURES / "mtp" / "friendly")),   # the MTP fixtures' target
+])
+def test_speculative_replies_as_plain(g4_bin, model, spec):
+    """--spec ngram / --draft DIR: every reply is the plain reply, token for token (scalar kernels,
+    docs/speculative.md), also where a turn continues from the slot's KV after speculative steps;
+    drafts were kept."""
+    turns = "".join(t + "\n" for t in TURNS[:2] + ["/reset", "again"]).encode()
+
+    def go(*extra):
+        r = run_g4(g4_bin, "chat", "-m", FIXTURES / model, "-n", 12, "--threads", 1, "--prefill-chunk", 8, "-v", *extra,
+                   input=turns, env={"G4_CPU_ISA": "scalar"})
+        assert r.returncode == 0, r.stderr.decode()
+        return r.stdout, r.stderr.decode()
+
+    plain, _ = go()
+    got, err = go(*spec)
+    assert got == plain and plain.count(b"\n") == 3
+    lines = [line for line in err.splitlines() if "speculative:" in line]
+    assert len(lines) == 3 and sum(int(line.split("accepted ")[1]) for line in lines) > 0, err
+    if model == "g4-cond-tiny":   # its second turn reuses the slot
+        assert int([line for line in err.splitlines() if "reused" in line][1].split(", ")[1].split()[0]) > 0, err

@@ -227,6 +227,7 @@ def main():
         # the image's soft tokens in each engine, from the warm-up image (untimed)
         g4_txt = g4.post("/v1/chat/completions", chat_body())["usage"]["prompt_tokens"]
         ll_around = llama_text_around_image(ll, images[0])
+        ll_markers = [len(ll.post("/tokenize", {"content": m, "add_special": False})["tokens"]) for m in IMAGE_MARKERS]
         runs = {"gemma4c": [], "llama.cpp": []}
         for rep in range(args.reps + 1):
             order = [("gemma4c", g4), ("llama.cpp", ll)]
@@ -259,7 +260,9 @@ def main():
         raise SystemExit(f"the engines' soft tokens differ: {soft}")
     timed = {n: [r for r in rs if r["rep"] > 0] for n, rs in runs.items()}
     summary = {"reps": args.reps, "threads": args.threads, "soft_tokens": soft["gemma4c"].pop(),
-               "load_before": load_before, "load_after": load_after}
+               "load_before": load_before, "load_after": load_after,
+               "text_tokens": {"gemma4c": g4_txt + 2, "llama.cpp": ll_around},
+               "llama_image_marker_tokens": ll_markers}
     for n, rs in timed.items():
         summary[n] = {"prompt_tokens": rs[0]["prompt_tokens"],
                       "client_ttft_s": med([r["client_ttft_s"] for r in rs]),
@@ -284,6 +287,9 @@ def report(s, args):
         "|---|---:|---:|",
         f"| prompt tokens (the image's soft tokens) | {g['prompt_tokens']} ({s['soft_tokens']}) | "
         f"{l['prompt_tokens']} ({s['soft_tokens']}) |",
+        f"| text tokens around the image (llama-server: `<|image>` / `<image|>` as "
+        f"{' / '.join(map(str, s['llama_image_marker_tokens']))} tokens) | {s['text_tokens']['gemma4c']} | "
+        f"{s['text_tokens']['llama.cpp']} |",
         f"| time to first token, client wall time to the first streamed token (median) | {f(g['client_ttft_s'])} | "
         f"{f(l['client_ttft_s'])} |",
         f"| the same, each repetition | {', '.join(map(f, g['client_ttft_all_s']))} | "

@@ -9,7 +9,10 @@
 #     checkpoint and on llama.cpp's GGUF + mmproj of it (the same files mtmd reads);
 #   llama.cpp (llama-mtmd-cli -n 1 on the same image and clip, REPS runs): what its log reports —
 #     the image / audio encode ("slice encoded"), the decode of the soft tokens, the whole prompt's
-#     eval — and its soft-token count.
+#     eval — and its soft-token count;
+#   through the servers (bench/mm_ttft.py): the time to first token of an image prompt, `gemma4c
+#     serve` on the HF checkpoint beside llama-server on the GGUF + mmproj, alternating, a new
+#     1280 x 896 JPEG (280 soft tokens in both) each repetition.
 # The GGUF and mmproj come from llama.cpp's own convert_hf_to_gguf.py (the config shim of
 # tools/reference/make_gemma4_gguf.py); nothing of llama.cpp enters the repository.
 #
@@ -18,11 +21,16 @@
 #   SAVE RESULTS): REPS=3, SLICE=$G4_BENCH_DATA/g4-12b-mm (written by make_12b_slice.py --mm when
 #   missing, ~5 GB, ~10 min), GGUF_DIR=$G4_BENCH_DATA/g4-12b-mm-gguf, LLAMA_BIN=$LLAMA_CPP_DIR/build/bin
 #   (llama-mtmd-cli), CONVERT_VENV=$G4_BENCH_DATA/llama-venv (llama.cpp's converter requirements),
-#   LOCK=FILE: every measurement runs under `flock FILE` (a host shared with other benchmarks).
+#   LOCK=FILE: every measurement runs under `flock FILE` (a host shared with other benchmarks),
+#   PARTS=embed,ttft: which to run (embed: mm_bench and llama-mtmd-cli; ttft: the servers; PARTS=ttft
+#   alone names its report ...-mm-ttft-...), PYTHON=python3 (runs bench/mm_ttft.py: standard library).
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
-bench_init mm_speed.sh mm 1 3 g4-mm-speed
+PARTS=${PARTS:-embed,ttft}
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
+if [ "$PARTS" = ttft ]; then bench_init mm_ttft.sh mm 1 3 g4-mm-ttft; else bench_init mm_speed.sh mm 1 3 g4-mm-speed; fi
+PYTHON=${PYTHON:-python3}
 SLICE=${SLICE:-$G4_BENCH_DATA/g4-12b-mm}
 GGUF_DIR=${GGUF_DIR:-$G4_BENCH_DATA/g4-12b-mm-gguf}
 LLAMA_BIN=${LLAMA_BIN:-$LLAMA_CPP_DIR/build/bin}
@@ -32,7 +40,7 @@ for p in "$SLICE" "$GGUF_DIR"; do outside_repo "$p" "$p is inside the repository
 mkdir -p "$OUT"
 locked() { if [ -n "$LOCK" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
 
-make -C "$REPO" -s build/bench/mm_bench
+make -C "$REPO" -s build/bench/mm_bench build/gemma4c
 MM_BENCH=$REPO/build/bench/mm_bench
 
 # 1. the checkpoint, and the inputs (a smooth photo-like JPEG with noise, a tone with noise)
@@ -42,7 +50,7 @@ if [ ! -f "$SLICE/config.json" ]; then
   "$REF_PY" "$REPO/tools/reference/make_12b_slice.py" "$SLICE" --mm
 fi
 need_ref_py
-"$REF_PY" - "$OUT" <<'EOF'
+"$REF_PY" - "$OUT" "$REPS" <<'EOF'
 import sys, wave
 import numpy as np
 from PIL import Image
@@ -56,6 +64,12 @@ s = 0.3 * np.sin(2 * np.pi * 220 * t) * np.sin(2 * np.pi * 0.5 * t) + 0.05 * rng
 with wave.open(f"{out}/speech.wav", "wb") as w:
     w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
     w.writeframes(np.clip(np.round(s * 32767), -32768, 32767).astype("<i2").tobytes())
+# the servers' images: 1280 x 896 (960 x 672 after either processor's resize: 280 soft tokens in
+# both; mtmd rounds other sizes differently), a new noise each so that no prompt is cached
+y, x = np.mgrid[0:896, 0:1280].astype(np.float32)
+img = np.stack([128 + 100 * np.sin(x / 97 + y / 211), 128 + 90 * np.cos(x / 53 - y / 67), 128 + 80 * np.sin((x + y) / 151)], -1)
+for i in range(int(sys.argv[2]) + 1):
+    Image.fromarray(np.clip(img + rng.normal(0, 12, img.shape), 0, 255).astype(np.uint8)).save(f"{out}/ttft-{i}.jpg", quality=90)
 EOF
 IMG=$OUT/photo.jpg WAV=$OUT/speech.wav
 PROMPT_TEXT="Describe this image."
@@ -85,32 +99,62 @@ date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 # blocks, each under LOCK once
 G4_PROMPT=$'<start_of_turn>user\n<|image|>'"$PROMPT_TEXT"$'<end_of_turn>\n<start_of_turn>model\n'
 MTMD=$LLAMA_BIN/llama-mtmd-cli
-[ -x "$MTMD" ] || die "no llama-mtmd-cli in LLAMA_BIN=$LLAMA_BIN"
-"$MTMD" --version > "$OUT/mtmd-version.txt" 2>&1 || true
 export MM_BENCH SLICE TEXT_GGUF MMPROJ IMG WAV G4_PROMPT PROMPT_TEXT REPS THREADS OUT MTMD
-log "gemma4c on $SLICE and on $TEXT_GGUF + mmproj"
-locked timeout 295 bash -c '
-  "$MM_BENCH" -m "$SLICE" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" --threads "$THREADS" > "$OUT/g4-hf.json" &&
-  "$MM_BENCH" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" \
-    --threads "$THREADS" > "$OUT/g4-gguf.json"'
-log "llama-mtmd-cli, image and audio, $REPS runs each"
-locked timeout 295 bash -c '
-  for r in $(seq 1 "$REPS"); do
-    for kind in image audio; do
-      media=$IMG; [ $kind = audio ] && media=$WAV
-      "$MTMD" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --$kind "$media" -p "$PROMPT_TEXT" -n 1 --temp 0 -t "$THREADS" -c 4096 \
-        --chat-template gemma \
-        > "$OUT/mtmd-$kind-$r.log" 2>&1 || echo "exit $?" >> "$OUT/mtmd-$kind-$r.log"
-    done
-  done' || log "llama-mtmd-cli: the block ended early (exit $?)"
+if part embed; then
+  [ -x "$MTMD" ] || die "no llama-mtmd-cli in LLAMA_BIN=$LLAMA_BIN"
+  "$MTMD" --version > "$OUT/mtmd-version.txt" 2>&1 || true
+  log "gemma4c on $SLICE and on $TEXT_GGUF + mmproj"
+  locked timeout 295 bash -c '
+    "$MM_BENCH" -m "$SLICE" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" --threads "$THREADS" > "$OUT/g4-hf.json" &&
+    "$MM_BENCH" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --image "$IMG" --audio "$WAV" -p "$G4_PROMPT" --reps "$REPS" \
+      --threads "$THREADS" > "$OUT/g4-gguf.json"'
+  log "llama-mtmd-cli, image and audio, $REPS runs each"
+  locked timeout 295 bash -c '
+    for r in $(seq 1 "$REPS"); do
+      for kind in image audio; do
+        media=$IMG; [ $kind = audio ] && media=$WAV
+        "$MTMD" -m "$TEXT_GGUF" --mmproj "$MMPROJ" --$kind "$media" -p "$PROMPT_TEXT" -n 1 --temp 0 -t "$THREADS" -c 4096 \
+          --chat-template gemma \
+          > "$OUT/mtmd-$kind-$r.log" 2>&1 || echo "exit $?" >> "$OUT/mtmd-$kind-$r.log"
+      done
+    done' || log "llama-mtmd-cli: the block ended early (exit $?)"
+fi
 
-# 5. the report
-"$REF_PY" "$REPO/bench/mm_speed_report.py" "$OUT" "$REPS" "$THREADS" > "$OUT/report.md"
+# 5. time to first token through the servers (mm_ttft.py takes LOCK itself, for its whole block)
+if part ttft; then
+  [ -x "$LLAMA_BIN/llama-server" ] || die "no llama-server in LLAMA_BIN=$LLAMA_BIN"
+  log "time to first token of an image prompt: gemma4c serve beside llama-server, $REPS repetitions"
+  ttft_images=()
+  for i in $(seq 0 "$REPS"); do ttft_images+=(--image "$OUT/ttft-$i.jpg"); done
+  "$PYTHON" "$REPO/bench/mm_ttft.py" --g4-bin "$REPO/build/gemma4c" -m "$SLICE" --llama-server "$LLAMA_BIN/llama-server" \
+    --gguf "$TEXT_GGUF" --mmproj "$MMPROJ" --threads "$THREADS" --reps "$REPS" "${ttft_images[@]}" ${LOCK:+--lock "$LOCK"} \
+    --out "$OUT/ttft" --md "$OUT/ttft.md" > "$OUT/ttft.json"
+fi
+
+# 6. the report
+shown="THREADS=$THREADS REPS=$REPS${PARTS:+ PARTS=$PARTS} bench/mm_speed.sh"
 {
-  cat "$OUT/report.md"
-  echo
-  echo "Command: \`THREADS=$THREADS REPS=$REPS bench/mm_speed.sh\` (raw outputs: g4-hf.json, g4-gguf.json, mtmd-*.log)."
+  if part embed; then
+    "$REF_PY" "$REPO/bench/mm_speed_report.py" "$OUT" "$REPS" "$THREADS"
+    echo
+  else
+    echo "# Time to first token of an image prompt at the 12B's widths: gemma4c serve and llama-server"
+    echo
+  fi
+  if part ttft; then
+    if part embed; then echo "## Time to first token of an image prompt, through the servers"; echo; fi
+    echo "The 12B-width slice (\`make_12b_slice.py --mm\`: hidden 3840, 6 layers, the 12B's embedders): \`gemma4c serve\`"
+    echo "on its HF directory, llama-server (mtmd) on the GGUF + mmproj llama.cpp's converter made of it, both loaded,"
+    echo "asked in turn (\`bench/mm_ttft.py\`): one user turn, a 1280 x 896 JPEG then \"Describe this image.\","
+    echo "\`max_tokens: 1\`, streamed, \`enable_thinking: false\`; a new image each repetition (the same to both),"
+    echo "llama-server told \`cache_prompt: false\`; seconds."
+    echo
+    cat "$OUT/ttft.md"
+    echo
+  fi
+  echo "Command: \`$shown\` (raw outputs: g4-hf.json, g4-gguf.json, mtmd-*.log, ttft/)."
 } > "$OUT/results-body.md"
-write_results "Multimodal speed at the 12B's widths" "$OUT/results-body.md"
+if part embed; then title="Multimodal speed at the 12B's widths"; else title="Image prompt, time to first token at the 12B's widths"; fi
+write_results "$title" "$OUT/results-body.md"
 log "report: $RESULTS"
 cat "$RESULTS"

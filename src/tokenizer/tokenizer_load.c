@@ -356,7 +356,7 @@ static void resolve_merges(merge_job *j) {
             }
             if (kind) {
                 j->bad_rank = r0 + k;
-                j->bad_node = e;
+                j->bad_node = m[k].node; /* not e: that is already the next element */
                 j->bad_kind = kind;
                 return;
             }

@@ -243,6 +243,31 @@ static void test_refuses_unknown_types(void **state) {
     }
 }
 
+/* A merge of the wrong shape is reported at its own '[', also when it is the document's last
+ * value: the loader once named the element after it, reading past the end of the node array. */
+static void test_merge_shape_error_offset(void **state) {
+    (void)state;
+    char last[512];
+    /* 19 good merges, a bad one, 2 spaces: 256 bytes, which fills tj_parse's first node array
+     * exactly, so a read one node too far is a heap overflow under ASan */
+    int k = snprintf(last, sizeof last, "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"aa\":1},\"merges\":[");
+    for (int i = 0; i < 19; i++) k += snprintf(last + k, sizeof last - (size_t)k, "[\"a\",\"a\"],");
+    snprintf(last + k, sizeof last - (size_t)k, "[\"a\"]]}}  ");
+    assert_int_equal(strlen(last), 256);
+    static const char mid[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"aa\":1},"
+                              "\"merges\":[[\"a\",\"a\"],[\"a\"],[\"a\",\"a\"]]}}";
+    const struct { const char *json; unsigned rank; } cases[] = {{mid, 1}, {last, 19}};
+    for (size_t i = 0; i < 2; i++) {
+        g4_tokenizer *t = NULL;
+        assert_int_equal(tk_load_json(cases[i].json, strlen(cases[i].json), "tok.json", &t), G4_ERR_INPUT);
+        assert_null(t);
+        char want[128];
+        snprintf(want, sizeof want, "tok.json: byte %zu: model.merges[%u]: expected [\"a\", \"b\"] or \"a b\"",
+                 (size_t)(strstr(cases[i].json, "[\"a\"]") - cases[i].json), cases[i].rank);
+        assert_string_equal(g4_last_error(), want);
+    }
+}
+
 static void test_vocab_edge_cases(void **state) {
     (void)state;
     /* a key given twice keeps its last id (HF: a HashMap built from the JSON); "" is no character */
@@ -644,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_json_invalid),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_refuses_unknown_types),
+        cmocka_unit_test(test_merge_shape_error_offset),
         cmocka_unit_test(test_vocab_edge_cases),
         cmocka_unit_test(test_mini_bpe),
         cmocka_unit_test(test_stream_bytes),

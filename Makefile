@@ -8,7 +8,7 @@ WERROR   ?= -Werror
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -g $(OPT) -pthread -Iinclude -Isrc $(EXTRA_CFLAGS)
 # The Python that runs the tests: scripts/install-deps.sh's virtual environment where it exists
 PYTHON   ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
-LDLIBS   += -ljansson -lmicrohttpd -lpng -ljpeg -lwebpdemux -lwebp -lgif -lsndfile -lsoxr -lz -lm -pthread $(EXTRA_LDLIBS)
+LDLIBS   += -ljansson -lmicrohttpd -lpng -ljpeg -lwebpdemux -lwebp -lgif -lsndfile -lsoxr -lcurl -lz -lm -pthread $(EXTRA_LDLIBS)
 
 # Optional libraries, used when installed (scripts/install-deps.sh installs both): OpenMPI for the
 # mpi tensor-parallel backend, libnuma to place each rank on its own NUMA node.

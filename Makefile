@@ -80,7 +80,7 @@ asan:
 ASAN_PYTEST ?= tests/py
 asan-ci:
 	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py tests/py/test_server_exposure.py \
-	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py tests/py/test_media.py tests/py/test_multimodal.py tests/py/test_multimodal_server.py \
+	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py tests/py/test_media.py tests/py/test_multimodal.py tests/py/test_multimodal_server.py tests/py/test_remote_media.py \
 	  tests/py/test_prompt_cache.py tests/py/test_prompt_cache_media.py tests/py/test_server_limits.py tests/py/test_responses.py \
 	  tests/py/test_tool_choice.py -k 'not greedy or chunk-7'"
 

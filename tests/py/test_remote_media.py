@@ -11,6 +11,7 @@ import time
 import pytest
 import requests
 
+from conftest import run_g4
 from test_multimodal_server import JPEG, MODEL, NAME, chat, image_part, post_error
 from test_server import Server
 
@@ -154,3 +155,10 @@ def test_stalled_origin_times_out_alone(srv, origin):
     assert r.status_code == 200, r.text
     assert other_done < out["done"]
     assert "--remote-media-timeout" in out["msg"] and out["t"] < 2.5, out
+
+
+@pytest.mark.parametrize("flag,value", [("--remote-media-max-bytes", "0"), ("--remote-media-timeout", "0"),
+                                        ("--remote-media-timeout", "x")])
+def test_bad_flags_are_usage_errors(g4_bin, flag, value):
+    r = run_g4(g4_bin, "serve", "-m", MODEL, "--port", 0, "--allow-remote-media", flag, value, timeout=30)
+    assert r.returncode == 2 and flag.encode() in r.stderr, r.stderr

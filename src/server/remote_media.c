@@ -71,9 +71,23 @@ int g4_remote_media_fetch(const char *url, size_t max_bytes, int timeout_s, unsi
     char ua[64];
     snprintf(ua, sizeof ua, "gemma4c/%s", G4_VERSION);
     const long connect_s = timeout_s < CONNECT_TIMEOUT_S ? timeout_s : CONNECT_TIMEOUT_S;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    /* the scheme limit is the point of the exercise: no fetch without it */
+#if LIBCURL_VERSION_NUM >= 0x075500   /* 7.85: the _STR forms; the bitmask forms are deprecated */
+    const int schemes = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+                        curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK;
+#else
+    const int schemes = curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) == CURLE_OK &&
+                        curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) == CURLE_OK;
+#endif
+    if (!schemes) {
+        curl_easy_cleanup(h);
+        snprintf(why, why_n, "this server's libcurl cannot limit a fetch to http and https");
+        return -1;
+    }
+    if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK) {
+        curl_easy_cleanup(h);
+        return -2;
+    }
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)MAX_REDIRECTS);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)timeout_s);
@@ -89,7 +103,8 @@ int g4_remote_media_fetch(const char *url, size_t max_bytes, int timeout_s, unsi
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(h);
-    if (rc == CURLE_OK) {
+    if (rc == CURLE_OK && !s.n) snprintf(why, why_n, "the URL answered an empty body");
+    else if (rc == CURLE_OK) {
         *out = s.buf;
         *out_n = s.n;
         return 0;
@@ -97,6 +112,7 @@ int g4_remote_media_fetch(const char *url, size_t max_bytes, int timeout_s, unsi
     free(s.buf);
     if (s.nomem) return -2;
     switch (rc) {
+    case CURLE_OK: break;   /* empty */
     case CURLE_WRITE_ERROR:
     case CURLE_FILESIZE_EXCEEDED:
         snprintf(why, why_n, "the image is larger than %zu bytes (--remote-media-max-bytes)", max_bytes);

@@ -1,9 +1,10 @@
 """Remote image URLs under `serve --allow-remote-media`, against a Python HTTP origin on 127.0.0.1:
 the fetched image gives the same tokens and usage as the same bytes in a data: URL; a 404, a body
-over --remote-media-max-bytes (declared, or chunked without a length), a stalled origin (past
---remote-media-timeout), a redirect to file:// or ftp://, and a URL with credentials are each a 400
-naming the part; a stalled fetch does not hold up other requests. (Without the flag the refusal
-is test_multimodal_server.test_refusals'.)"""
+over --remote-media-max-bytes (declared, or chunked without a length), an empty body, a redirect
+loop, a stalled origin (past --remote-media-timeout), a redirect to file:// or ftp://, and a URL
+with credentials are each a 400 naming the part; a stalled fetch does not hold up other requests;
+bad flag values are usage errors. (Without the flag the refusal is
+test_multimodal_server.test_refusals'.)"""
 import http.server
 import threading
 import time
@@ -47,6 +48,10 @@ class Origin(http.server.BaseHTTPRequestHandler):
             self.send(200, JPEG.read_bytes(), [("Content-Type", "image/jpeg")])
         elif p == "/moved":
             self.send(302, headers=[("Location", "/img.jpg")])
+        elif p == "/loop":
+            self.send(302, headers=[("Location", "/loop")])
+        elif p == "/empty":
+            self.send(200)
         elif p == "/to-file":
             self.send(302, headers=[("Location", "file:///etc/hostname")])
         elif p == "/to-ftp":
@@ -119,6 +124,8 @@ def test_fetched_image_matches_data_url(srv, origin):
     ("/missing", "answered HTTP 404"),
     ("/big", f"larger than {MAX_BYTES} bytes (--remote-media-max-bytes)"),
     ("/big-chunked", f"larger than {MAX_BYTES} bytes (--remote-media-max-bytes)"),
+    ("/empty", "an empty body"),
+    ("/loop", "more than 3 redirects"),
     ("/to-file", "only http and https"),
     ("/to-ftp", "only http and https"),
 ])

@@ -196,6 +196,9 @@ int g4_server_main(const g4_server_opts *o) {
     if (!o->n_api_keys && !loopback_host(o->host))
         fprintf(stderr, "gemma4c serve: warning: listening on %s without an API key: anyone who can reach this "
                         "address can use the model (--api-key KEY, --api-key-file FILE or G4_API_KEY)\n", o->host);
+    if (o->allow_remote_media && !o->n_api_keys && !loopback_host(o->host))
+        fprintf(stderr, "gemma4c serve: warning: --allow-remote-media without an API key: any client can make this "
+                        "server fetch any URL, internal addresses included\n");
     pthread_t lt;
     int have_loader = !pthread_create(&lt, NULL, loader, s);
     if (!have_loader) {

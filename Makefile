@@ -8,7 +8,7 @@ WERROR   ?= -Werror
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -g $(OPT) -pthread -Iinclude -Isrc $(EXTRA_CFLAGS)
 # The Python that runs the tests: scripts/install-deps.sh's virtual environment where it exists
 PYTHON   ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
-LDLIBS   += -ljansson -lmicrohttpd -lpng -ljpeg -lwebpdemux -lwebp -lgif -lsndfile -lsoxr -lz -lm -pthread $(EXTRA_LDLIBS)
+LDLIBS   += -ljansson -lmicrohttpd -lpng -ljpeg -lwebpdemux -lwebp -lgif -lsndfile -lsoxr -lcurl -lz -lm -pthread $(EXTRA_LDLIBS)
 
 # Optional libraries, used when installed (scripts/install-deps.sh installs both): OpenMPI for the
 # mpi tensor-parallel backend, libnuma to place each rank on its own NUMA node.
@@ -80,7 +80,7 @@ asan:
 ASAN_PYTEST ?= tests/py
 asan-ci:
 	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py tests/py/test_server_exposure.py \
-	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py tests/py/test_media.py tests/py/test_multimodal.py tests/py/test_multimodal_server.py \
+	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py tests/py/test_media.py tests/py/test_multimodal.py tests/py/test_multimodal_server.py tests/py/test_remote_media.py \
 	  tests/py/test_prompt_cache.py tests/py/test_prompt_cache_media.py tests/py/test_server_limits.py tests/py/test_responses.py \
 	  tests/py/test_tool_choice.py -k 'not greedy or chunk-7'"
 

@@ -10,7 +10,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config libjansson-dev libmicrohttpd-dev libcmocka-dev zlib1g-dev \
-  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev \
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev libcurl4-openssl-dev \
   libopenmpi-dev openmpi-bin libnuma-dev clang libclang-rt-14-dev \
   python3 python3-venv >/dev/null
 [ -x .venv/bin/python ] || python3 -m venv .venv

@@ -14,7 +14,8 @@ static void help(FILE *f) {
                "                     [--api-key KEY]... [--api-key-file FILE] [--auth-all] [--max-queue 256]\n"
                "                     [--max-render-mb 256] [--max-renders 2] [--cache-ram 8192] [--media-dir DIR]\n"
                "                     [--max-media-per-request 8] [--max-soft-tokens N] [--soft-tokens-cap N]\n"
-               "                     [--max-image-pixels N]\n"
+               "                     [--max-image-pixels N] [--allow-remote-media]\n"
+               "                     [--remote-media-max-bytes 20971520] [--remote-media-timeout 10]\n"
                "                     [--timeout 60] [--max-connections 1000]\n"
                "                     [--max-connections-per-ip 0] [--queue-timeout 0] [--cors-origin ORIGIN]...\n"
                "                     [--max-messages 10000] [--max-tools 128] [--no-special-in-content]\n"
@@ -49,7 +50,11 @@ static void help(FILE *f) {
                "Chat messages take image_url parts (data: URLs, or files under --media-dir) and input_audio\n"
                "parts (docs/server.md). --max-soft-tokens N: soft tokens per image unless a request's\n"
                "mm_processor_kwargs.max_soft_tokens says; --soft-tokens-cap N: the most a request may ask\n"
-               "(default: --max-soft-tokens; the prefill chunk is raised to hold an image this large).\n");
+               "(default: --max-soft-tokens; the prefill chunk is raised to hold an image this large).\n"
+               "--allow-remote-media: image_url parts may also name http(s) URLs, which the server fetches\n"
+               "(at most --remote-media-max-bytes, within --remote-media-timeout seconds; refused by\n"
+               "default). The server then fetches any URL a client names, loopback and internal addresses\n"
+               "included: enable it only for trusted clients or behind --api-key.\n");
     fputs(cli_model_opts_help, f);
 }
 
@@ -129,6 +134,13 @@ int cli_serve(int argc, char **argv) {
             if (!cli_parse_float(cmd, a, v, 0.001f, 86400, &sec)) return 2;
             o.max_audio_seconds = sec;
         }
+        else if (!strcmp(a, "--allow-remote-media")) o.allow_remote_media = 1;
+        else if (!strcmp(a, "--remote-media-max-bytes")) {
+            NEEDV();
+            if (!cli_parse_int(cmd, a, v, 1, 1L << 32, &n)) return 2;
+            o.remote_media_max_bytes = (size_t)n;
+        }
+        else if (!strcmp(a, "--remote-media-timeout")) INTV(1, 3600, o.remote_media_timeout_s);
         else if (!strcmp(a, "--max-image-pixels")) { NEEDV(); if (!cli_parse_int(cmd, a, v, 1, 1L << 40, &n)) return 2; o.max_image_pixels = n; }
         else if (!strcmp(a, "--max-soft-tokens") || !strcmp(a, "--soft-tokens-cap")) {
             int *dst = !strcmp(a, "--max-soft-tokens") ? &o.max_soft_tokens : &o.soft_tokens_cap;

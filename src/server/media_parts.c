@@ -1,14 +1,16 @@
 /* media_parts.c — the OpenAI content parts that carry media in chat requests: an `image_url`
- * part's image from a data: URL (base64), or a local file under --media-dir (remote URLs
- * refused), and an `input_audio` part's clip (base64 data, format wav / mp3 / flac / ogg). Each is
- * decoded here (g4_image_load_mem, g4_audio_load_mem), the part handed to the chat template as
- * {"type": "image"} / {"type": "audio"} (which write <|image|> / <|audio|>), and after tokenizing
- * the prompt is expanded for them (g4_media_prompt) — the prompt ids, and so the usage counts,
+ * part's image from a data: URL (base64), a local file under --media-dir, or an http(s) URL the
+ * server fetches under --allow-remote-media (remote_media.c; refused otherwise), and an
+ * `input_audio` part's clip (base64 data, format wav / mp3 / flac / ogg). Each is decoded here
+ * (g4_image_load_mem, g4_audio_load_mem), the part handed to the chat template as {"type":
+ * "image"} / {"type": "audio"} (which write <|image|> / <|audio|>), and after tokenizing the
+ * prompt is expanded for them (g4_media_prompt) — the prompt ids, and so the usage counts,
  * include the soft tokens. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -134,8 +136,18 @@ static int load_url(const g4_api_ctx *c, const g4_req *r, const char *url, const
         if (rc) return BAD("messages", "%s: the data: URL is not valid base64", where);
         st = g4_image_load_mem(bytes, n, "the image", &io, im);
         free(bytes);
-    } else if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) {
-        return BAD("messages", "%s: remote image URLs are not fetched; send the image as a data: URL", where);
+    } else if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
+        if (!mc->allow_remote)
+            return BAD("messages", "%s: remote image URLs are not fetched (the server was not started with "
+                       "--allow-remote-media); send the image as a data: URL", where);
+        unsigned char *bytes;
+        size_t n;
+        char why[160];
+        const int rc = g4_remote_media_fetch(url, mc->remote_max_bytes, mc->remote_timeout_s, &bytes, &n, why, sizeof why);
+        if (rc == -2) return g4_api_err(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        if (rc) return BAD("messages", "%s: fetching the image URL failed: %s", where, why);
+        st = g4_image_load_mem(bytes, n, "the image", &io, im);   /* as a data: URL's bytes */
+        free(bytes);
     } else {
         const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
         char real[PATH_MAX];

@@ -23,6 +23,8 @@ void g4_server_opts_default(g4_server_opts *o) {
     o->max_render_mb = 256;
     o->max_renders = 2;
     o->max_media = 8;
+    o->remote_media_max_bytes = 20u << 20;
+    o->remote_media_timeout_s = 10;
     o->timeout_s = 60;
     o->max_connections = 1000;
     o->max_messages = 10000;
@@ -91,6 +93,9 @@ static void *loader(void *arg) {
     if (s->opts.max_audio_seconds > 0) mc->audio_opts.max_seconds = s->opts.max_audio_seconds;
     mc->max_media = s->opts.max_media;
     mc->media_dir = s->opts.media_dir;
+    mc->allow_remote = s->opts.allow_remote_media;
+    mc->remote_max_bytes = s->opts.remote_media_max_bytes;
+    mc->remote_timeout_s = s->opts.remote_media_timeout_s;
     s->api.media = mc;
     /* a model directory without a tokenizer is bad input, as `run` reports it */
     if (!st && (st = g4_tokenizer_load(dir, &s->tok)) == G4_ERR_IO) st = G4_ERR_INPUT;
@@ -159,6 +164,13 @@ int g4_server_main(const g4_server_opts *o) {
     if (!sem_init(&s->renders, 0, (unsigned)(o->max_renders > 0 ? o->max_renders : 1))) s->api.renders = &s->renders;
     s->mx = g4_metrics_new();
     if (!s->mx) { free(s); return 1; }
+    /* libcurl's global state is set up here, before any parse worker may fetch */
+    if (o->allow_remote_media && g4_remote_media_init()) {
+        fprintf(stderr, "gemma4c serve: --allow-remote-media: libcurl failed to initialize\n");
+        g4_metrics_free(s->mx);
+        free(s);
+        return 1;
+    }
 
     /* Block the stop signals in every thread (they inherit the mask); main takes them with
      * sigtimedwait, so no handler runs on an arbitrary thread. */
@@ -184,6 +196,9 @@ int g4_server_main(const g4_server_opts *o) {
     if (!o->n_api_keys && !loopback_host(o->host))
         fprintf(stderr, "gemma4c serve: warning: listening on %s without an API key: anyone who can reach this "
                         "address can use the model (--api-key KEY, --api-key-file FILE or G4_API_KEY)\n", o->host);
+    if (o->allow_remote_media && !o->n_api_keys && !loopback_host(o->host))
+        fprintf(stderr, "gemma4c serve: warning: --allow-remote-media without an API key: any client can make this "
+                        "server fetch any URL, internal addresses included\n");
     pthread_t lt;
     int have_loader = !pthread_create(&lt, NULL, loader, s);
     if (!have_loader) {
@@ -232,6 +247,7 @@ int g4_server_main(const g4_server_opts *o) {
     g4_model_free(s->model);
     g4_metrics_free(s->mx);
     if (s->api.renders) sem_destroy(&s->renders);
+    if (o->allow_remote_media) g4_remote_media_cleanup();
     free(s);
     if (!rc) fprintf(stderr, "gemma4c serve: stopped\n");
     return rc;

@@ -31,6 +31,9 @@ typedef struct {
     int max_renders;         /* chat templates rendered at once; more requests wait their turn */
     int cache_ram_mb;        /* prompt cache: MiB of slot snapshots kept (0: no prefix reuse at all) */
     const char *media_dir;   /* image_url parts may name files under this directory, a real path (NULL: none) */
+    int allow_remote_media;  /* image_url parts may name http(s) URLs, fetched by the server */
+    size_t remote_media_max_bytes;   /* a fetched image's byte cap */
+    int remote_media_timeout_s;      /* a fetch's total time limit */
     int max_media;           /* images per request (--max-media-per-request) */
     int max_soft_tokens;     /* per image, unless a request says; 0: the model's processor config */
     int soft_tokens_cap;     /* the most a request's mm_processor_kwargs.max_soft_tokens may ask; 0: max_soft_tokens */
@@ -214,7 +217,19 @@ typedef struct g4_media_cfg {
     g4_audio_opts audio_opts; /* the feature extractor's frame with --max-audio-seconds */
     const char *media_dir;    /* the real path of --media-dir, or NULL: no local files */
     int max_media;            /* --max-media-per-request: images and audio clips */
+    int allow_remote;         /* --allow-remote-media: http(s) image URLs are fetched */
+    size_t remote_max_bytes;  /* --remote-media-max-bytes */
+    int remote_timeout_s;     /* --remote-media-timeout */
 } g4_media_cfg;
+
+/* remote_media.c: libcurl's global setup, once before any thread fetches (0, or -1). */
+int g4_remote_media_init(void);
+void g4_remote_media_cleanup(void);
+/* GETs an http(s) URL (redirects only to http(s), at most a few) into a malloc'ed *out of at most
+ * max_bytes, within timeout_s seconds. 0; -1 with the reason, fit for the client, in why; -2 out
+ * of memory. */
+int g4_remote_media_fetch(const char *url, size_t max_bytes, int timeout_s, unsigned char **out, size_t *out_n,
+                          char *why, size_t why_n);
 
 typedef struct g4_req_media g4_req_media;
 struct json_t;

@@ -106,7 +106,8 @@ def test_refusals(srv, tmp_path):
     cut = base64.b64encode(JPEG.read_bytes()[:300]).decode()
     assert "messages[0].content[0]" in post_error(srv, [{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64," + cut}}])
     assert "not valid base64" in post_error(srv, [{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}])
-    assert "remote image URLs" in post_error(srv, [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+    msg = post_error(srv, [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+    assert "remote image URLs are not fetched" in msg and "--allow-remote-media" in msg
     assert "--media-dir" in post_error(srv, [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}])
     outside = tmp_path / "x.jpg"
     outside.write_bytes(JPEG.read_bytes())

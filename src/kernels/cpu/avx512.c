@@ -1,7 +1,8 @@
 /* avx512.c — the exact prefill GEMM on AVX-512F: the same products and fp32 accumulation as the
  * AVX2 GEMM, twice the lanes per FMA (on cores with two 512-bit FMA units, e.g. Intel Xeon
  * since Skylake-SP, twice the FLOP/s). Weights are widened to fp32 once per 16-row panel (bf16
- * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h); two panels side by side
+ * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h, block-quantized ones by
+ * quant_panel_avx2.c, exactly as ggml dequantizes them); two panels side by side
  * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
  * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a

@@ -90,16 +90,21 @@ static void deq_q6_k(const uint8_t *b, float *y) {
     }
 }
 
+/* 16 rows' blocks into rows[16][kc], one type's decoder inlined into the loop */
+#define DEQ_ROWS(DEQ, BS, BB)                                                                     \
+    for (int i = 0; i < 16; i++) {                                                              \
+        const uint8_t *src = (const uint8_t *)w + (size_t)i * rb + (size_t)(k0 / (BS)) * (BB);    \
+        for (int b = 0; b < kc / (BS); b++) DEQ(src + (size_t)b * (BB), rows + (size_t)i * kc + (size_t)b * (BS)); \
+    }
+
 void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel) {
-    void (*f)(const uint8_t *, float *) = dt == G4_DT_Q8_0 ? deq_q8_0 : dt == G4_DT_Q4_0 ? deq_q4_0
-                                        : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
-                                        : deq_q6_k;
-    const int bs = g4_dtype_block(dt);
-    const size_t bb = g4_dtype_size(dt), off = (size_t)(k0 / bs) * bb;
     float rows[16 * G4_QUANT_PANEL_KC] __attribute__((aligned(32)));
-    for (int i = 0; i < 16; i++) {
-        const uint8_t *src = (const uint8_t *)w + (size_t)i * rb + off;
-        for (int b = 0; b < kc / bs; b++) f(src + (size_t)b * bb, rows + (size_t)i * kc + (size_t)b * bs);
+    switch (dt) {
+    case G4_DT_Q8_0: DEQ_ROWS(deq_q8_0, 32, 34) break;
+    case G4_DT_Q4_0: DEQ_ROWS(deq_q4_0, 32, 18) break;
+    case G4_DT_Q5_0: DEQ_ROWS(deq_q5_0, 32, 22) break;
+    case G4_DT_Q4_K: DEQ_ROWS(deq_q4_k, 256, 144) break;
+    default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);
 }

@@ -3,6 +3,8 @@
  * quantized to Q8_0 / Q8_K, then int8 dots; the quantization is timed too) for Q8_0, Q4_0, Q4_K,
  * Q6_K weights at T activation rows. Thread CPU time, best of 5 repetitions of a batch, so that
  * other tenants' load on a shared machine moves the figures less than wall time would.
+ * The exact matmul runs as the forward pass calls it: above G4_ROWS_MAX_ROWS rows on the input
+ * packed once (pack_x, matmul_xp: the AVX-512 GEMM) where the table has that form, the packing timed.
  * Usage: quant_act_bench [T...]   (default 1 64; G4_CPU_ISA picks the kernel path)
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/quant_act_bench.c build/libgemma4c.a \
  *          -ljansson -lmicrohttpd -lz -lm -pthread $(pkg-config --libs ompi-c) -lnuma */
@@ -14,6 +16,7 @@
 #include "convert/quantize.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 
 static double cpu_now(void) {
     struct timespec t;
@@ -35,6 +38,8 @@ int main(int argc, char **argv) {
     for (int a = 0; a < nT; a++) {
         const int T = Ts[a] < 1 ? 1 : Ts[a];
         float *x = malloc(sizeof(float) * K * T), *y = malloc(sizeof(float) * N * T);
+        const int mr = k->x_mr > 0 ? k->x_mr : 1;
+        float *xp = k->pack_x && T > G4_ROWS_MAX_ROWS ? malloc(sizeof(float) * K * (size_t)((T + mr - 1) / mr * mr)) : NULL;
         for (int i = 0; i < K * T; i++) { s = s * 1664525u + 1013904223u; x[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
         for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
             const g4_dtype dt = dts[d];
@@ -52,7 +57,14 @@ int main(int argc, char **argv) {
             double best_e = 1e30, best_q = 1e30;
             for (int r = 0; r < 5; r++) {
                 double t0 = cpu_now();
-                for (int i = 0; i < reps; i++) k->matmul[dt](x, T, K, wq, 0, N, y, N);
+                for (int i = 0; i < reps; i++) {
+                    if (xp && k->matmul_xp[dt]) {
+                        k->pack_x(x, T, K, 0, (T + mr - 1) / mr, xp);
+                        k->matmul_xp[dt](x, xp, T, K, wq, 0, N, y, N);
+                    } else {
+                        k->matmul[dt](x, T, K, wq, 0, N, y, N);
+                    }
+                }
                 double te = (cpu_now() - t0) / reps;
                 t0 = cpu_now();
                 for (int i = 0; i < reps; i++) {
@@ -71,6 +83,7 @@ int main(int argc, char **argv) {
         }
         free(x);
         free(y);
+        free(xp);
     }
     free(w);
     return 0;

@@ -86,6 +86,11 @@ static void x512_init(void) {
     x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F16] = g4_matmul_xp_f16_avx512;
     x512.avx512_table.matmul_xp[G4_DT_BF16] = g4_matmul_xp_bf16_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q8_0] = g4_matmul_xp_q8_0_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q4_0] = g4_matmul_xp_q4_0_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q5_0] = g4_matmul_xp_q5_0_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q4_K] = g4_matmul_xp_q4_k_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q6_K] = g4_matmul_xp_q6_k_avx512;
     x512.avx512_table.pack_x = g4_pack_x_avx512;
     x512.avx512_table.x_mr = G4_AVX512_XMR;
     const g4_kernels *base = &x512.avx512_table;

@@ -20,7 +20,7 @@
  * block), slower than the exact GEMM on some types, kept so that every token of a run sees
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
- * panels, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
+ * panels, quantized ones too, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream).
  * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
  * speculative verify, each row summed in the one-row GEMV's order, the weights read once).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
@@ -79,7 +79,9 @@ typedef struct {
     const char *name;                 /* "scalar", "avx2", "avx512", "avx512bf16", "amx" */
     g4_matmul_fn matmul[G4_DT_COUNT]; /* indexed by g4_dtype (quantized types: cpu/quant*.c) */
     g4_matmul_q8_fn matmul_q8[G4_DT_COUNT];   /* --act-q8, quantized types only (else NULL) */
-    g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* float weights on pre-packed input, or NULL */
+    g4_matmul_xp_fn matmul_xp[G4_DT_COUNT];   /* the GEMM on pre-packed input, or NULL (quantized
+                                               * weights: matmul[dt]'s result above 16 rows,
+                                               * where it too takes the GEMM) */
     /* Row-invariant multi-row decode (several slots' tokens, a speculative verify): for any T, row t
      * of the result is bit-identical to matmul[dt] on row t alone over the same [n0, n1) — each
      * (weight row, activation row) pair summed in the one-row kernel's order — with each weight

@@ -26,6 +26,11 @@
 #define g4_matmul_xp_f16_avx512 emu_matmul_xp_f16_avx512
 #define g4_matmul_xp_bf16_avx512 emu_matmul_xp_bf16_avx512
 #define g4_matmul_rows_bf16_avx512 emu_matmul_rows_bf16_avx512
+#define g4_matmul_xp_q8_0_avx512 emu_matmul_xp_q8_0_avx512
+#define g4_matmul_xp_q4_0_avx512 emu_matmul_xp_q4_0_avx512
+#define g4_matmul_xp_q5_0_avx512 emu_matmul_xp_q5_0_avx512
+#define g4_matmul_xp_q4_k_avx512 emu_matmul_xp_q4_k_avx512
+#define g4_matmul_xp_q6_k_avx512 emu_matmul_xp_q6_k_avx512
 #include "../../src/kernels/cpu/avx512.c"
 #undef g4_matmul_f32_avx512
 #undef g4_matmul_f16_avx512
@@ -35,6 +40,11 @@
 #undef g4_matmul_xp_f16_avx512
 #undef g4_matmul_xp_bf16_avx512
 #undef g4_matmul_rows_bf16_avx512
+#undef g4_matmul_xp_q8_0_avx512
+#undef g4_matmul_xp_q4_0_avx512
+#undef g4_matmul_xp_q5_0_avx512
+#undef g4_matmul_xp_q4_k_avx512
+#undef g4_matmul_xp_q6_k_avx512
 
 /* matmul_xp behind g4_matmul_fn's signature: X packed by pack_x (all panels), then the GEMM on
  * the panels, as the forward pass calls them (kernels/matmul.c pack_inputs) */

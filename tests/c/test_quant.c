@@ -278,6 +278,53 @@ static void test_decode_bits_pinned(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* The prefill GEMMs' quantized panels (quant_panel_avx2.c): every weight's bits equal
+ * g4_dequant_row's; and the AVX-512 GEMM on packed input (the avx512 table's matmul_xp, as the
+ * forward pass calls it for chunks of more than 16 rows) bit-identical to the AVX2 quantized
+ * GEMM (the same panels and per-output FMA order), over two K blocks of 512, a row range with no
+ * full panel and one with a pair of panels. */
+static void test_prefill_panels(void **state) {
+    (void)state;
+    enum { N = 37, K = 1024, T = 40 };
+    static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+    const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
+    if (!avx2) skip();
+    unsigned seed = 11;
+    static float x[T * K], y0[T * N], y1[T * N], deq[16 * K], panel[G4_QUANT_PANEL_KC * 16] __attribute__((aligned(32)));
+    static float xp[(T + 15) * K];
+    for (size_t i = 0; i < sizeof qt / sizeof *qt; i++) {
+        const g4_dtype dt = qt[i];
+        const size_t rb = g4_dtype_row_bytes(dt, K);
+        uint8_t *w = malloc(N * rb);
+        assert_non_null(w);
+        rand_blocks(dt, w, N * rb, &seed);
+        for (int r = 0; r < 16; r++) g4_dequant_row(dt, w + r * rb, K, deq + r * K);
+        for (int k0 = 0; k0 < K; k0 += 512) {
+            g4_quant_panel16_avx2(dt, w, rb, k0, 512, panel);
+            for (int k = 0; k < 512; k++)
+                for (int r = 0; r < 16; r++)
+                    if (memcmp(&panel[k * 16 + r], &deq[r * K + k0 + k], 4))
+                        fail_msg("%s panel row %d col %d: %.9g vs %.9g", g4_dtype_name(dt), r, k0 + k, panel[k * 16 + r],
+                                 deq[r * K + k0 + k]);
+        }
+        if (avx512) {
+            assert_non_null(avx512->matmul_xp[dt]);
+            for (int k = 0; k < T * K; k++) x[k] = frand(&seed);
+            avx512->pack_x(x, T, K, 0, (T + avx512->x_mr - 1) / avx512->x_mr, xp);
+            memset(y0, 0, sizeof y0);
+            memset(y1, 0, sizeof y1);
+            avx2->matmul[dt](x, T, K, w, 0, 5, y0, N);
+            avx2->matmul[dt](x, T, K, w, 5, N, y0, N);
+            avx512->matmul_xp[dt](x, xp, T, K, w, 0, 5, y1, N);
+            avx512->matmul_xp[dt](x, xp, T, K, w, 5, N, y1, N);
+            for (int j = 0; j < T * N; j++)
+                if (memcmp(&y0[j], &y1[j], 4))
+                    fail_msg("%s t=%d n=%d: avx512 %.9g vs avx2 %.9g", g4_dtype_name(dt), j / N, j % N, y1[j], y0[j]);
+        }
+        free(w);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
@@ -286,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_prefill),
         cmocka_unit_test(test_decode_rows),
         cmocka_unit_test(test_decode_bits_pinned),
+        cmocka_unit_test(test_prefill_panels),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }

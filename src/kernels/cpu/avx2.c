@@ -583,26 +583,13 @@ GEMM_IMPL(matmul_f16, uint16_t, pack_f16, dot_f16, 0)
 GEMM_IMPL(matmul_bf16, uint16_t, pack_bf16, dot_bf16_any, 1)
 
 /* Prefill over block-quantized weights: each 16-row x KC panel is dequantized once per chunk
- * (ggml's arithmetic, g4_dequant_row, so the weights are exactly dequantize-then-dot's) into a
- * row-major scratch, transposed into the fp32 panel and run through the same microkernel; the
- * fused GEMV kernels re-widened every block once per activation row. KC = 256 is a multiple of
- * every block size (32, 256); rows past the last full panel return 0 for the caller's GEMV.
- * Returns the first row not computed. */
-/* ggml's dequantize_row_q8_0 (q * d, one rounding: bit-identical), 8 lanes at a time. [n] */
-static void dequant_q8_0(const uint8_t *src, int n, float *dst) {
-    for (int b = 0; b < n / 32; b++, src += 34, dst += 32) {
-        const __m256 d = _mm256_set1_ps(g4_f16_to_f32((uint16_t)(src[0] | src[1] << 8)));
-        for (int j = 0; j < 4; j++) {
-            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(src + 2 + 8 * j)));
-            _mm256_storeu_ps(dst + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
-        }
-    }
-}
-
+ * (ggml's arithmetic, so the weights are exactly dequantize-then-dot's: quant_panel_avx2.c) into
+ * the fp32 panel and run through the same microkernel; the fused GEMV kernels re-widened every
+ * block once per activation row. KC = 256 is a multiple of every block size (32, 256); rows past
+ * the last full panel return 0 for the caller's GEMV. Returns the first row not computed. */
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy) {
     if (K % g4_dtype_block(dt)) return n0;
-    float rows[GEMM_NR * GEMM_KC_Q] __attribute__((aligned(32)));
     float panel[GEMM_KC_Q * GEMM_NR] __attribute__((aligned(32)));
     const size_t rb = g4_dtype_row_bytes(dt, K);
     const int nfull = n0 + (n1 - n0) / GEMM_NR * GEMM_NR;
@@ -613,14 +600,8 @@ int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w,
         float *ym = y + (size_t)m0 * ldy;
         for (int k0 = 0; k0 < K; k0 += GEMM_KC_Q) {
             const int kc = K - k0 < GEMM_KC_Q ? K - k0 : GEMM_KC_Q;
-            const size_t off = g4_dtype_row_bytes(dt, k0);
             for (int n = n0; n < nfull; n += GEMM_NR) {
-                for (int i = 0; i < GEMM_NR; i++) {
-                    const uint8_t *src = (const uint8_t *)w + (size_t)(n + i) * rb + off;
-                    if (dt == G4_DT_Q8_0) dequant_q8_0(src, kc, rows + (size_t)i * kc);
-                    else g4_dequant_row(dt, src, kc, rows + (size_t)i * kc);
-                }
-                pack_f32(rows, kc, 0, kc, panel);
+                g4_quant_panel16_avx2(dt, (const uint8_t *)w + (size_t)n * rb, rb, k0, kc, panel);
                 micro_rows(xm, mc, K, k0, kc, panel, ym + n, ldy, k0 > 0, 0, NULL, 0, 0);
             }
         }

@@ -1,7 +1,8 @@
 /* avx512.c — the exact prefill GEMM on AVX-512F: the same products and fp32 accumulation as the
  * AVX2 GEMM, twice the lanes per FMA (on cores with two 512-bit FMA units, e.g. Intel Xeon
  * since Skylake-SP, twice the FLOP/s). Weights are widened to fp32 once per 16-row panel (bf16
- * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h); two panels side by side
+ * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h, block-quantized ones by
+ * quant_panel_avx2.c, exactly as ggml dequantizes them); two panels side by side
  * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
  * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a
@@ -321,7 +322,10 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
         avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
         return;
     }
-    const size_t esz = dt == G4_DT_F32 ? 4 : 2, row = (size_t)K * esz;
+    /* quantized weights: 16 rows' blocks dequantized into the panel (quant.h g4_quant_panel16_avx2;
+     * KC is a multiple of every block size) */
+    const int quant = g4_dtype_is_quant(dt);
+    const size_t row = g4_dtype_row_bytes(dt, K);
     g4_pack16_fn pack = dt == G4_DT_F32 ? g4_pack16_f32_avx2 : dt == G4_DT_F16 ? g4_pack16_f16_avx2 : pack16_bf16;
     float panel[2][KC * NR] __attribute__((aligned(64)));
     const char *W = w;
@@ -341,10 +345,14 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
                 const int nn = n + np * NR < nfull ? n + np * NR : n0;
                 const int nk = n + np * NR < nfull ? k0 : k0 + KC;
                 const int nkc = K - nk < KC ? K - nk : KC;
-                pack(W + (size_t)n * row, K, k0, kc, panel[0]);
-                if (np == 2) pack(W + (size_t)(n + NR) * row, K, k0, kc, panel[1]);
+                for (int p = 0; p < np; p++) {
+                    const char *wp = W + (size_t)(n + p * NR) * row;
+                    if (quant) g4_quant_panel16_avx2(dt, wp, row, k0, kc, panel[p]);
+                    else pack(wp, K, k0, kc, panel[p]);
+                }
                 micro_rows(xb, xb_stride, mc, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0,
-                           nk < K ? W + (size_t)nn * row + (size_t)nk * esz : NULL, row, 2 * NR, nkc * (int)esz);
+                           nk < K ? W + (size_t)nn * row + g4_dtype_row_bytes(dt, nk) : NULL, row, 2 * NR,
+                           (int)g4_dtype_row_bytes(dt, nkc));
                 n += np * NR;
             }
         }
@@ -379,3 +387,16 @@ void g4_matmul_xp_bf16_avx512(const float *x, const float *xp, int T, int K, con
                               int ldy) {
     gemm(G4_DT_BF16, x, xp, T, K, w, n0, n1, y, ldy);
 }
+
+/* Quantized weights on packed input: prefill chunks of more rows than the row-invariant decode
+ * kernels take (matmul.h G4_ROWS_MAX_ROWS); the same panels and per-output FMA order (k ascending
+ * from 0, one chain) as the AVX2 quantized GEMM, so the same bits, at twice the lanes per FMA */
+#define XP_QUANT(NAME, DT)                                                                                \
+    void NAME(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        gemm(DT, x, xp, T, K, w, n0, n1, y, ldy);                                                         \
+    }
+XP_QUANT(g4_matmul_xp_q8_0_avx512, G4_DT_Q8_0)
+XP_QUANT(g4_matmul_xp_q4_0_avx512, G4_DT_Q4_0)
+XP_QUANT(g4_matmul_xp_q5_0_avx512, G4_DT_Q5_0)
+XP_QUANT(g4_matmul_xp_q4_k_avx512, G4_DT_Q4_K)
+XP_QUANT(g4_matmul_xp_q6_k_avx512, G4_DT_Q6_K)

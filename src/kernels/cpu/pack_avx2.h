@@ -41,5 +41,17 @@ void g4_matmul_xp_f16_avx512(const float *x, const float *xp, int T, int K, cons
                                  float *y, int ldy);
 void g4_matmul_xp_bf16_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
                                  float *y, int ldy);
+/* quantized weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) on the same packed input: each 16-row panel
+ * dequantized once per (M block, K block), bit-identical to the AVX2 quantized GEMM */
+void g4_matmul_xp_q8_0_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
+void g4_matmul_xp_q4_0_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
+void g4_matmul_xp_q5_0_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
+void g4_matmul_xp_q4_k_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
+void g4_matmul_xp_q6_k_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
 
 #endif

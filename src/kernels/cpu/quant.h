@@ -45,6 +45,11 @@ void g4_mm_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1
  * row it did not compute (n0 if K does not suit it). */
 int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w, int n0, int n1, float *y,
                        int ldy);
+/* 16 quantized rows (row stride rb bytes), columns [k0, k0 + kc) (k0 and kc multiples of the
+ * block size, kc <= G4_QUANT_PANEL_KC and a multiple of 8) -> the prefill GEMMs' float32
+ * panel[kc][16], each weight exactly g4_dequant_row's (quant_panel_avx2.c) */
+#define G4_QUANT_PANEL_KC 512
+void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;

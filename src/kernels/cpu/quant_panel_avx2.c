@@ -1,0 +1,110 @@
+/* quant_panel_avx2.c — the prefill GEMMs' weight panels from block-quantized rows (avx2.c's
+ * g4_gemm_quant_avx2, avx512.c's GEMM): 16 rows' blocks dequantized 8 lanes at a time in ggml's
+ * arithmetic, operation for operation as quant_ref.c's g4_dequant_row (one rounding per product,
+ * no FMA contraction: the build is C11), so the panel holds exactly dequantize-then-dot's weights;
+ * then transposed into panel[k][16] by the AVX2 GEMM's f32 packer. The scalar dequantizer cost
+ * about as much per weight as a 64-row chunk's FMAs over it (Q4_K prefill at 0.7x llama.cpp). */
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+
+#include "kernels/cpu/quant.h"
+#include "kernels/cpu/pack_avx2.h"
+
+static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+
+/* q * d (34 B: d, int8 q[32]) */
+static void deq_q8_0(const uint8_t *b, float *y) {
+    const __m256 d = bcast_f16(b);
+    for (int j = 0; j < 4; j++) {
+        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * j)));
+        _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+    }
+}
+
+/* (q - 8) * d, Q4_0 (18 B: d, q[16]; low nibbles weights 0-15, high 16-31), and (q - 16) * d,
+ * Q5_0 (22 B: d, qh[4], q[16]; bit j of qh is weight j's fifth bit) */
+static inline __attribute__((always_inline)) void deq_q_0(const uint8_t *b, float *y, int q5) {
+    const __m256 d = bcast_f16(b);
+    const uint8_t *qs = b + (q5 ? 6 : 2);
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10), off = _mm256_set1_epi32(q5 ? 16 : 8);
+    const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
+    __m256i i[4] = {_mm256_and_si256(v0, m4), _mm256_and_si256(v1, m4), _mm256_srli_epi32(v0, 4), _mm256_srli_epi32(v1, 4)};
+    if (q5) {   /* lane l of group g is weight 8g + l: its bit (qh >> (8g + l)) & 1 to bit 4 */
+        const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+        const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        i[0] = _mm256_or_si256(i[0], _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
+        i[1] = _mm256_or_si256(i[1], _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
+        i[2] = _mm256_or_si256(i[2], _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
+        i[3] = _mm256_or_si256(i[3], _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
+    }
+    for (int g = 0; g < 4; g++) _mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i[g], off)), d));
+}
+static void deq_q4_0(const uint8_t *b, float *y) { deq_q_0(b, y, 0); }
+static void deq_q5_0(const uint8_t *b, float *y) { deq_q_0(b, y, 1); }
+
+/* (d * sc) * q - (dmin * m) per 32-weight sub-block, Q4_K (144 B: d, dmin, 12 B of six-bit scales
+ * and mins, q[128]; q[32g + l] holds weight 64g + l in its low nibble, 64g + 32 + l in its high) */
+static void deq_q4_k(const uint8_t *b, float *y) {
+    uint32_t u[4];
+    g4_q4_k_scales(b + 4, u);
+    const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+    float dsc[8], dmn[8];
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(b), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+    _mm256_storeu_ps(dmn, _mm256_mul_ps(bcast_f16(b + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
+    const uint8_t *q = b + 16;
+    for (int g = 0; g < 4; g++, q += 32, y += 64) {
+        const __m256 d1 = _mm256_set1_ps(dsc[2 * g]), m1 = _mm256_set1_ps(dmn[2 * g]);
+        const __m256 d2 = _mm256_set1_ps(dsc[2 * g + 1]), m2 = _mm256_set1_ps(dmn[2 * g + 1]);
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = u8x8(q + 8 * c);
+            _mm256_storeu_ps(y + 8 * c, _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(_mm256_and_si256(v, m4))), m1));
+            _mm256_storeu_ps(y + 32 + 8 * c, _mm256_sub_ps(_mm256_mul_ps(d2, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4))), m2));
+        }
+    }
+}
+
+/* (d * sc) * (q - 32), Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32),
+ * weight 128h + 32k + l is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4,
+ * with scale sc[8h + 2k + l / 16] */
+static void deq_q6_k(const uint8_t *b, float *y) {
+    const float d = _cvtsh_ss((uint16_t)(b[208] | b[209] << 8));
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m3 = _mm256_set1_epi32(3), c32 = _mm256_set1_epi32(32);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+        for (int c = 0; c < 4; c++) {   /* l = 8c .. 8c + 7 */
+            const __m256i L0 = u8x8(ql + 8 * c), L1 = u8x8(ql + 32 + 8 * c), H = u8x8(qh + 8 * c);
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi32(_mm256_and_si256(H, m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(H, 2), m3), 4)),
+                _mm256_or_si256(_mm256_srli_epi32(L0, 4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(H, 4), m3), 4)),
+                _mm256_or_si256(_mm256_srli_epi32(L1, 4), _mm256_slli_epi32(_mm256_srli_epi32(H, 6), 4))};
+            for (int k = 0; k < 4; k++) {
+                const float s = d * (float)sc[8 * h + 2 * k + c / 2];
+                _mm256_storeu_ps(y + 128 * h + 32 * k + 8 * c,
+                                 _mm256_mul_ps(_mm256_set1_ps(s), _mm256_cvtepi32_ps(_mm256_sub_epi32(q[k], c32))));
+            }
+        }
+    }
+}
+
+/* 16 rows' blocks into rows[16][kc], one type's decoder inlined into the loop */
+#define DEQ_ROWS(DEQ, BS, BB)                                                                     \
+    for (int i = 0; i < 16; i++) {                                                              \
+        const uint8_t *src = (const uint8_t *)w + (size_t)i * rb + (size_t)(k0 / (BS)) * (BB);    \
+        for (int b = 0; b < kc / (BS); b++) DEQ(src + (size_t)b * (BB), rows + (size_t)i * kc + (size_t)b * (BS)); \
+    }
+
+void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel) {
+    float rows[16 * G4_QUANT_PANEL_KC] __attribute__((aligned(32)));
+    switch (dt) {
+    case G4_DT_Q8_0: DEQ_ROWS(deq_q8_0, 32, 34) break;
+    case G4_DT_Q4_0: DEQ_ROWS(deq_q4_0, 32, 18) break;
+    case G4_DT_Q5_0: DEQ_ROWS(deq_q5_0, 32, 22) break;
+    case G4_DT_Q4_K: DEQ_ROWS(deq_q4_k, 256, 144) break;
+    default: DEQ_ROWS(deq_q6_k, 256, 210) break;
+    }
+    g4_pack16_f32_avx2(rows, kc, 0, kc, panel);
+}

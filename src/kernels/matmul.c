@@ -129,6 +129,13 @@ void g4_matmul_profile(g4_matmul_ctx *c, double *run_s, double *prep_s) {
 
 enum { MM_MAX_TASKS = 256 };   /* the guided split below stays well under it at any thread count */
 
+/* Below this many multiply-adds a product runs on the calling thread. Handing a loop to workers
+ * that spin between loops costs 1-3 us, the time of ~20K multiply-adds of the slowest decode
+ * kernels on one core; above 64K the second thread pays for itself. (At 1M, a small model's
+ * q/k/v and o products — the real Gemma 3 270M's 983K and 655K — ran on one thread while the
+ * others spun: a tenth of its decode step.) */
+enum { MM_INLINE_MACS = 1 << 16 };
+
 /* The ops' rows laid end to end ("virtual rows"); task i covers [bound[i], bound[i+1]), which
  * may span two ops. */
 typedef struct {
@@ -420,11 +427,10 @@ void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) {
         }
     }
     j.bound[n] = total;
-    /* below ~1M multiply-adds a wake-up of the other threads costs more than it saves */
     double macs = 0;
     for (int i = 0; i < n_ops; i++) macs += (double)ops[i].w->rows * ops[i].w->cols * T;
     const double t0 = c->run_s ? g4_now() : 0;
-    if (macs < (1 << 20) || nth == 1) {
+    if (macs < MM_INLINE_MACS || nth == 1) {
         j.bound[1] = total;
         mm_task(&j, 0, 0);
     } else {

@@ -12,7 +12,8 @@
  * decoded beside others gets the bits it gets alone. The chains are those of quant_avx2.c's
  * decode (T <= 3), so those results are unchanged; only how Q5_0's quants reach the float unit
  * changed: its nibbles and fifth bits are assembled 32 weights at a time in bytes (one 256-bit
- * operation per step, where int32 lanes took one per 8 weights), then widened. */
+ * operation per step, where int32 lanes took one per 8 weights), then widened by in-lane
+ * shuffles (q5_0_w). */
 #pragma GCC target("avx2,fma,f16c")
 #include <limits.h>
 #include <immintrin.h>
@@ -37,16 +38,6 @@ static inline float hsum(__m256 v) {   /* the same reduction order as quant_avx2
     return _mm_cvtss_f32(s);
 }
 
-/* 32 unsigned bytes (weight j in byte j) -> the four groups of 8 as floats: widened in
- * registers (the upper 8 of each 128-bit half by a byte shift) */
-AI void widen_u8(__m256i b, __m256 w[4]) {
-    const __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
-    w[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
-    w[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
-    w[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
-    w[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
-}
-
 /* Q4_0 (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble):
  * 8 bytes zero-extended from memory into int32 lanes give two groups (masked, shifted) — here
  * faster than assembling the 32 nibbles in bytes first (measured: 0.8x) */
@@ -60,20 +51,38 @@ AI void q4_0_w(const uint8_t *blk, __m256 w[4]) {
     w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4));
 }
 
-/* Q5_0 (22 B: f16 d, qh[4], q[16]; bit j of qh is weight j's fifth bit): the 32 nibbles as bytes
- * in weight order, bit 4 set from qh, all 32 at once — each byte j takes qh's byte j / 8 (a shuffle), every bit but
- * j % 8 is forced to one, and a compare with all-ones tells whether bit j was set */
-AI __m256i q5_0_bytes(const uint8_t *blk) {
-    const __m128i q = _mm_loadu_si128((const __m128i *)(blk + 6));
-    const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+/* Q5_0 (22 B: f16 d, qh[4], q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble;
+ * bit j of qh is weight j's fifth bit): the 32 weights assembled as bytes, 32 at once, in a
+ * layout that widens without crossing 128-bit lanes (those shuffles have a single port, which
+ * bounded this kernel): lane 0 holds weights 0-3, 8-11, 16-19, 24-27 and lane 1 weights 4-7,
+ * 12-15, 20-23, 28-31, so group c (weights 8c..8c+7) is bytes 4c..4c+3 of each lane, one in-lane
+ * byte shuffle into int32 lanes. Fifth bits: each byte takes qh's byte j / 8 (a shuffle), every bit
+ * but j % 8 is forced to one, and a compare with all-ones tells whether bit j was set. */
+AI void q5_0_w(const uint8_t *blk, __m256 w[4]) {
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 6)));
+    const __m256i v = _mm256_shuffle_epi8(q, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11,
+                                                              4, 5, 6, 7, 12, 13, 14, 15, 4, 5, 6, 7, 12, 13, 14, 15));
+    /* low nibbles in bytes 0-7 of each lane, high nibbles in bytes 8-15 */
+    const __m256i nib = _mm256_and_si256(_mm256_blend_epi32(v, _mm256_srli_epi16(v, 4), 0xCC), _mm256_set1_epi8(0x0F));
     uint32_t qh;
     memcpy(&qh, blk + 2, 4);
-    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL);   /* byte i: ~(1 << i) */
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                         0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m256i others = _mm256_setr_epi32(   /* byte: ~(1 << its weight's j % 8) */
+        (int)0xF7FBFDFE, (int)0xF7FBFDFE, (int)0xF7FBFDFE, (int)0xF7FBFDFE,
+        (int)0x7FBFDFEF, (int)0x7FBFDFEF, (int)0x7FBFDFEF, (int)0x7FBFDFEF);
     __m256i h = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sel), others);
     h = _mm256_cmpeq_epi8(h, _mm256_set1_epi8(-1));
-    return _mm256_or_si256(nib, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+    const __m256i b = _mm256_or_si256(nib, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+#define Z -1
+#define GROUP(c) _mm256_setr_epi8(4 * c, Z, Z, Z, 4 * c + 1, Z, Z, Z, 4 * c + 2, Z, Z, Z, 4 * c + 3, Z, Z, Z, \
+                                  4 * c, Z, Z, Z, 4 * c + 1, Z, Z, Z, 4 * c + 2, Z, Z, Z, 4 * c + 3, Z, Z, Z)
+    w[0] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(b, GROUP(0)));
+    w[1] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(b, GROUP(1)));
+    w[2] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(b, GROUP(2)));
+    w[3] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(b, GROUP(3)));
+#undef GROUP
+#undef Z
 }
 
 /* Q8_0 (34 B: f16 d, int8 q[32]): 8 weights sign-extended straight from memory */
@@ -102,7 +111,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
                 for (int c = 0; c < 4; c++) q[c] = q8_8(blk + 2 + 8 * c);
             } else {
                 if (kind == K_Q4_0) q4_0_w(blk, q);
-                else widen_u8(q5_0_bytes(blk), q);
+                else q5_0_w(blk, q);
             }
             const __m256 d = bcast_f16(blk);
             for (int t = 0; t < TN; t++) {

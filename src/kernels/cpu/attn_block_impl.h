@@ -192,12 +192,18 @@ static inline const float *cache_rows(int kvt, const void *C, size_t rb, int t0,
  * widen each vector in registers as they load it instead (same values, same FMAs in the same
  * order: the results are bit-identical to the widened tiles'). */
 
-/* ATT_VW values of a cache row from column d, widened to float32 */
-static inline __attribute__((always_inline)) ATT_VEC kv_load(int kvt, const unsigned char *row, int d) {
+/* q8_0: the scale of the block holding column d, in every lane (other types: unused) */
+static inline __attribute__((always_inline)) ATT_VEC kv_scale(int kvt, const unsigned char *row, int d) {
+    if (kvt != G4_KV_Q8_0) return ATT_ZERO();
+    return ATT_SET1(_cvtsh_ss(((const g4_kv_q8_block *)row)[d / G4_KV_QK].d));
+}
+
+/* ATT_VW values of a cache row from column d, widened to float32 (q8_0: times sc, kv_scale's) */
+static inline __attribute__((always_inline)) ATT_VEC kv_load(int kvt, const unsigned char *row, int d, ATT_VEC sc) {
     if (kvt == G4_KV_BF16) return ATT_WIDEN_BF16((const uint16_t *)row + d);
     if (kvt == G4_KV_F16) return ATT_WIDEN_F16((const uint16_t *)row + d);
     const g4_kv_q8_block *b = (const g4_kv_q8_block *)row + d / G4_KV_QK;
-    return ATT_MUL(ATT_WIDEN_I8(b->qs + d % G4_KV_QK), ATT_SET1(_cvtsh_ss(b->d)));
+    return ATT_MUL(ATT_WIDEN_I8(b->qs + d % G4_KV_QK), sc);
 }
 
 /* byte offset of column d in a cache row */
@@ -212,14 +218,20 @@ static inline __attribute__((always_inline)) void scores_4xn_kv(int kvt, const f
     ATT_VEC acc[4][ATT_NK];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_ZERO();
-    for (int d = 0; d < D; d += ATT_VW) {
-        ATT_VEC kv[ATT_NK];
-        const size_t col = kv_col(kvt, d) + pf;
-        for (int j = 0; j < ATT_NK; j++) _mm_prefetch((const char *)(k[j] + col), _MM_HINT_T0);
-        for (int j = 0; j < ATT_NK; j++) kv[j] = kv_load(kvt, k[j], d);
-        for (int i = 0; i < 4; i++) {
-            const ATT_VEC qv = ATT_LOAD(q[i] + d);
-            for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_FMA(qv, kv[j], acc[i][j]);
+    /* q8_0 steps a block at a time, so each key's scale is widened once per block */
+    const int step = kvt == G4_KV_Q8_0 && G4_KV_QK > ATT_VW ? G4_KV_QK : ATT_VW;
+    for (int d0 = 0; d0 < D; d0 += step) {
+        ATT_VEC sc[ATT_NK];
+        for (int j = 0; j < ATT_NK; j++) sc[j] = kv_scale(kvt, k[j], d0);
+        for (int d = d0; d < d0 + step; d += ATT_VW) {
+            ATT_VEC kv[ATT_NK];
+            const size_t col = kv_col(kvt, d) + pf;
+            for (int j = 0; j < ATT_NK; j++) _mm_prefetch((const char *)(k[j] + col), _MM_HINT_T0);
+            for (int j = 0; j < ATT_NK; j++) kv[j] = kv_load(kvt, k[j], d, sc[j]);
+            for (int i = 0; i < 4; i++) {
+                const ATT_VEC qv = ATT_LOAD(q[i] + d);
+                for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_FMA(qv, kv[j], acc[i][j]);
+            }
         }
     }
     for (int j = 0; j < ATT_NK; j++) {
@@ -240,8 +252,12 @@ static inline __attribute__((always_inline)) void pv_4xnv_kv(int kvt, const floa
     for (int t = 0; t < nt; t++, vr += rb) {
         for (size_t b = c0; b < c1; b += 64) _mm_prefetch((const char *)(vr + b + pf), _MM_HINT_T1);
         _mm_prefetch((const char *)(vr + c1 + pf), _MM_HINT_T1);
-        ATT_VEC vv[PV_NV];
-        for (int v = 0; v < PV_NV; v++) vv[v] = kv_load(kvt, vr, c + v * ATT_VW);
+        ATT_VEC vv[PV_NV], sc = ATT_ZERO();
+        for (int v = 0; v < PV_NV; v++) {
+            const int col = c + v * ATT_VW;
+            if (v == 0 || col % G4_KV_QK == 0) sc = kv_scale(kvt, vr, col);
+            vv[v] = kv_load(kvt, vr, col, sc);
+        }
         for (int i = 0; i < 4; i++) {
             const ATT_VEC pb = ATT_BCAST(p[i] + t);
             for (int v = 0; v < PV_NV; v++) acc[i][v] = ATT_FMA(pb, vv[v], acc[i][v]);

@@ -13,10 +13,12 @@
  *   ATT_WIDEN_BF16(p), ATT_WIDEN_F16(p) (p: uint16_t *), ATT_WIDEN_I8(p) (p: int8_t *)
  * and may define ATT_VTILE_BYTES (V rows per P·V tile, default 16 KB) and ATT_PV_NV (vectors
  * per P·V strip, default 2); it gets attend_block_impl(), which needs D a multiple of
- * ATT_PV_NV * ATT_VW. A cache of another type than f32 (--kv-type) is widened tile by tile into
- * float32 scratch (kbuf [TILE_BYTES], vbuf [VTILE_BYTES]) just before the same loops read it: the
- * DRAM stream is the narrow one, the widened tile is read from L1/L2, and the arithmetic after
- * the widening is the f32 path's. An f32 cache is read in place, as before. */
+ * ATT_PV_NV * ATT_VW. A cache of another type than f32 (--kv-type) is, for a block of many rows
+ * (a prompt), widened tile by tile into float32 scratch (kbuf [TILE_BYTES], vbuf [VTILE_BYTES])
+ * just before the same loops read it, and for a few rows (a decode step) read in place by
+ * microkernels that widen each vector in registers: either way the DRAM stream is the narrow one
+ * and the arithmetic after the widening is the f32 path's (the same bits). An f32 cache is read
+ * in place, as before. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>

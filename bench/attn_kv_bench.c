@@ -1,7 +1,8 @@
 /* attn_kv_bench.c — the decode attention kernel alone per KV cache type (--kv-type): one query
  * row of G heads sharing one KV head of D = 256 against N cached positions, AVX-512 blocked
- * attention (f32: attend_block; others: attend_kv, which widens tiles to float32), best of 7 in
- * thread CPU time, and the cache bytes it streams per second.
+ * attention (f32: attend_block; others: attend_kv, which for up to 4 rows reads the narrow cache
+ * in place and widens in registers), best of 7 in thread CPU time, and the cache bytes it streams
+ * per second.
  * Usage: attn_kv_bench [N] [G]
  * Build: cc -O2 -Iinclude -Isrc bench/attn_kv_bench.c build/libgemma4c.a -o akb -lm -pthread */
 #include <stdio.h>

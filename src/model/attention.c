@@ -70,7 +70,10 @@ static void att_task(void *ctx, int task, int thread) {
 
 /* Splits R rows into tasks: blocks of P rows when they all belong to one slot (a prefill chunk),
  * single rows otherwise (decode across slots); heads split into sub-groups until there are at
- * least two tasks per thread (a decode step's full layer has one KV head). */
+ * least two tasks per thread (a decode step's full layer has one KV head). A single row's tasks
+ * all cost the same, so there the split stops as soon as every thread gets an equal share: each
+ * sub-group streams the head's whole K and V, and deep in the context that stream is the cost
+ * (a one-row decode of 4 heads sharing a KV head on 2 threads: 2 reads of the cache, not 4). */
 void g4_attention(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched) {
     const int G = L->n_q / L->n_kv, A = m->att_rows, nth = g4_pool_size(m->pool);
     int one_slot = 1;
@@ -82,7 +85,8 @@ void g4_attention(g4_model *m, const g4_layer *L, int R, const int *slots, const
     aj.n_blocks = (R + aj.P - 1) / aj.P;
     for (;;) {
         aj.n_sub = (G + aj.Gs - 1) / aj.Gs;
-        if (aj.Gs == 1 || aj.n_blocks * L->n_kv * aj.n_sub >= 2 * nth) break;
+        const int tasks = aj.n_blocks * L->n_kv * aj.n_sub;
+        if (aj.Gs == 1 || tasks >= 2 * nth || (R == 1 && tasks % nth == 0 && G % aj.Gs == 0)) break;
         aj.Gs = (aj.Gs + 1) / 2;
     }
     g4_pool_run(m->pool, aj.n_blocks * L->n_kv * aj.n_sub, att_task, &aj);

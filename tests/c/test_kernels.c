@@ -285,7 +285,8 @@ static void test_kv_rows(void **state) {
 static void test_attend_kv(void **state) {
     (void)state;
     enum { CAP = 90, DMAX = 512, PMAX = 64, GMAX = 8, LD = GMAX * DMAX + 8 };
-    static float K[CAP * DMAX], V[CAP * DMAX], Kw[CAP * DMAX], Vw[CAP * DMAX], q[PMAX * LD], o0[PMAX * LD], o1[PMAX * LD];
+    static float K[CAP * DMAX], V[CAP * DMAX], Kw[CAP * DMAX], Vw[CAP * DMAX], q[PMAX * LD], o0[PMAX * LD], o1[PMAX * LD],
+        o2[PMAX * LD];
     static unsigned char Kt[CAP * DMAX * 4], Vt[CAP * DMAX * 4];
     static float sc[GMAX * PMAX * 512];
     unsigned s = 9;
@@ -295,6 +296,9 @@ static void test_attend_kv(void **state) {
         {256, 2, 16, 24, 70, 24 + 16 - 1}, {256, 4, 1, 24, 100, 24}, {512, 8, 4, 0, 0, CAP}, {512, 16, 1, 0, 80, CAP},
         {256, 3, 5, 7, 33, 7 + 5 - 1},     {64, 5, 13, 20, 90, 20 + 13 - 1}, {32, 2, 7, 5, 11, 5 + 7 - 1},
         {96, 2, 6, 9, 40, 9 + 6 - 1},      {16, 2, 3, 0, 4, CAP},           {256, 2, 64, 16, 200, 16 + 64 - 1},
+        /* decode shapes (up to 4 rows: the cache read in place) */
+        {256, 1, 1, 0, 85, CAP},           {256, 2, 1, 40, 77, 40},         {128, 3, 1, 0, 60, CAP},
+        {512, 1, 2, 30, 50, 31},
     };
     for (int t = G4_KV_BF16; t < G4_KV_TYPES; t++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -326,6 +330,13 @@ static void test_attend_kv(void **state) {
                     if (fabsf(o1[i] - o0[i]) > 2e-5f)
                         fail_msg("%s attend_kv %s case %zu (D=%d G=%d P=%d) at %d: %.9g vs %.9g", paths[pa]->name,
                                  g4_kv_type_name(t), c, D, G, P, i, o1[i], o0[i]);
+                /* and bit for bit the path's own attend_block over the widened cache: the narrow
+                 * rows add no rounding beyond the widening (tiles widened or read in place) */
+                for (int i = 0; i < PMAX * LD; i++) o2[i] = 12345.0f;
+                paths[pa]->attend_block(q, LD, o2, LD, G, P, lo, hi, Kw, Vw, cap, D, 0.9f, sc, 0);
+                if (memcmp(o1, o2, sizeof o1))
+                    fail_msg("%s attend_kv %s case %zu (D=%d G=%d P=%d) differs from attend_block over the widened cache",
+                             paths[pa]->name, g4_kv_type_name(t), c, D, G, P);
             }
         }
 }

@@ -13,10 +13,12 @@
  *   ATT_WIDEN_BF16(p), ATT_WIDEN_F16(p) (p: uint16_t *), ATT_WIDEN_I8(p) (p: int8_t *)
  * and may define ATT_VTILE_BYTES (V rows per P·V tile, default 16 KB) and ATT_PV_NV (vectors
  * per P·V strip, default 2); it gets attend_block_impl(), which needs D a multiple of
- * ATT_PV_NV * ATT_VW. A cache of another type than f32 (--kv-type) is widened tile by tile into
- * float32 scratch (kbuf [TILE_BYTES], vbuf [VTILE_BYTES]) just before the same loops read it: the
- * DRAM stream is the narrow one, the widened tile is read from L1/L2, and the arithmetic after
- * the widening is the f32 path's. An f32 cache is read in place, as before. */
+ * ATT_PV_NV * ATT_VW. A cache of another type than f32 (--kv-type) is, for a block of many rows
+ * (a prompt), widened tile by tile into float32 scratch (kbuf [TILE_BYTES], vbuf [VTILE_BYTES])
+ * just before the same loops read it, and for a few rows (a decode step) read in place by
+ * microkernels that widen each vector in registers: either way the DRAM stream is the narrow one
+ * and the arithmetic after the widening is the f32 path's (the same bits). An f32 cache is read
+ * in place, as before. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -185,6 +187,165 @@ static inline const float *cache_rows(int kvt, const void *C, size_t rb, int t0,
     return buf;
 }
 
+/* ---- the narrow cache read in place (few query rows: a decode step)
+ * A tile widened to scratch costs a convert, a store and a reload per value, once per block; with
+ * one quad of rows that is as much work as the FMAs the value feeds, so a decode step is no
+ * faster than over f32 while it streams half the bytes. With few rows the microkernels below
+ * widen each vector in registers as they load it instead (same values, same FMAs in the same
+ * order: the results are bit-identical to the widened tiles'). */
+
+/* q8_0: the scale of the block holding column d, in every lane (other types: unused) */
+static inline __attribute__((always_inline)) ATT_VEC kv_scale(int kvt, const unsigned char *row, int d) {
+    if (kvt != G4_KV_Q8_0) return ATT_ZERO();
+    return ATT_SET1(_cvtsh_ss(((const g4_kv_q8_block *)row)[d / G4_KV_QK].d));
+}
+
+/* ATT_VW values of a cache row from column d, widened to float32 (q8_0: times sc, kv_scale's) */
+static inline __attribute__((always_inline)) ATT_VEC kv_load(int kvt, const unsigned char *row, int d, ATT_VEC sc) {
+    if (kvt == G4_KV_BF16) return ATT_WIDEN_BF16((const uint16_t *)row + d);
+    if (kvt == G4_KV_F16) return ATT_WIDEN_F16((const uint16_t *)row + d);
+    const g4_kv_q8_block *b = (const g4_kv_q8_block *)row + d / G4_KV_QK;
+    return ATT_MUL(ATT_WIDEN_I8(b->qs + d % G4_KV_QK), sc);
+}
+
+/* byte offset of column d in a cache row */
+static inline __attribute__((always_inline)) size_t kv_col(int kvt, int d) {
+    return kvt == G4_KV_Q8_0 ? (size_t)(d / G4_KV_QK) * sizeof(g4_kv_q8_block) + 2 + d % G4_KV_QK : (size_t)d * 2;
+}
+
+/* scores_4xn over narrow key rows k[j]; prefetches pf bytes ahead (the f32 path's distance) */
+static inline __attribute__((always_inline)) void scores_4xn_kv(int kvt, const float *const q[4],
+                                                                const unsigned char *const k[ATT_NK], int D,
+                                                                size_t pf, float s[4][ATT_NK]) {
+    ATT_VEC acc[4][ATT_NK];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_ZERO();
+    /* q8_0 steps a block at a time, so each key's scale is widened once per block */
+    const int step = kvt == G4_KV_Q8_0 && G4_KV_QK > ATT_VW ? G4_KV_QK : ATT_VW;
+    for (int d0 = 0; d0 < D; d0 += step) {
+        ATT_VEC sc[ATT_NK];
+        for (int j = 0; j < ATT_NK; j++) sc[j] = kv_scale(kvt, k[j], d0);
+        for (int d = d0; d < d0 + step; d += ATT_VW) {
+            ATT_VEC kv[ATT_NK];
+            const size_t col = kv_col(kvt, d) + pf;
+            for (int j = 0; j < ATT_NK; j++) _mm_prefetch((const char *)(k[j] + col), _MM_HINT_T0);
+            for (int j = 0; j < ATT_NK; j++) kv[j] = kv_load(kvt, k[j], d, sc[j]);
+            for (int i = 0; i < 4; i++) {
+                const ATT_VEC qv = ATT_LOAD(q[i] + d);
+                for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_FMA(qv, kv[j], acc[i][j]);
+            }
+        }
+    }
+    for (int j = 0; j < ATT_NK; j++) {
+        float v[4];
+        _mm_storeu_ps(v, hsum4(ATT_TO8(acc[0][j]), ATT_TO8(acc[1][j]), ATT_TO8(acc[2][j]), ATT_TO8(acc[3][j])));
+        for (int i = 0; i < 4; i++) s[i][j] = v[i];
+    }
+}
+
+/* pv_4xnv over nt narrow V rows from vr (rb bytes apart), columns c..; prefetches the strip's
+ * lines pf bytes ahead (the next tile) into L2 */
+static inline __attribute__((always_inline)) void pv_4xnv_kv(int kvt, const float *const p[4], const unsigned char *vr,
+                                                             size_t rb, int nt, float *const o[4], int c, size_t pf) {
+    ATT_VEC acc[4][PV_NV];
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < PV_NV; v++) acc[i][v] = ATT_LOAD(o[i] + c + v * ATT_VW);
+    const size_t c0 = kv_col(kvt, c), c1 = kv_col(kvt, c + PV_NV * ATT_VW - 1);
+    for (int t = 0; t < nt; t++, vr += rb) {
+        for (size_t b = c0; b < c1; b += 64) _mm_prefetch((const char *)(vr + b + pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(vr + c1 + pf), _MM_HINT_T1);
+        ATT_VEC vv[PV_NV], sc = ATT_ZERO();
+        for (int v = 0; v < PV_NV; v++) {
+            const int col = c + v * ATT_VW;
+            if (v == 0 || col % G4_KV_QK == 0) sc = kv_scale(kvt, vr, col);
+            vv[v] = kv_load(kvt, vr, col, sc);
+        }
+        for (int i = 0; i < 4; i++) {
+            const ATT_VEC pb = ATT_BCAST(p[i] + t);
+            for (int v = 0; v < PV_NV; v++) acc[i][v] = ATT_FMA(pb, vv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < PV_NV; v++) ATT_STORE(o[i] + c + v * ATT_VW, acc[i][v]);
+}
+
+/* Steps 1 and 3 of attend_block_impl for a narrow cache read in place; step 2 (softmax) is the
+ * caller's. kvt a constant after inlining, so each type gets its own loops. */
+static inline __attribute__((always_inline)) void scores_kv_inplace(int kvt, const float *q, int ldq, int n, int G,
+                                                                    const int *lo, const int *hi, int L, int H,
+                                                                    const unsigned char *K, size_t rb, int cap, int D,
+                                                                    float scale, float *scores, int span) {
+    const size_t pf = (size_t)ATT_K_PF_KEYS * D * sizeof(float);
+    const int KT = TILE_BYTES / (int)rb > ATT_NK ? TILE_BYTES / (int)rb : ATT_NK;
+    for (int t0 = L; t0 <= H;) {
+        const int t1 = tile_end(t0, KT, H, cap);
+        const unsigned char *Kt = K + (size_t)(t0 % cap) * rb;   /* key t at Kt + (t - t0) * rb */
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            size_t off[4];
+            const int nr = quad_offsets(i0, n, G, ldq, D, off);
+            const float *qr[4] = {q + off[0], q + off[1], q + off[2], q + off[3]};
+            int a, b;
+            quad_range(i0, nr, G, lo, hi, t0, t1, &a, &b);
+            for (int t = a; t <= b; t += ATT_NK) {
+                const int nk = b - t + 1 < ATT_NK ? b - t + 1 : ATT_NK;
+                const unsigned char *kr[ATT_NK];
+                for (int j = 0; j < ATT_NK; j++) kr[j] = Kt + (size_t)(t - t0 + (j < nk ? j : nk - 1)) * rb;
+                float s[4][ATT_NK];
+                scores_4xn_kv(kvt, qr, kr, D, pf, s);
+                for (int i = 0; i < nr; i++)
+                    for (int j = 0; j < nk; j++) scores[(size_t)(i0 + i) * span + t + j - L] = s[i][j] * scale;
+            }
+        }
+        t0 = t1 + 1;
+    }
+}
+
+static inline __attribute__((always_inline)) void pv_kv_inplace(int kvt, float *out, int ldo, int n, int G,
+                                                                const int *lo, const int *hi, int L, int H,
+                                                                const unsigned char *V, size_t rb, int cap, int D,
+                                                                const float *scores, int span) {
+    /* V rows per tile: VTILE_BYTES of the narrow rows stay in L1 while the strips walk them */
+    const int KTV = VTILE_BYTES / (int)rb > 1 ? VTILE_BYTES / (int)rb : 1;
+    const size_t pf = (size_t)KTV * rb;
+    for (int t0 = L; t0 <= H;) {
+        const int t1 = tile_end(t0, KTV, H, cap);
+        const unsigned char *Vt = V + (size_t)(t0 % cap) * rb;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            size_t off[4];
+            const int nr = quad_offsets(i0, n, G, ldo, D, off);
+            float *const orow[4] = {out + off[0], out + off[1], out + off[2], out + off[3]};
+            int a, b;
+            quad_range(i0, nr, G, lo, hi, t0, t1, &a, &b);
+            if (a > b) continue;
+            const float *pr[4];
+            for (int i = 0; i < 4; i++) pr[i] = scores + (size_t)(i0 + (i < nr ? i : nr - 1)) * span + a - L;
+            for (int c = 0; c < D; c += PV_NV * ATT_VW)
+                pv_4xnv_kv(kvt, pr, Vt + (size_t)(a - t0) * rb, rb, b - a + 1, orow, c, pf);
+        }
+        t0 = t1 + 1;
+    }
+}
+
+/* At most this many query rows read a narrow cache in place (one quad: a decode step of a head
+ * group of up to 4); more rows share one widened tile. */
+#ifndef ATT_KV_INPLACE_ROWS
+#define ATT_KV_INPLACE_ROWS 4
+#endif
+
+static void scores_kv(int kvt, const float *q, int ldq, int n, int G, const int *lo, const int *hi, int L, int H,
+                      const unsigned char *K, size_t rb, int cap, int D, float scale, float *scores, int span) {
+    if (kvt == G4_KV_BF16) scores_kv_inplace(G4_KV_BF16, q, ldq, n, G, lo, hi, L, H, K, rb, cap, D, scale, scores, span);
+    else if (kvt == G4_KV_F16) scores_kv_inplace(G4_KV_F16, q, ldq, n, G, lo, hi, L, H, K, rb, cap, D, scale, scores, span);
+    else scores_kv_inplace(G4_KV_Q8_0, q, ldq, n, G, lo, hi, L, H, K, rb, cap, D, scale, scores, span);
+}
+
+static void pv_kv(int kvt, float *out, int ldo, int n, int G, const int *lo, const int *hi, int L, int H,
+                  const unsigned char *V, size_t rb, int cap, int D, const float *scores, int span) {
+    if (kvt == G4_KV_BF16) pv_kv_inplace(G4_KV_BF16, out, ldo, n, G, lo, hi, L, H, V, rb, cap, D, scores, span);
+    else if (kvt == G4_KV_F16) pv_kv_inplace(G4_KV_F16, out, ldo, n, G, lo, hi, L, H, V, rb, cap, D, scores, span);
+    else pv_kv_inplace(G4_KV_Q8_0, out, ldo, n, G, lo, hi, L, H, V, rb, cap, D, scores, span);
+}
+
 static void attend_block_impl(int kvt, const float *q, int ldq, float *out, int ldo, int G, int P, const int *lo,
                               const int *hi, const void *K, const void *V, int cap, int D, float scale,
                               float *scores, float *kbuf, float *vbuf) {
@@ -201,8 +362,11 @@ static void attend_block_impl(int kvt, const float *q, int ldq, float *out, int 
     const int ktv = VTILE_BYTES / (int)(D * sizeof(float)), KTV = ktv > 1 ? ktv : 1;
     /* scores: [n][span], row i's key t at scores[i * span + t - L] */
 
+    const int inplace = kvt != G4_KV_F32 && n <= ATT_KV_INPLACE_ROWS;
+
     /* 1. scores over the union range, tile by tile; a quad only visits keys some row of it sees */
-    for (int t0 = L; t0 <= H;) {
+    if (inplace) scores_kv(kvt, q, ldq, n, G, lo, hi, L, H, K, rb, cap, D, scale, scores, span);
+    for (int t0 = L; !inplace && t0 <= H;) {
         const int t1 = tile_end(t0, KT, H, cap);
         const float *Kt = cache_rows(kvt, K, rb, t0, t1, cap, D, kbuf);   /* key t at Kt + (t - t0) * D */
         for (int i0 = 0; i0 < n; i0 += 4) {
@@ -238,7 +402,8 @@ static void attend_block_impl(int kvt, const float *q, int ldq, float *out, int 
 
     /* 3. out = P·V, tile by tile, accumulating in out */
     for (int i = 0; i < n; i++) memset(out + (size_t)(i / G) * ldo + (size_t)(i % G) * D, 0, (size_t)D * sizeof(float));
-    for (int t0 = L; t0 <= H;) {
+    if (inplace) pv_kv(kvt, out, ldo, n, G, lo, hi, L, H, V, rb, cap, D, scores, span);
+    for (int t0 = L; !inplace && t0 <= H;) {
         const int t1 = tile_end(t0, KTV, H, cap);
         const float *Vt = cache_rows(kvt, V, rb, t0, t1, cap, D, vbuf);
         for (int i0 = 0; i0 < n; i0 += 4) {

@@ -57,6 +57,15 @@ static inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+/* s[i][j] = the lane sum of acc[i][j]: the 4 x ATT_NK scores' one reduction order */
+static inline __attribute__((always_inline)) void store_scores_4xn(ATT_VEC acc[4][ATT_NK], float s[4][ATT_NK]) {
+    for (int j = 0; j < ATT_NK; j++) {
+        float v[4];
+        _mm_storeu_ps(v, hsum4(ATT_TO8(acc[0][j]), ATT_TO8(acc[1][j]), ATT_TO8(acc[2][j]), ATT_TO8(acc[3][j])));
+        for (int i = 0; i < 4; i++) s[i][j] = v[i];
+    }
+}
+
 /* s[i][j] = q_i · k_j for 4 query rows x ATT_NK keys over D (a multiple of ATT_VW) columns.
  * Each loaded key vector feeds 4 FMAs, each query vector ATT_NK. */
 static inline void scores_4xn(const float *const q[4], const float *const k[ATT_NK], int D, float s[4][ATT_NK]) {
@@ -72,11 +81,7 @@ static inline void scores_4xn(const float *const q[4], const float *const k[ATT_
             for (int j = 0; j < ATT_NK; j++) acc[i][j] = ATT_FMA(qv, kv[j], acc[i][j]);
         }
     }
-    for (int j = 0; j < ATT_NK; j++) {
-        float v[4];
-        _mm_storeu_ps(v, hsum4(ATT_TO8(acc[0][j]), ATT_TO8(acc[1][j]), ATT_TO8(acc[2][j]), ATT_TO8(acc[3][j])));
-        for (int i = 0; i < 4; i++) s[i][j] = v[i];
-    }
+    store_scores_4xn(acc, s);
 }
 
 /* o_i[c..c+NV*W) += sum_t p_i[t] V[t][c..c+NV*W) for 4 rows over nt consecutive keys (W = ATT_VW,
@@ -236,11 +241,7 @@ static inline __attribute__((always_inline)) void scores_4xn_kv(int kvt, const f
             }
         }
     }
-    for (int j = 0; j < ATT_NK; j++) {
-        float v[4];
-        _mm_storeu_ps(v, hsum4(ATT_TO8(acc[0][j]), ATT_TO8(acc[1][j]), ATT_TO8(acc[2][j]), ATT_TO8(acc[3][j])));
-        for (int i = 0; i < 4; i++) s[i][j] = v[i];
-    }
+    store_scores_4xn(acc, s);
 }
 
 /* pv_4xnv over nt narrow V rows from vr (rb bytes apart), columns c..; prefetches the strip's

@@ -11,6 +11,8 @@
 #     MODEL=$G4_BENCH_DATA/g4-bench (the random-weight checkpoint), GGUF=$G4_BENCH_DATA/g4-bench-bf16.gguf
 #   LLAMA_CPP_DIR: a local llama.cpp checkout (default ../llama.cpp beside the repository; LLAMA_DIR
 #     is the older name); LLAMA_GIT=URL clones one there when it is missing, and nothing else does
+#   LLAMA_BUILD_DIR=$LLAMA_CPP_DIR/build: llama.cpp's build directory (its tools in bin/); name
+#     another one to compare against a build configured differently (e.g. without AMX, or AVX2 only)
 #   REF_PY=$G4_REF_PY (a Python with transformers and torch; only the steps that make or convert a
 #     checkpoint need it)
 #   QUICK=1: a tiny configuration that checks the pipeline end to end (ROUNDS=2 REPS=1 PROMPTS=16
@@ -35,6 +37,7 @@ bench_init() {
   GGUF=${GGUF:-$G4_BENCH_DATA/g4-bench-bf16.gguf}
   LLAMA_CPP_DIR=${LLAMA_CPP_DIR:-${LLAMA_DIR:-$(dirname "$REPO")/llama.cpp}}
   LLAMA_GIT=${LLAMA_GIT:-}
+  LLAMA_BUILD_DIR=${LLAMA_BUILD_DIR:-$LLAMA_CPP_DIR/build}
   G4_BIN=${G4_BIN:-$REPO/build/gemma4c}
   REF_PY=${REF_PY:-${G4_REF_PY:-}}
   OUT=${OUT:-$REPO/bench/out/$5-$(date -u +%Y%m%d-%H%M%S)}
@@ -97,25 +100,25 @@ need_g4_bin() {
 }
 
 # llama_tools TARGET...: builds the llama.cpp tools named (llama-bench, llama-quantize,
-# llama-batched-bench) that are not built yet, CPU only at the native ISA, in LLAMA_CPP_DIR/build.
+# llama-batched-bench) that are not built yet, CPU only at the native ISA, in LLAMA_BUILD_DIR.
 # The checkout is taken as it is; it is cloned (LLAMA_GIT) only when asked for.
 llama_tools() {
   local missing=() t
-  for t in "$@"; do [ -x "$LLAMA_CPP_DIR/build/bin/$t" ] || missing+=("$t"); done
+  for t in "$@"; do [ -x "$LLAMA_BUILD_DIR/bin/$t" ] || missing+=("$t"); done
   [ ${#missing[@]} = 0 ] && return 0
   if [ ! -f "$LLAMA_CPP_DIR/CMakeLists.txt" ]; then
     [ -n "$LLAMA_GIT" ] || die "no llama.cpp checkout at LLAMA_CPP_DIR=$LLAMA_CPP_DIR: set LLAMA_CPP_DIR to one (or LLAMA_GIT=URL to clone one there)"
     log "cloning $LLAMA_GIT into $LLAMA_CPP_DIR"
     git clone --depth 1 "$LLAMA_GIT" "$LLAMA_CPP_DIR"
   fi
-  if [ ! -f "$LLAMA_CPP_DIR/build/CMakeCache.txt" ]; then
-    log "configuring llama.cpp in $LLAMA_CPP_DIR/build"
-    cmake -S "$LLAMA_CPP_DIR" -B "$LLAMA_CPP_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  if [ ! -f "$LLAMA_BUILD_DIR/CMakeCache.txt" ]; then
+    log "configuring llama.cpp in $LLAMA_BUILD_DIR"
+    cmake -S "$LLAMA_CPP_DIR" -B "$LLAMA_BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
       -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF > "$OUT/llama-cmake.log" 2>&1 ||
       { tail -20 "$OUT/llama-cmake.log" >&2; die "cmake failed (log: $OUT/llama-cmake.log)"; }
   fi
-  log "building ${missing[*]} in $LLAMA_CPP_DIR/build"
-  cmake --build "$LLAMA_CPP_DIR/build" --target "${missing[@]}" -j"$(nproc)" > "$OUT/llama-build.log" 2>&1 ||
+  log "building ${missing[*]} in $LLAMA_BUILD_DIR"
+  cmake --build "$LLAMA_BUILD_DIR" --target "${missing[@]}" -j"$(nproc)" > "$OUT/llama-build.log" 2>&1 ||
     { tail -20 "$OUT/llama-build.log" >&2; die "building ${missing[*]} failed (log: $OUT/llama-build.log)"; }
 }
 

@@ -34,7 +34,7 @@ mkdir -p "$OUT"
 
 # 1. llama-bench from the local llama.cpp checkout (CPU only, native ISA)
 llama_tools llama-bench
-LLAMA_BENCH="$LLAMA_CPP_DIR/build/bin/llama-bench"
+LLAMA_BENCH="$LLAMA_BUILD_DIR/bin/llama-bench"
 
 # 2. the random-weight checkpoint, 3. its bf16 GGUF by llama.cpp's own converter
 bench_model

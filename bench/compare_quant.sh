@@ -38,7 +38,7 @@ mkdir -p "$OUT" "$QDIR"
 
 # 1. llama-bench and llama-quantize from the local llama.cpp checkout (CPU only, native ISA)
 llama_tools llama-bench llama-quantize
-LB="$LLAMA_CPP_DIR/build/bin"
+LB="$LLAMA_BUILD_DIR/bin"
 
 # 2. GGUF files: the bf16 one by llama.cpp's converter (as compare_llamacpp.sh makes it), every
 #    other type by llama-quantize from it (its default recipes: Q4_0 and Q4_K_M make token_embd,
@@ -74,7 +74,7 @@ for t in $TYPES; do
   python3 "$REPO/bench/common.py" gguf-types "${GGUF_OF[$t]}" > "$OUT/gguf-types-$t.txt" ||
     die "cannot list the tensor types of ${GGUF_OF[$t]}"
   pack=$(pack_of "$t")
-  echo "$t $(stat -c %s "${GGUF_OF[$t]}") $([ -f "$pack" ] && stat -c %s "$pack" || echo 0)"
+  echo "$t $(stat -L -c %s "${GGUF_OF[$t]}") $([ -f "$pack" ] && stat -L -c %s "$pack" || echo 0)"
 done > "$OUT/sizes.txt"
 
 # 5. rounds

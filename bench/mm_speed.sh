@@ -19,7 +19,7 @@
 # Usage:  bench/mm_speed.sh                 (report in bench/out/...; SAVE=1: bench/results/)
 # Knobs (environment), besides bench/common.sh's (THREADS G4_BENCH_DATA LLAMA_CPP_DIR G4_REF_PY OUT
 #   SAVE RESULTS): REPS=3, SLICE=$G4_BENCH_DATA/g4-12b-mm (written by make_12b_slice.py --mm when
-#   missing, ~5 GB, ~10 min), GGUF_DIR=$G4_BENCH_DATA/g4-12b-mm-gguf, LLAMA_BIN=$LLAMA_CPP_DIR/build/bin
+#   missing, ~5 GB, ~10 min), GGUF_DIR=$G4_BENCH_DATA/g4-12b-mm-gguf, LLAMA_BIN=$LLAMA_BUILD_DIR/bin
 #   (llama-mtmd-cli), CONVERT_VENV=$G4_BENCH_DATA/llama-venv (llama.cpp's converter requirements),
 #   LOCK=FILE: every measurement runs under `flock FILE` (a host shared with other benchmarks),
 #   PARTS=embed,ttft: which to run (embed: mm_bench and llama-mtmd-cli; ttft: the servers; PARTS=ttft
@@ -33,7 +33,7 @@ if [ "$PARTS" = ttft ]; then bench_init mm_ttft.sh mm 1 3 g4-mm-ttft; else bench
 PYTHON=${PYTHON:-python3}
 SLICE=${SLICE:-$G4_BENCH_DATA/g4-12b-mm}
 GGUF_DIR=${GGUF_DIR:-$G4_BENCH_DATA/g4-12b-mm-gguf}
-LLAMA_BIN=${LLAMA_BIN:-$LLAMA_CPP_DIR/build/bin}
+LLAMA_BIN=${LLAMA_BIN:-$LLAMA_BUILD_DIR/bin}
 CONVERT_VENV=${CONVERT_VENV:-$G4_BENCH_DATA/llama-venv}
 LOCK=${LOCK:-}
 for p in "$SLICE" "$GGUF_DIR"; do outside_repo "$p" "$p is inside the repository; large files stay outside it"; done

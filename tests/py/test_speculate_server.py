@@ -75,7 +75,7 @@ def test_prompt_cache_after_speculation(servers):
     (["--spec", "ngram", "--spec-trace", "t.jsonl"], "--spec-trace is an option of run, not of serve"),
     (["--draft-max", "3"], "--draft-max needs --spec ngram"),
     (["--spec", "eagle"], "--spec expects ngram or none"),
-    (["--draft", "some-dir", "--tp", "2"], "the MTP drafter needs the target on one rank (no --tp)"),
+    (["--draft", "some-dir", "--tp-backend", "mpi"], "--draft: not with --tp-backend mpi"),
 ])
 def test_bad_options(g4_bin, args, message):
     r = run_g4(g4_bin, "serve", "-m", MODEL, "--port", "0", *args, timeout=30)
@@ -160,17 +160,19 @@ def mtp_goldens(name):
 def mtp_servers(g4_bin):
     env = {"G4_CPU_ISA": "scalar"}
     plain = Server(g4_bin, "--parallel", 3, "--ctx", 256, env=env, model_dir=MTP_TARGET)
-    mtp = Server(g4_bin, "--parallel", 3, "--ctx", 256, "--draft", FIXTURES / "mtp" / "friendly", env=env,
-                 model_dir=MTP_TARGET)
+    mtp = [Server(g4_bin, "--parallel", 3, "--ctx", 256, "--draft", FIXTURES / "mtp" / "friendly", "--tp", tp,
+                  env=env, model_dir=MTP_TARGET) for tp in (1, 2)]
     yield plain, mtp
-    assert plain.stop() == 0 and mtp.stop() == 0
+    assert plain.stop() == 0 and all(s.stop() == 0 for s in mtp)
 
 
-def test_mtp_slots_match_transformers(mtp_servers):
+@pytest.mark.parametrize("tp", [1, 2])
+def test_mtp_slots_match_transformers(mtp_servers, tp):
     """Three slots drafting with the MTP drafter at once (each from its own row's hidden state and
     its own KV, asked before its rejected rows are dropped) give plain greedy, and draft and keep
-    exactly as many tokens as transformers' assisted generation does for each prompt alone."""
-    _, mtp = mtp_servers
+    exactly as many tokens as transformers' assisted generation does for each prompt alone — also
+    with the target split over --tp 2 (the drafter reading each rank's KV heads)."""
+    mtp = mtp_servers[1][tp - 1]
     g = mtp_goldens("friendly")
     cases = g["cases"]   # four prompts on three slots; "long" prefills in two chunks
     rounds = [r for c in cases for r in c["rounds"] if r["drafted"]]
@@ -187,10 +189,11 @@ def test_mtp_slots_match_transformers(mtp_servers):
     assert m["g4_decode_batch_max"] >= 2 and m["g4_prompt_cache_hits_total"] >= 1
 
 
-def test_mtp_sampling_and_n_max(mtp_servers):
+@pytest.mark.parametrize("tp", [1, 2])
+def test_mtp_sampling_and_n_max(mtp_servers, tp):
     """Seeded samples as a plain server's, with slots decoding at once; speculative.n_max 0 on one
     request leaves the counters alone and its output unchanged."""
-    plain, mtp = mtp_servers
+    plain, mtp = mtp_servers[0], mtp_servers[1][tp - 1]
     case = mtp_goldens("friendly")["cases"][1]
     kws = [{"temperature": 0.7, "seed": s, "top_k": 20} for s in (1, 7)] + [{"temperature": 0}]
 

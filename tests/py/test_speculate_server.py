@@ -92,8 +92,12 @@ def test_drafter_load_error(g4_bin):
 
 
 def post(srv, body, route="/v1/completions"):
-    prompt = {"messages": [{"role": "user", "content": "hi"}]} if "chat" in route else {"prompt": [2, 5, 7]}
-    return requests.post(srv.url + route, json={"model": NAME, "max_tokens": 4, **prompt, **body}, timeout=30)
+    if "responses" in route:
+        base = {"input": "hi", "max_output_tokens": 4}
+    else:
+        base = {"max_tokens": 4, **({"messages": [{"role": "user", "content": "hi"}]} if "chat" in route
+                                    else {"prompt": [2, 5, 7]})}
+    return requests.post(srv.url + route, json={"model": NAME, **base, **body}, timeout=30)
 
 
 def drafted(srv):
@@ -114,8 +118,14 @@ def test_request_n_max(servers):
     assert got.choices[0].model_extra["token_ids"] == want
     d = drafted(spec)[0] - before[0]
     assert 0 < d <= 2 * (spec.metrics()["g4_decode_steps_total"] - steps)
-    # chat and /generate take it too
+    # chat, /v1/responses and /generate take it too
     r = post(spec, {"speculative": {"n_max": 1}}, "/v1/chat/completions")
+    assert r.status_code == 200, r.text
+    before = drafted(spec)
+    r = post(spec, {"speculative": {"n_max": 0}}, "/v1/responses")
+    assert r.status_code == 200 and r.json()["object"] == "response", r.text
+    assert drafted(spec) == before   # n_max 0 reached the request: no drafts
+    r = post(spec, {"speculative": {"n_max": 2, "n_min": 1}}, "/v1/responses")
     assert r.status_code == 200, r.text
     r = requests.post(spec.url + "/generate", json={"prompt": [2, 5], "max_tokens": 2, "speculative": {"n_max": 0}})
     assert r.status_code == 200, r.text
@@ -130,7 +140,7 @@ def test_request_n_max(servers):
     (4, "speculative", "must be an object"),
 ])
 def test_request_bad_values(servers, spec_field, param, message):
-    for route in ("/v1/completions", "/v1/chat/completions"):
+    for route in ("/v1/completions", "/v1/chat/completions", "/v1/responses"):
         r = post(servers[1], {"speculative": spec_field}, route)
         assert r.status_code == 400, r.text
         e = r.json()["error"]

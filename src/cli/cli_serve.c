@@ -36,7 +36,7 @@ static void help(FILE *f) {
                "decoding slots verify together in one step; docs/speculative.md); --draft-max K drafts a\n"
                "round (default 8), --spec-ngram-min / --spec-ngram-max as for run. --draft DIR: the same\n"
                "with Gemma 4's MTP assistant model (an HF directory; default K its num_assistant_tokens;\n"
-               "not with --tp). A request's \"speculative\": {\"n_max\": K, \"n_min\": M} takes at most K\n"
+               "with --tp N on the threads backend, not mpi). A request's \"speculative\": {\"n_max\": K, \"n_min\": M} takes at most K\n"
                "(<= --draft-max; 0: none) and skips rounds of fewer than M drafts.\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"
@@ -172,8 +172,6 @@ int cli_serve(int argc, char **argv) {
     if (o.auth_all && !o.n_api_keys) return cli_usage_error(cmd, "--auth-all needs an API key");
     o.mo.n_slots = o.parallel;
     if (spec.trace_path) return cli_usage_error(cmd, "--spec-trace is an option of run, not of serve");
-    if (spec.draft_dir && (o.mo.tp > 1 || o.mo.tp_backend == G4_TP_MPI))   /* as run's drafter refuses at load */
-        return cli_usage_error(cmd, "--draft: the MTP drafter needs the target on one rank (no --tp)");
     int rc = cli_spec_prepare(cmd, &spec, &o.mo);
     if (rc) { cli_spec_close(&spec); return rc; }
     if (spec.drafter || spec.draft_dir) {   /* every decoding slot may verify its drafts in the same step */

@@ -19,6 +19,7 @@
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/rope.h"
+#include "parallel/group.h"
 
 typedef struct {
     int is_full, head_dim, n_kv;
@@ -27,11 +28,18 @@ typedef struct {
     float layer_scalar;
     const float *inv_freq;
     float rope_base;
-    const g4_layer *src;        /* the target layer whose K/V this one reads */
+    const g4_layer *src;        /* the target layer whose K/V this one reads (rank 0's) */
+    int src_l;                  /* its index */
+    /* under --tp the target's KV heads are split over its ranks: KV head g of this layer lives in
+     * rank head_rank[g]'s cache as that rank's local head head_local[g] */
+    g4_model **head_rank;       /* [n_kv] */
+    int *head_local;            /* [n_kv] */
 } mtp_layer;
 
 struct g4_mtp {
-    g4_model *m;                /* the target */
+    g4_model *m;                /* the target (rank 0's handle under --tp) */
+    g4_model **ranks;           /* the target's rank models in this process, rank 0 first [n_ranks] */
+    int n_ranks;
     g4_config cfg;              /* the drafter's text config */
     g4_tensor_set ts;
     int H, Hb, V, I, n_q, n_layers;
@@ -182,8 +190,9 @@ static const g4_layer *target_store_layer(const g4_model *m, int full) {
 static g4_status check_against_target(g4_mtp *d, const char *dir) {
     const g4_model *m = d->m;
     const g4_config *c = &d->cfg, *t = &m->cfg;
-    if (m->plan.tp > 1 || m->comm)
-        return g4_fail(G4_ERR_INPUT, "--draft: the MTP drafter needs the target on one rank (no --tp)");
+    if (!d->n_ranks)   /* MPI ranks are other processes: their KV shards are out of reach */
+        return g4_fail(G4_ERR_INPUT, "--draft: the MTP drafter reads every rank's KV in this process: not with "
+                       "--tp-backend mpi (use the threads backend)");
     if (c->vocab_size != t->vocab_size)
         return g4_fail(G4_ERR_INPUT, "%s: drafter vocabulary %d != the target's %d", dir, c->vocab_size, t->vocab_size);
     if (d->Hb != t->hidden_size)
@@ -196,9 +205,11 @@ static g4_status check_against_target(g4_mtp *d, const char *dir) {
         const char *type = c->is_full[l] ? "full_attention" : "sliding_attention";
         if (!src)
             return g4_fail(G4_ERR_INPUT, "%s: drafter layer %d is %s, which the target has no layer of", dir, l, type);
-        if (src->head_dim != c->head_dim[l] || src->n_kv != c->n_kv_heads[l])
+        const int sl = (int)(src - m->layers);   /* the target's whole-model head count, not a rank's */
+        if (src->head_dim != c->head_dim[l] || t->n_kv_heads[sl] != c->n_kv_heads[l])
             return g4_fail(G4_ERR_INPUT, "%s: drafter layer %d (%s) has head_dim %d and %d KV heads; the target's KV of "
-                           "that type has %d and %d", dir, l, type, c->head_dim[l], c->n_kv_heads[l], src->head_dim, src->n_kv);
+                           "that type has %d and %d", dir, l, type, c->head_dim[l], c->n_kv_heads[l], src->head_dim,
+                           t->n_kv_heads[sl]);
         /* the sliding set is the last window + 1 positions the target cached */
         if (!src->is_full && src->kv_cap < t->sliding_window + 1 && src->kv_cap < m->opts.ctx)
             return g4_fail(G4_ERR_INPUT, "--draft: the target's sliding KV ring holds %d positions, the drafter reads "
@@ -207,6 +218,26 @@ static g4_status check_against_target(g4_mtp *d, const char *dir) {
     if (d->ordered && (d->n_centroids < 1 || c->vocab_size % d->n_centroids || d->top_k < 1 || d->top_k > d->n_centroids))
         return g4_fail(G4_ERR_INPUT, "%s: num_centroids %d must divide the vocabulary %d and "
                        "centroid_intermediate_top_k %d lie in [1, num_centroids]", dir, d->n_centroids, c->vocab_size, d->top_k);
+    return G4_OK;
+}
+
+/* Where each KV head of layer L's source lives: the rank whose shard plan holds it (a head that
+ * every rank replicates, as Gemma 4's single full-layer KV head under --tp 2, is read from the
+ * first). One rank: all of them in rank 0's cache, in order. */
+static g4_status map_heads(g4_mtp *d, mtp_layer *L) {
+    L->head_rank = malloc((size_t)L->n_kv * sizeof *L->head_rank);
+    L->head_local = malloc((size_t)L->n_kv * sizeof *L->head_local);
+    if (!L->head_rank || !L->head_local) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    for (int g = 0; g < L->n_kv; g++) {
+        L->head_rank[g] = NULL;
+        for (int r = 0; r < d->n_ranks && !L->head_rank[g]; r++) {
+            const g4_tp_plan *p = &d->ranks[r]->plan;
+            const int lo = p->kv_lo[L->src_l], n = d->ranks[r]->layers[L->src_l].n_kv;
+            if (g >= lo && g < lo + n) L->head_rank[g] = d->ranks[r], L->head_local[g] = g - lo;
+        }
+        if (!L->head_rank[g])
+            return g4_fail(G4_ERR_INPUT, "--draft: no rank of the target holds KV head %d of its layer %d", g, L->src_l);
+    }
     return G4_OK;
 }
 
@@ -252,6 +283,8 @@ static g4_status bind_all(g4_mtp *d, int double_wide) {
         L->head_dim = D;
         L->n_kv = c->n_kv_heads[l];
         L->src = target_store_layer(d->m, L->is_full);
+        L->src_l = (int)(L->src - d->m->layers);
+        if ((st = map_heads(d, L))) return st;
         L->inv_freq = L->is_full ? d->inv_freq_full : d->inv_freq_sliding;
         L->rope_base = (float)(L->is_full ? c->rope_full.theta : c->rope_sliding.theta);
         float *ls = NULL;
@@ -321,6 +354,12 @@ g4_status g4_mtp_load(const char *dir, g4_model *target, g4_mtp **out) {
     d->m = target;
     int double_wide = 0;
     g4_status st;
+    d->n_ranks = g4_group_rank_models(target, NULL);   /* 0 under MPI: check_against_target refuses */
+    if (d->n_ranks && !(d->ranks = malloc((size_t)d->n_ranks * sizeof *d->ranks))) {
+        st = g4_fail(G4_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (d->n_ranks) g4_group_rank_models(target, d->ranks);
     if ((st = parse_config(d, dir, &double_wide)) || (st = parse_generation_config(dir, &d->default_k))) goto fail;
     d->H = d->cfg.hidden_size;
     d->V = d->cfg.vocab_size;
@@ -349,7 +388,9 @@ void g4_mtp_free(g4_mtp *d) {
     for (int l = 0; d->layers && l < d->n_layers; l++) {
         mtp_layer *L = &d->layers[l];
         free(L->w_in), free(L->w_post_attn), free(L->w_pre_ffw), free(L->w_post_ffw), free(L->w_qnorm);
+        free(L->head_rank), free(L->head_local);
     }
+    free(d->ranks);
     free(d->layers);
     free(d->ordering), free(d->w_final), free(d->inv_freq_sliding), free(d->inv_freq_full);
     free(d->in), free(d->x), free(d->h), free(d->t), free(d->q), free(d->att), free(d->gate), free(d->up);
@@ -428,6 +469,14 @@ static void masked_logits(g4_mtp *d, const float *y) {
         for (int j = 0; j < per; j++) d->logits[d->ordering[d->top[i] * per + j]] = d->sel[i * per + j];
 }
 
+/* The target rank whose vocab-parallel embedding slice holds token `tok` (the forward pass
+ * all-reduces that rank's row with the others' zeros, so reading it directly is exact). */
+static const g4_model *target_embed_rank(const g4_mtp *d, int32_t tok) {
+    for (int r = 0; r < d->n_ranks; r++)
+        if (tok >= d->ranks[r]->plan.vocab_lo && tok < d->ranks[r]->plan.vocab_hi) return d->ranks[r];
+    return d->m;
+}
+
 /* One drafter step at position `pos` from token `tok` and backbone hidden d->hid: d->logits, and
  * d->hid becomes the projected last hidden state for the next step. */
 static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
@@ -436,8 +485,9 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
     const int H = d->H, Hb = d->Hb;
     const float eps = d->cfg.rms_norm_eps;
     /* [target embedding * sqrt(H_target), hidden] → pre_projection */
-    g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)tok * g4_dtype_row_bytes(m->embed.dt, Hb), (size_t)Hb,
-              d->in);
+    const g4_model *em = target_embed_rank(d, tok);   /* under --tp the rank holding the row */
+    g4_to_f32(em->embed.dt, (const char *)em->embed.data + (size_t)(tok - em->plan.vocab_lo) *
+              g4_dtype_row_bytes(em->embed.dt, Hb), (size_t)Hb, d->in);
     for (int i = 0; i < Hb; i++) d->in[i] *= m->embed_scale;
     memcpy(d->in + Hb, d->hid, (size_t)Hb * sizeof(float));
     matmul1(d, &d->pre, d->in, d->x);
@@ -456,9 +506,12 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
         }
         /* the target's attention kernel, one block of the G query heads sharing each KV head */
         const size_t row = L->src->kv_row;   /* bytes of one cached K or V row (--kv-type) */
-        const unsigned char *K0 = g4_slot_k(m, c->slot, L->src), *V0 = K0 + (size_t)L->src->n_kv * cap * row;
         for (int g = 0; g < L->n_kv; g++) {
-            const size_t kv = (size_t)g * cap * row, qo = (size_t)g * G * D;
+            /* KV head g in the cache of the rank holding it (rank 0's own without --tp) */
+            const g4_model *rm = L->head_rank[g];
+            const g4_layer *RL = &rm->layers[L->src_l];
+            const unsigned char *K0 = g4_slot_k(rm, c->slot, RL), *V0 = K0 + (size_t)RL->n_kv * cap * row;
+            const size_t kv = (size_t)L->head_local[g] * cap * row, qo = (size_t)g * G * D;
             if (m->attend_kv)
                 m->attend_kv(m->opts.kv_type, d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, K0 + kv, V0 + kv, cap, D,
                              1.0f, d->scores);

@@ -18,7 +18,7 @@ static const char *const FIELDS[] = {
     "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning",
     "max_output_tokens", "temperature", "top_p", "text", "stream", "store", "metadata", "user", "truncation",
     /* extensions, as on chat completions */
-    "seed", "top_k", "min_p", "chat_template_kwargs", "grammar", "mm_processor_kwargs", NULL};
+    "seed", "top_k", "min_p", "chat_template_kwargs", "grammar", "mm_processor_kwargs", "speculative", NULL};
 
 /* Fields of the Responses API this server does not implement, and why (a 400 naming them). */
 static const struct { const char *field, *why; } REFUSED[] = {
@@ -247,7 +247,8 @@ static int translate(const g4_api_ctx *c, json_t *root, json_t *chat, json_t *ec
     if (input_messages(root, msgs, err)) return -1;
     static const char *const same[] = {"model", "temperature", "top_p", "stream", "parallel_tool_calls", "seed", "top_k",
                                        "min_p", "chat_template_kwargs", "metadata", "user", "grammar",
-                                       "mm_processor_kwargs", NULL};
+                                       "mm_processor_kwargs", "speculative", NULL};
+    /* passed through: chat's parser checks them (speculative: openai.c's parse_speculative) */
     for (int i = 0; same[i]; i++)
         if ((v = json_object_get(root, same[i]))) json_object_set(chat, same[i], v);
     if ((v = json_object_get(root, "max_output_tokens")) && !json_is_null(v)) json_object_set(chat, "max_tokens", v);

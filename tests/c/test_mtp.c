@@ -8,6 +8,7 @@
  *     the next round; accept the matching prefix plus the target's token; rewind, leaving the
  *     rejected drafts' K/V in the cache past the accepted position): every round's drafted ids
  *     and accepted count identical, and the output identical to plain greedy;
+ *   - the same with the target split over --tp 2 (threads backend);
  *   - bad drafter directories fail with a message; the published 12B assistant's config shape
  *     parses. */
 #include <setjmp.h>
@@ -28,9 +29,10 @@
 #define TARGET "tests/fixtures/g4-causal-tiny"
 #define MTP_DIR "tests/fixtures/mtp"
 
-static g4_model *load_target(void) {
+static g4_model *load_target_tp(int tp) {
     g4_model_opts o;
     g4_model_opts_default(&o);
+    o.tp = tp;   /* 2: threads backend; the drafter reads each KV head from the rank holding it */
     o.ctx = 256;
     o.threads = 2;
     o.verify_rows = 8;
@@ -38,6 +40,8 @@ static g4_model *load_target(void) {
     if (g4_model_load(TARGET, &o, &m)) fail_msg("target: %s", g4_last_error());
     return m;
 }
+
+static g4_model *load_target(void) { return load_target_tp(1); }
 
 static json_t *goldens(const char *name) {
     char path[512];
@@ -61,8 +65,8 @@ typedef struct {
     int V, H, n_new;
 } mtp_fixture;
 
-static mtp_fixture open_fixture(const char *name) {
-    mtp_fixture f = {.m = load_target()};
+static mtp_fixture open_fixture(const char *name, int tp) {
+    mtp_fixture f = {.m = load_target_tp(tp)};
     f.V = g4_model_get_info(f.m)->vocab_size, f.H = g4_model_get_info(f.m)->hidden_size;
     char dir[512];
     snprintf(dir, sizeof dir, MTP_DIR "/%s", name);
@@ -78,8 +82,8 @@ static void close_fixture(mtp_fixture *f) {
     g4_model_free(f->m);
 }
 
-static void first_round(const char *name) {
-    mtp_fixture f = open_fixture(name);
+static void first_round(const char *name, int tp) {
+    mtp_fixture f = open_fixture(name, tp);
     g4_model *m = f.m;
     g4_mtp *d = f.d;
     json_t *cases = f.cases;
@@ -126,8 +130,8 @@ static void first_round(const char *name) {
 }
 
 /* transformers' _assisted_decoding with the drafter, greedy, checked round by round */
-static void whole_trace(const char *name) {
-    mtp_fixture f = open_fixture(name);
+static void whole_trace(const char *name, int tp) {
+    mtp_fixture f = open_fixture(name, tp);
     g4_model *m = f.m;
     g4_mtp *d = f.d;
     json_t *cases = f.cases;
@@ -196,12 +200,16 @@ static void whole_trace(const char *name) {
     close_fixture(&f);
 }
 
-static void first_round_random(void **s) { (void)s; first_round("random"); }
-static void first_round_friendly(void **s) { (void)s; first_round("friendly"); }
-static void first_round_ordered(void **s) { (void)s; first_round("friendly-ordered"); }
-static void trace_random(void **s) { (void)s; whole_trace("random"); }
-static void trace_friendly(void **s) { (void)s; whole_trace("friendly"); }
-static void trace_ordered(void **s) { (void)s; whole_trace("friendly-ordered"); }
+static void first_round_random(void **s) { (void)s; first_round("random", 1); }
+static void first_round_friendly(void **s) { (void)s; first_round("friendly", 1); }
+static void first_round_ordered(void **s) { (void)s; first_round("friendly-ordered", 1); }
+static void trace_random(void **s) { (void)s; whole_trace("random", 1); }
+static void trace_friendly(void **s) { (void)s; whole_trace("friendly", 1); }
+static void trace_ordered(void **s) { (void)s; whole_trace("friendly-ordered", 1); }
+/* the target split over --tp 2: sliding KV heads one a rank, the full layer's one replicated,
+ * the embedding rows in two vocab halves */
+static void first_round_ordered_tp2(void **s) { (void)s; first_round("friendly-ordered", 2); }
+static void trace_friendly_tp2(void **s) { (void)s; whole_trace("friendly", 2); }
 
 /* a target directory, a missing directory and a drafter whose backbone does not match the target
  * are refused with a message naming the problem */
@@ -253,6 +261,7 @@ int main(void) {
         cmocka_unit_test(first_round_random), cmocka_unit_test(first_round_friendly),
         cmocka_unit_test(first_round_ordered), cmocka_unit_test(trace_random),
         cmocka_unit_test(trace_friendly), cmocka_unit_test(trace_ordered),
+        cmocka_unit_test(first_round_ordered_tp2), cmocka_unit_test(trace_friendly_tp2),
         cmocka_unit_test(bad_drafters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -262,6 +262,7 @@ def test_media_refusals_keep_the_session(g4_bin, tmp_path):
 @pytest.mark.parametrize("model,spec", [
     ("g4-cond-tiny", ("--spec", "ngram", "--draft-max", 3)),
     ("g4-causal-tiny", ("--draft", FIXTURES / "mtp" / "friendly")),   # the MTP fixtures' target
+    ("g4-causal-tiny", ("--draft", FIXTURES / "mtp" / "friendly", "--tp", 2)),   # the drafter reading both ranks' KV
 ])
 def test_speculative_replies_as_plain(g4_bin, model, spec):
     """--spec ngram / --draft DIR: every reply is the plain reply, token for token (scalar kernels,

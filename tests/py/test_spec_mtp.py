@@ -3,7 +3,9 @@ against transformers' assisted generation (tests/fixtures/mtp/<drafter>/goldens.
 tools/reference/record_mtp_goldens.py on the g4-causal-tiny target): every verify round's drafted
 ids and accepted count identical to transformers' rounds, the output identical to plain greedy,
 on scalar kernels and, where the CPU has it, amx (a verify row's logits then equal a one-row
-step's for these short rows: docs/numerics.md). The
+step's for these short rows: docs/numerics.md), and with the target split over --tp 2 (the
+drafter on rank 0 reading each rank's KV heads; sliding heads split, the full layer's one
+replicated). The
 drafter's own forward (logits, each round standalone) is tested in tests/c/test_mtp.c."""
 import json
 import os
@@ -32,15 +34,15 @@ def run_ids(g4_bin, prompt, n, *extra, isa="scalar"):
     return json.loads(r.stdout), r.stderr.decode()
 
 
-@pytest.mark.parametrize("isa", _isas())
+@pytest.mark.parametrize("isa,tp", [(isa, 1) for isa in _isas()] + [("scalar", 2)])
 @pytest.mark.parametrize("name", DRAFTERS)
-def test_trace_matches_transformers(g4_bin, tmp_path, name, isa):
+def test_trace_matches_transformers(g4_bin, tmp_path, name, isa, tp):
     g = goldens(name)
     kept = []
     for case in g["cases"]:
         trace = tmp_path / f"{case['name']}.jsonl"
         got, _ = run_ids(g4_bin, case["prompt"], g["n_new"], "--draft", FIXTURES / "mtp" / name, "--spec-trace", trace,
-                         isa=isa)
+                         "--tp", tp, isa=isa)
         assert got == case["greedy"], case["name"]
         # transformers' last round may draft nothing (no room before max_length): a plain step, no trace line
         want = [r for r in case["rounds"] if r["drafted"]]
@@ -69,6 +71,7 @@ def test_draft_max_and_plain_greedy(g4_bin, tmp_path):
     (["--draft", "/nonexistent-drafter"], "/nonexistent-drafter/config.json: cannot open"),
     (["--draft", "tests/fixtures/mtp/random", "--spec", "ngram"], "--draft and --spec ngram exclude each other"),
     (["--draft", "tests/fixtures/mtp/random", "--spec-ngram-max", "3"], "--spec-ngram-max needs --spec ngram"),
+    (["--draft", "tests/fixtures/mtp/random", "--tp-backend", "mpi"], "--draft: not with --tp-backend mpi"),
 ])
 def test_bad_drafters(g4_bin, args, message):
     r = run_g4(g4_bin, "run", "-m", TARGET, "--prompt-ids", "2,5,7", "-n", 4, *args)

@@ -75,7 +75,7 @@ def test_prompt_cache_after_speculation(servers):
     (["--spec", "ngram", "--spec-trace", "t.jsonl"], "--spec-trace is an option of run, not of serve"),
     (["--draft-max", "3"], "--draft-max needs --spec ngram"),
     (["--spec", "eagle"], "--spec expects ngram or none"),
-    (["--draft", "some-dir", "--tp", "2"], "the MTP drafter needs the target on one rank (no --tp)"),
+    (["--draft", "some-dir", "--tp-backend", "mpi"], "--draft: not with --tp-backend mpi"),
 ])
 def test_bad_options(g4_bin, args, message):
     r = run_g4(g4_bin, "serve", "-m", MODEL, "--port", "0", *args, timeout=30)
@@ -92,8 +92,12 @@ def test_drafter_load_error(g4_bin):
 
 
 def post(srv, body, route="/v1/completions"):
-    prompt = {"messages": [{"role": "user", "content": "hi"}]} if "chat" in route else {"prompt": [2, 5, 7]}
-    return requests.post(srv.url + route, json={"model": NAME, "max_tokens": 4, **prompt, **body}, timeout=30)
+    if "responses" in route:
+        base = {"input": "hi", "max_output_tokens": 4}
+    else:
+        base = {"max_tokens": 4, **({"messages": [{"role": "user", "content": "hi"}]} if "chat" in route
+                                    else {"prompt": [2, 5, 7]})}
+    return requests.post(srv.url + route, json={"model": NAME, **base, **body}, timeout=30)
 
 
 def drafted(srv):
@@ -114,8 +118,14 @@ def test_request_n_max(servers):
     assert got.choices[0].model_extra["token_ids"] == want
     d = drafted(spec)[0] - before[0]
     assert 0 < d <= 2 * (spec.metrics()["g4_decode_steps_total"] - steps)
-    # chat and /generate take it too
+    # chat, /v1/responses and /generate take it too
     r = post(spec, {"speculative": {"n_max": 1}}, "/v1/chat/completions")
+    assert r.status_code == 200, r.text
+    before = drafted(spec)
+    r = post(spec, {"speculative": {"n_max": 0}}, "/v1/responses")
+    assert r.status_code == 200 and r.json()["object"] == "response", r.text
+    assert drafted(spec) == before   # n_max 0 reached the request: no drafts
+    r = post(spec, {"speculative": {"n_max": 2, "n_min": 1}}, "/v1/responses")
     assert r.status_code == 200, r.text
     r = requests.post(spec.url + "/generate", json={"prompt": [2, 5], "max_tokens": 2, "speculative": {"n_max": 0}})
     assert r.status_code == 200, r.text
@@ -130,7 +140,7 @@ def test_request_n_max(servers):
     (4, "speculative", "must be an object"),
 ])
 def test_request_bad_values(servers, spec_field, param, message):
-    for route in ("/v1/completions", "/v1/chat/completions"):
+    for route in ("/v1/completions", "/v1/chat/completions", "/v1/responses"):
         r = post(servers[1], {"speculative": spec_field}, route)
         assert r.status_code == 400, r.text
         e = r.json()["error"]
@@ -160,17 +170,19 @@ def mtp_goldens(name):
 def mtp_servers(g4_bin):
     env = {"G4_CPU_ISA": "scalar"}
     plain = Server(g4_bin, "--parallel", 3, "--ctx", 256, env=env, model_dir=MTP_TARGET)
-    mtp = Server(g4_bin, "--parallel", 3, "--ctx", 256, "--draft", FIXTURES / "mtp" / "friendly", env=env,
-                 model_dir=MTP_TARGET)
+    mtp = [Server(g4_bin, "--parallel", 3, "--ctx", 256, "--draft", FIXTURES / "mtp" / "friendly", "--tp", tp,
+                  env=env, model_dir=MTP_TARGET) for tp in (1, 2)]
     yield plain, mtp
-    assert plain.stop() == 0 and mtp.stop() == 0
+    assert plain.stop() == 0 and all(s.stop() == 0 for s in mtp)
 
 
-def test_mtp_slots_match_transformers(mtp_servers):
+@pytest.mark.parametrize("tp", [1, 2])
+def test_mtp_slots_match_transformers(mtp_servers, tp):
     """Three slots drafting with the MTP drafter at once (each from its own row's hidden state and
     its own KV, asked before its rejected rows are dropped) give plain greedy, and draft and keep
-    exactly as many tokens as transformers' assisted generation does for each prompt alone."""
-    _, mtp = mtp_servers
+    exactly as many tokens as transformers' assisted generation does for each prompt alone — also
+    with the target split over --tp 2 (the drafter reading each rank's KV heads)."""
+    mtp = mtp_servers[1][tp - 1]
     g = mtp_goldens("friendly")
     cases = g["cases"]   # four prompts on three slots; "long" prefills in two chunks
     rounds = [r for c in cases for r in c["rounds"] if r["drafted"]]
@@ -187,10 +199,11 @@ def test_mtp_slots_match_transformers(mtp_servers):
     assert m["g4_decode_batch_max"] >= 2 and m["g4_prompt_cache_hits_total"] >= 1
 
 
-def test_mtp_sampling_and_n_max(mtp_servers):
+@pytest.mark.parametrize("tp", [1, 2])
+def test_mtp_sampling_and_n_max(mtp_servers, tp):
     """Seeded samples as a plain server's, with slots decoding at once; speculative.n_max 0 on one
     request leaves the counters alone and its output unchanged."""
-    plain, mtp = mtp_servers
+    plain, mtp = mtp_servers[0], mtp_servers[1][tp - 1]
     case = mtp_goldens("friendly")["cases"][1]
     kws = [{"temperature": 0.7, "seed": s, "top_k": 20} for s in (1, 7)] + [{"temperature": 0}]
 

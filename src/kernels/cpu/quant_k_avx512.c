@@ -33,6 +33,13 @@ static inline float hsum16(__m512 v) {
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
 }
 
+/* Stores the compiler cannot see through, so that the loads after them stay loads: a scale
+ * broadcast from memory (vbroadcastss m32) and a widening from memory (vpmovsxbd m128) each run on
+ * the load ports, where from a register they take a shuffle uop on port 5, which 512-bit code
+ * shares with half of the float work */
+static inline void store_opaque16(float *p, __m512 v) { __asm__("vmovups %1, %0" : "=m"(*(float(*)[16])p) : "v"(v)); }
+static inline void store_opaque64(uint8_t *p, __m512i v) { __asm__("vmovdqu64 %1, %0" : "=m"(*(uint8_t(*)[64])p) : "v"(v)); }
+
 enum { PRE_MAX = 8192 };   /* Q4_K's per-call sums of x on the stack: 8 per block and row, 3 rows */
 
 /* Q4_K's pre: per t, the sum of each 32 x (8 per 256-block, dotted with the block's mins) */
@@ -44,13 +51,32 @@ static void pre_q4_k(const float *x, int ldx, int T, int nb, float *pre) {
         }
 }
 
+/* A Q4_K block's d sc_j and dmin m_j (j < 8) as 16 floats: the six-bit scales and mins unpacked in
+ * one 16-byte register (ggml's layout: j < 4, sc[j] and sc[j + 4] & 63; j >= 4, the low / high
+ * nibble of sc[j + 4] under the top two bits of sc[j - 4] / sc[j]), then widened and scaled */
+AI void q4_k_scales(const uint8_t *blk, float dsc[16]) {
+    const __m128i B = _mm_loadu_si128((const __m128i *)blk);   /* d, dmin, sc[12] */
+    /* A: sc[0..3], sc[8..11], sc[4..7], sc[8..11]; H: the bytes whose top bits complete j >= 4 */
+    const __m128i A = _mm_shuffle_epi8(B, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)),
+                  H = _mm_shuffle_epi8(B, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+    const __m128i lo = _mm_and_si128(A, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+                  hi = _mm_and_si128(_mm_srli_epi16(A, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)),
+                  top = _mm_and_si128(_mm_srli_epi16(H, 2), _mm_set1_epi8(0x30));
+    const __m512i q = _mm512_cvtepu8_epi32(_mm_or_si128(_mm_or_si128(lo, hi), top));
+    const __m512 dd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                            _mm512_castps128_ps512(_mm_cvtph_ps(B)));
+    store_opaque16(dsc, _mm512_mul_ps(dd, _mm512_cvtepi32_ps(q)));
+}
+
 /* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
  * in its low nibble, 64g + 32 + l in its high): one weight row x T activation rows (stride ldx),
  * nb blocks; out[t] = sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j). Four chains per t (the
  * sub-block's parity and g's), the mins in a fifth of 8 lanes. */
 AI void q4_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx, const float *pre, size_t ldp,
                   float *out) {
-    const __m512i m4 = _mm512_set1_epi32(0x0F);
+    /* the low nibble as float by a table lookup (vpermps reads the index's low 4 bits: no mask, no
+     * conversion), the high by a shift and a conversion: the work split between ports 0 and 5 */
+    const __m512 nib = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512 acc[3][4];
     __m256 accm[3];
     for (int t = 0; t < T; t++) {
@@ -60,17 +86,13 @@ AI void q4_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * 144, *qs = blk + 16;
         g4_prefetch_ahead(blk, 144);
-        uint32_t u[4];
-        g4_q4_k_scales(blk + 4, u);
-        const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
-        float dsc[8];
-        _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(ld_f16(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
-        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(ld_f16(blk + 2)),
-                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
+        float dsc[16];   /* d sc_j (j < 8), then dmin m_j */
+        q4_k_scales(blk, dsc);
+        const __m256 dm = _mm256_loadu_ps(dsc + 8);
         for (int t = 0; t < T; t++) accm[t] = _mm256_fnmadd_ps(dm, _mm256_loadu_ps(pre + t * ldp + 8 * b), accm[t]);
         for (int g = 0; g < 4; g++) {
             const __m512i v0 = _mm512_cvtepu8_epi32(ld16(qs + 32 * g)), v1 = _mm512_cvtepu8_epi32(ld16(qs + 32 * g + 16));
-            const __m512 lo0 = _mm512_cvtepi32_ps(_mm512_and_si512(v0, m4)), lo1 = _mm512_cvtepi32_ps(_mm512_and_si512(v1, m4)),
+            const __m512 lo0 = _mm512_permutexvar_ps(v0, nib), lo1 = _mm512_permutexvar_ps(v1, nib),
                          hi0 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v0, 4)), hi1 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v1, 4));
             const __m512 slo = _mm512_set1_ps(dsc[2 * g]), shi = _mm512_set1_ps(dsc[2 * g + 1]);
             for (int t = 0; t < T; t++) {
@@ -104,7 +126,8 @@ AI void q6_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx
         const uint8_t *blk = w + (size_t)b * 210;
         g4_prefetch_ahead(blk, 210);
         float dsc[16];
-        _mm512_storeu_ps(dsc, _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
+        uint8_t qb[128] __attribute__((aligned(64)));
+        store_opaque16(dsc, _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
         for (int h = 0; h < 2; h++) {
             const __m512i L = _mm512_loadu_si512(blk + 64 * h),
                           H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
@@ -112,14 +135,11 @@ AI void q6_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx
             const __m512i q01 = _mm512_ternarylogic_epi32(L, m4, _mm512_and_si512(_mm512_sllv_epi16(H, sl), m30), 0xEA),
                           q23 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), m4,
                                                           _mm512_and_si512(_mm512_srlv_epi16(H, sr), m30), 0xEA);
-            const __m512i Q[2] = {_mm512_sub_epi8(q01, c32), _mm512_sub_epi8(q23, c32)};
+            store_opaque64(qb, _mm512_sub_epi8(q01, c32));
+            store_opaque64(qb + 64, _mm512_sub_epi8(q23, c32));
             for (int j = 0; j < 8; j++) {
-                const __m512i Qj = Q[j >> 2];
-                const __m128i qb = (j & 3) == 0 ? _mm512_castsi512_si128(Qj)
-                                 : (j & 3) == 1 ? _mm512_extracti32x4_epi32(Qj, 1)
-                                 : (j & 3) == 2 ? _mm512_extracti32x4_epi32(Qj, 2)
-                                                : _mm512_extracti32x4_epi32(Qj, 3);
-                const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qb)), s = _mm512_set1_ps(dsc[8 * h + j]);
+                const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(qb + 16 * j)))),
+                             s = _mm512_set1_ps(dsc[8 * h + j]);
                 for (int t = 0; t < T; t++)
                     acc[t][j & 3] = _mm512_fmadd_ps(s, _mm512_mul_ps(q, ld(x + (size_t)t * ldx + 256 * b + 128 * h + 16 * j)),
                                                     acc[t][j & 3]);

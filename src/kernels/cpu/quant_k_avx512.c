@@ -202,7 +202,7 @@ MM_K512(g4_mm_q4_k_avx512, g4_mm_q4_k_avx2, dec_q4_k)
 MM_K512(g4_mm_q6_k_avx512, g4_mm_q6_k_avx2, dec_q6_k)
 
 /* kernels.h matmul_rows: any T through the decode above, 3 rows at a time over blocks of
- * ROWS_RB weight rows (at most 210 KB: 32 Q6_K rows of K 6400), so a block stays in L2 while every
+ * ROWS_RB weight rows (160 KB: 32 Q6_K rows of K 6144), so a block stays in L2 while every
  * group of activation rows passes over it and the weights come from DRAM once */
 enum { ROWS_RB = 32 };
 #define MM_ROWS(NAME, DEC)                                                                       \

@@ -1,6 +1,7 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
  * the one named by G4_CPU_ISA (scalar|avx2|avx512|avx512bf16|amx) so tests can run every path on
- * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM; the bf16 paths are the
+ * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM and (with BW/VL) the
+ * Q4_K / Q6_K decode on 16 lanes; the bf16 paths are the
  * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units; --numerics ggml's table is
  * any of them with llama.cpp's float ops (g4_kernels_ggml). The AVX-512 features are read from
  * CPUID and XCR0 here, in code built for any x86-64. Which inputs take which matmul is the
@@ -14,6 +15,7 @@
 #include "gemma4c.h"
 #include "kernels/cpu/attn.h"
 #include "kernels/cpu/pack_avx2.h"
+#include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__)
@@ -39,14 +41,20 @@ static int has_avx512f(void) {
     return ((r[1] >> 16) & 1) && (xcr0() & 0xe6) == 0xe6;   /* SSE, AVX, opmask, zmm state */
 }
 
-/* AVX-512 F/BW/VL and the BF16 dot product. */
-static int has_avx512bf16(void) {
+/* AVX-512 F/BW/VL (every AVX-512 Xeon and Core; Xeon Phi has F alone). */
+static int has_avx512bwvl(void) {
     unsigned r[4];
     if (!has_avx512f()) return 0;
     cpuid_count(7, 0, r);
-    const int bw = (r[1] >> 30) & 1, vl = (r[1] >> 31) & 1;
+    return ((r[1] >> 30) & 1) && ((r[1] >> 31) & 1);
+}
+
+/* AVX-512 F/BW/VL and the BF16 dot product. */
+static int has_avx512bf16(void) {
+    unsigned r[4];
+    if (!has_avx512bwvl()) return 0;
     cpuid_count(7, 1, r);
-    return bw && vl && ((r[0] >> 5) & 1);
+    return (r[0] >> 5) & 1;
 }
 
 /* AMX-TILE + AMX-BF16 enabled by the OS (XCR0 tile state), and Linux's per-process permission to
@@ -63,6 +71,7 @@ static int has_amx_bf16(void) {
 }
 #else
 static int has_avx512f(void) { return 0; }
+static int has_avx512bwvl(void) { return 0; }
 static int has_avx512bf16(void) { return 0; }
 static int has_amx_bf16(void) { return 0; }
 #endif
@@ -92,6 +101,12 @@ static void x512_init(void) {
     x512.avx512_table.matmul_xp[G4_DT_Q4_K] = g4_matmul_xp_q4_k_avx512;
     x512.avx512_table.matmul_xp[G4_DT_Q6_K] = g4_matmul_xp_q6_k_avx512;
     x512.avx512_table.pack_x = g4_pack_x_avx512;
+    if (has_avx512bwvl()) {   /* Q4_K / Q6_K decode on 16 lanes (quant_k_avx512.c) */
+        x512.avx512_table.matmul[G4_DT_Q4_K] = g4_mm_q4_k_avx512;
+        x512.avx512_table.matmul[G4_DT_Q6_K] = g4_mm_q6_k_avx512;
+        x512.avx512_table.matmul_rows[G4_DT_Q4_K] = g4_mm_rows_q4_k_avx512;
+        x512.avx512_table.matmul_rows[G4_DT_Q6_K] = g4_mm_rows_q6_k_avx512;
+    }
     x512.avx512_table.x_mr = G4_AVX512_XMR;
     const g4_kernels *base = &x512.avx512_table;
     if (!has_avx512bf16()) return;

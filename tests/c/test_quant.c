@@ -73,9 +73,9 @@ static float frand(unsigned *s) {
 /* Y = X · Wᵀ through the table of each path, T in {1, 3, 7}, row ranges that split the rows */
 static void test_matmul(void **state) {
     (void)state;
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     unsigned seed = 7;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
             g4_dtype dt = types[i];
@@ -177,13 +177,13 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
 static void test_decode_rows(void **state) {
     (void)state;
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
     const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256};
     const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256};
     const int maxT[] = {TM, TM, TM, 3, 3};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (int i = 0; i < 5; i++) {
             const g4_dtype dt = dts[i];
@@ -231,7 +231,7 @@ static void test_decode_rows(void **state) {
     }
 }
 
-/* The exact decode's float results are pinned bit for bit: the AVX2 Q4_K / Q6_K decode (T = 1-3,
+/* The exact decode's float results are pinned bit for bit: the AVX2 and AVX-512 Q4_K / Q6_K decode (T = 1-3,
  * K in one segment and in two) hashed over fixed random blocks and activations. A rewrite of how
  * the kernels unpack quants must keep every float operation and its order (docs/numerics.md:
  * exact mode is bit-identical before and after); a deliberate change of the summation order
@@ -244,17 +244,26 @@ static uint64_t fnv1a(const float *v, size_t n, uint64_t h) {
 
 static void test_decode_bits_pinned(void **state) {
     (void)state;
-    const g4_kernels *avx2 = g4_kernels_avx2();
+    const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
     if (!avx2) skip();
     enum { N = 13 };
-    const struct { g4_dtype dt; int K; uint64_t want; } cases[] = {
-        {G4_DT_Q4_K, 3 * 256, 0xf6951a66d2ed6436ull},
-        {G4_DT_Q4_K, 342 * 256, 0x62f20752befa0491ull},   /* past pre at T = 3: two segments */
-        {G4_DT_Q6_K, 3 * 256, 0xe672af060b069d0dull},
-        {G4_DT_Q6_K, 171 * 256, 0x40546eaa77fd3be7ull},
+    /* path 1: the AVX2 kernels; path 2: the avx512 table's (quant_k_avx512.c: 16 lanes, another
+     * summation order, so other bits) */
+    const struct { int path; g4_dtype dt; int K; uint64_t want; } cases[] = {
+        {1, G4_DT_Q4_K, 3 * 256, 0xf6951a66d2ed6436ull},
+        {1, G4_DT_Q4_K, 342 * 256, 0x62f20752befa0491ull},   /* past pre at T = 3: two segments */
+        {1, G4_DT_Q6_K, 3 * 256, 0xe672af060b069d0dull},
+        {1, G4_DT_Q6_K, 171 * 256, 0x40546eaa77fd3be7ull},
+        {2, G4_DT_Q4_K, 3 * 256, 0xe9e14c7e3f30f16cull},
+        {2, G4_DT_Q4_K, 342 * 256, 0xbcbd8f97d6cb5640ull},
+        {2, G4_DT_Q6_K, 3 * 256, 0x6d36fed1a0c76037ull},
+        {2, G4_DT_Q6_K, 171 * 256, 0x98c88e5368694174ull},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const g4_kernels *k = cases[i].path == 1 ? avx2 : avx512;
+        if (!k || (cases[i].path == 2 && k->matmul[cases[i].dt] == avx2->matmul[cases[i].dt]))
+            continue;   /* no AVX-512 F/BW/VL here: the avx512 bits are checked where it runs */
         const g4_dtype dt = cases[i].dt;
         const int K = cases[i].K;
         const size_t rb = g4_dtype_row_bytes(dt, K);
@@ -265,11 +274,11 @@ static void test_decode_bits_pinned(void **state) {
         for (int k = 0; k < 3 * K; k++) x[k] = frand(&seed);
         uint64_t h = 1469598103934665603ull;
         for (int T = 1; T <= 3; T++) {
-            avx2->matmul[dt](x, T, K, w, 0, N, y, N);
+            k->matmul[dt](x, T, K, w, 0, N, y, N);
             h = fnv1a(y, (size_t)T * N, h);
         }
         if (h != cases[i].want) {
-            print_error("%s K=%d: decode bits changed (hash 0x%016llx)\n", g4_dtype_name(dt), K, (unsigned long long)h);
+            print_error("%s %s K=%d: decode bits changed (hash 0x%016llx)\n", k->name, g4_dtype_name(dt), K, (unsigned long long)h);
             bad++;
         }
         free(w);

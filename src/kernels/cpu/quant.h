@@ -57,6 +57,13 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
  * G4_QDEC_MAX_ROWS rows and unpack it in registers for every row. */
 void g4_mm_rows_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* The avx512 table's Q4_K / Q6_K decode (quant_k_avx512.c, AVX-512 F/BW/VL): matmul (T < 4 on 16
+ * lanes, prefill the AVX2 kernels above) and matmul_rows (any T, each row bit-identical to matmul
+ * on that row alone). */
+void g4_mm_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QDEC_MAX_ROWS 16
 void g4_mm_q8_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

@@ -12,7 +12,7 @@ const char *const cli_spec_opts_help =
     "speculative decoding (output identical to plain decoding; docs/speculative.md):\n"
     "  --spec ngram|none     draft by n-gram lookup in the prompt and output (default: none)\n"
     "  --draft DIR           draft with Gemma 4's MTP assistant model (an HF directory; with\n"
-    "                        --tp N on the threads backend, not --tp-backend mpi)\n"
+    "                        --tp N on either backend)\n"
     "  --draft-max K         most drafts a verify round (default: the drafter's: 8 for ngram,\n"
     "                        the assistant's num_assistant_tokens)\n"
     "  --spec-ngram-max N    longest n-gram looked up (default 4); --spec-ngram-min N shortest (1)\n"

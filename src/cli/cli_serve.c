@@ -36,7 +36,7 @@ static void help(FILE *f) {
                "decoding slots verify together in one step; docs/speculative.md); --draft-max K drafts a\n"
                "round (default 8), --spec-ngram-min / --spec-ngram-max as for run. --draft DIR: the same\n"
                "with Gemma 4's MTP assistant model (an HF directory; default K its num_assistant_tokens;\n"
-               "with --tp N on the threads backend, not mpi). A request's \"speculative\": {\"n_max\": K, \"n_min\": M} takes at most K\n"
+               "with --tp N on either backend). A request's \"speculative\": {\"n_max\": K, \"n_min\": M} takes at most K\n"
                "(<= --draft-max; 0: none) and skips rounds of fewer than M drafts.\n"
                "A request's headers and body must arrive within --timeout seconds (also the idle limit).\n"
                "Past --max-connections the oldest connection still sending its request is closed;\n"

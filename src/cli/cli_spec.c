@@ -12,7 +12,7 @@ const char *const cli_spec_opts_help =
     "speculative decoding (output identical to plain decoding; docs/speculative.md):\n"
     "  --spec ngram|none     draft by n-gram lookup in the prompt and output (default: none)\n"
     "  --draft DIR           draft with Gemma 4's MTP assistant model (an HF directory; with\n"
-    "                        --tp N on the threads backend, not --tp-backend mpi)\n"
+    "                        --tp N on either backend)\n"
     "  --draft-max K         most drafts a verify round (default: the drafter's: 8 for ngram,\n"
     "                        the assistant's num_assistant_tokens)\n"
     "  --spec-ngram-max N    longest n-gram looked up (default 4); --spec-ngram-min N shortest (1)\n"
@@ -54,10 +54,6 @@ int cli_spec_prepare(const char *cmd, cli_spec *s, g4_model_opts *mo) {
         if (s->kind == CLI_SPEC_NGRAM) return cli_usage_error(cmd, "--draft and --spec ngram exclude each other");
         if (s->ngram_min || s->ngram_max)
             return cli_usage_error(cmd, "%s needs --spec ngram", s->ngram_min ? "--spec-ngram-min" : "--spec-ngram-max");
-        /* the drafter reads every rank's KV shard in its own process: the threads backend's ranks */
-        if (mo->tp_backend == G4_TP_MPI)
-            return cli_usage_error(cmd, "--draft: not with --tp-backend mpi (the MTP drafter reads every rank's KV "
-                                   "shard in one process: use --tp N with the threads backend)");
         s->kind = CLI_SPEC_MTP;
         int k = s->draft_max;
         g4_status st = k ? G4_OK : g4_drafter_mtp_default_max(s->draft_dir, &k);

@@ -31,8 +31,11 @@ typedef struct {
     const g4_layer *src;        /* the target layer whose K/V this one reads (rank 0's) */
     int src_l;                  /* its index */
     /* under --tp the target's KV heads are split over its ranks: KV head g of this layer lives in
-     * rank head_rank[g]'s cache as that rank's local head head_local[g] */
+     * rank head_rno[g]'s cache as that rank's local head head_local[g]; head_rank[g] is that
+     * rank's model when it is in this process (threads backend, or rank 0), else NULL (another
+     * MPI process: the round gathers its rows into the drafter's copy, g4_mtp.remote) */
     g4_model **head_rank;       /* [n_kv] */
+    int *head_rno;              /* [n_kv] */
     int *head_local;            /* [n_kv] */
 } mtp_layer;
 
@@ -40,6 +43,13 @@ struct g4_mtp {
     g4_model *m;                /* the target (rank 0's handle under --tp) */
     g4_model **ranks;           /* the target's rank models in this process, rank 0 first [n_ranks] */
     int n_ranks;
+    int tp;                     /* the target's ranks, in this process or (MPI) others */
+    int mpi;                    /* the other ranks are other processes (--tp-backend mpi) */
+    /* MPI: per layer type (0 sliding, 1 full), the KV of the target's source layer as another
+     * rank holds it ([tp], laid out as that rank's cache region of the layer; NULL where this
+     * process reads no head of that rank; the array NULL when it reads none), refreshed at the
+     * start of every round */
+    unsigned char **remote[2];
     g4_config cfg;              /* the drafter's text config */
     g4_tensor_set ts;
     int H, Hb, V, I, n_q, n_layers;
@@ -190,9 +200,6 @@ static const g4_layer *target_store_layer(const g4_model *m, int full) {
 static g4_status check_against_target(g4_mtp *d, const char *dir) {
     const g4_model *m = d->m;
     const g4_config *c = &d->cfg, *t = &m->cfg;
-    if (!d->n_ranks)   /* MPI ranks are other processes: their KV shards are out of reach */
-        return g4_fail(G4_ERR_INPUT, "--draft: the MTP drafter reads every rank's KV in this process: not with "
-                       "--tp-backend mpi (use the threads backend)");
     if (c->vocab_size != t->vocab_size)
         return g4_fail(G4_ERR_INPUT, "%s: drafter vocabulary %d != the target's %d", dir, c->vocab_size, t->vocab_size);
     if (d->Hb != t->hidden_size)
@@ -221,22 +228,43 @@ static g4_status check_against_target(g4_mtp *d, const char *dir) {
     return G4_OK;
 }
 
+/* MPI: the drafter's copy of rank r's KV of the layer-type `full` source layer, sized as that
+ * rank's cache region of the layer (the same on every rank: the plan splits KV heads evenly or
+ * replicates them) */
+static g4_status need_remote(g4_mtp *d, int full, int r) {
+    const g4_layer *src = target_store_layer(d->m, full);
+    if (!d->remote[full] && !(d->remote[full] = calloc((size_t)d->tp, sizeof *d->remote[full])))
+        return g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!d->remote[full][r] && !(d->remote[full][r] = calloc(2 * (size_t)src->n_kv * src->kv_cap, src->kv_row)))
+        return g4_fail(G4_ERR_NOMEM, "out of memory for the drafter's copy of the target's KV");
+    return G4_OK;
+}
+
 /* Where each KV head of layer L's source lives: the rank whose shard plan holds it (a head that
  * every rank replicates, as Gemma 4's single full-layer KV head under --tp 2, is read from the
- * first). One rank: all of them in rank 0's cache, in order. */
+ * first, so rank 0's own copy). One rank: all of them in rank 0's cache, in order. Under MPI the
+ * plans of the other ranks are the same function of the configuration (tp_plan.h); the heads
+ * only another process holds get a copy of that rank's KV (need_remote). */
 static g4_status map_heads(g4_mtp *d, mtp_layer *L) {
     L->head_rank = malloc((size_t)L->n_kv * sizeof *L->head_rank);
+    L->head_rno = malloc((size_t)L->n_kv * sizeof *L->head_rno);
     L->head_local = malloc((size_t)L->n_kv * sizeof *L->head_local);
-    if (!L->head_rank || !L->head_local) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (!L->head_rank || !L->head_rno || !L->head_local) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    g4_status st;
     for (int g = 0; g < L->n_kv; g++) {
-        L->head_rank[g] = NULL;
-        for (int r = 0; r < d->n_ranks && !L->head_rank[g]; r++) {
-            const g4_tp_plan *p = &d->ranks[r]->plan;
-            const int lo = p->kv_lo[L->src_l], n = d->ranks[r]->layers[L->src_l].n_kv;
-            if (g >= lo && g < lo + n) L->head_rank[g] = d->ranks[r], L->head_local[g] = g - lo;
+        L->head_rno[g] = -1;
+        for (int r = 0; r < d->tp && L->head_rno[g] < 0; r++) {
+            g4_tp_plan p;
+            if (!d->mpi) p = d->ranks[r]->plan;
+            else if ((st = g4_tp_plan_make(&d->m->cfg, d->tp, r, &p))) return st;
+            const int lo = p.kv_lo[L->src_l], n = p.kv_heads[L->src_l];
+            if (g >= lo && g < lo + n) L->head_rno[g] = r, L->head_local[g] = g - lo;
         }
-        if (!L->head_rank[g])
+        if (L->head_rno[g] < 0)
             return g4_fail(G4_ERR_INPUT, "--draft: no rank of the target holds KV head %d of its layer %d", g, L->src_l);
+        const int r = L->head_rno[g];
+        L->head_rank[g] = d->mpi ? (r ? NULL : d->m) : d->ranks[r];
+        if (!L->head_rank[g] && (st = need_remote(d, L->is_full, r))) return st;
     }
     return G4_OK;
 }
@@ -354,7 +382,9 @@ g4_status g4_mtp_load(const char *dir, g4_model *target, g4_mtp **out) {
     d->m = target;
     int double_wide = 0;
     g4_status st;
-    d->n_ranks = g4_group_rank_models(target, NULL);   /* 0 under MPI: check_against_target refuses */
+    d->n_ranks = g4_group_rank_models(target, NULL);   /* 0 under MPI: the other ranks are other processes */
+    d->mpi = !d->n_ranks;
+    d->tp = d->mpi ? target->plan.tp : d->n_ranks;
     if (d->n_ranks && !(d->ranks = malloc((size_t)d->n_ranks * sizeof *d->ranks))) {
         st = g4_fail(G4_ERR_NOMEM, "out of memory");
         goto fail;
@@ -388,8 +418,11 @@ void g4_mtp_free(g4_mtp *d) {
     for (int l = 0; d->layers && l < d->n_layers; l++) {
         mtp_layer *L = &d->layers[l];
         free(L->w_in), free(L->w_post_attn), free(L->w_pre_ffw), free(L->w_post_ffw), free(L->w_qnorm);
-        free(L->head_rank), free(L->head_local);
+        free(L->head_rank), free(L->head_rno), free(L->head_local);
     }
+    for (int t = 0; t < 2; t++)
+        for (int r = 0; d->remote[t] && r < d->tp; r++) free(d->remote[t][r]);
+    free(d->remote[0]), free(d->remote[1]);
     free(d->ranks);
     free(d->layers);
     free(d->ordering), free(d->w_final), free(d->inv_freq_sliding), free(d->inv_freq_full);
@@ -469,25 +502,44 @@ static void masked_logits(g4_mtp *d, const float *y) {
         for (int j = 0; j < per; j++) d->logits[d->ordering[d->top[i] * per + j]] = d->sel[i * per + j];
 }
 
-/* The target rank whose vocab-parallel embedding slice holds token `tok` (the forward pass
- * all-reduces that rank's row with the others' zeros, so reading it directly is exact). */
-static const g4_model *target_embed_rank(const g4_mtp *d, int32_t tok) {
+/* The target's embedding row of `tok`, unscaled, into out [Hb]: from the rank whose
+ * vocab-parallel slice holds it (the forward pass all-reduces that rank's row with the others'
+ * zeros, so reading it directly is exact); under MPI a row another process holds comes over the
+ * group (g4_group_embed_row). */
+static g4_status target_embed_row(const g4_mtp *d, int32_t tok, float *out) {
+    const g4_model *em = d->m;
     for (int r = 0; r < d->n_ranks; r++)
-        if (tok >= d->ranks[r]->plan.vocab_lo && tok < d->ranks[r]->plan.vocab_hi) return d->ranks[r];
-    return d->m;
+        if (tok >= d->ranks[r]->plan.vocab_lo && tok < d->ranks[r]->plan.vocab_hi) em = d->ranks[r];
+    if (d->mpi && (tok < em->plan.vocab_lo || tok >= em->plan.vocab_hi)) return g4_group_embed_row(d->m, tok, out);
+    g4_to_f32(em->embed.dt, (const char *)em->embed.data + (size_t)(tok - em->plan.vocab_lo) *
+              g4_dtype_row_bytes(em->embed.dt, d->Hb), (size_t)d->Hb, out);
+    return G4_OK;
+}
+
+/* MPI, at the start of a round: the rows this round attends to of the KV heads that other
+ * processes hold, into the drafter's copies (d->remote) */
+static g4_status gather_remote(g4_mtp *d, const g4_draft_ctx *c) {
+    for (int t = 0; t < 2; t++) {
+        if (!d->remote[t]) continue;
+        int lo, hi;
+        draft_window(d, c, t, &lo, &hi);
+        const int src_l = (int)(target_store_layer(d->m, t) - d->m->layers);
+        g4_status st = hi >= lo ? g4_group_gather_kv(d->m, c->slot, src_l, lo, hi, d->remote[t]) : G4_OK;
+        if (st) return st;
+    }
+    return G4_OK;
 }
 
 /* One drafter step at position `pos` from token `tok` and backbone hidden d->hid: d->logits, and
  * d->hid becomes the projected last hidden state for the next step. */
-static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
+static g4_status step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
     const g4_model *m = d->m;
     const g4_kernels *k = m->k;
     const int H = d->H, Hb = d->Hb;
     const float eps = d->cfg.rms_norm_eps;
     /* [target embedding * sqrt(H_target), hidden] → pre_projection */
-    const g4_model *em = target_embed_rank(d, tok);   /* under --tp the rank holding the row */
-    g4_to_f32(em->embed.dt, (const char *)em->embed.data + (size_t)(tok - em->plan.vocab_lo) *
-              g4_dtype_row_bytes(em->embed.dt, Hb), (size_t)Hb, d->in);
+    g4_status st = target_embed_row(d, tok, d->in);   /* under --tp the rank holding the row */
+    if (st) return st;
     for (int i = 0; i < Hb; i++) d->in[i] *= m->embed_scale;
     memcpy(d->in + Hb, d->hid, (size_t)Hb * sizeof(float));
     matmul1(d, &d->pre, d->in, d->x);
@@ -507,10 +559,12 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
         /* the target's attention kernel, one block of the G query heads sharing each KV head */
         const size_t row = L->src->kv_row;   /* bytes of one cached K or V row (--kv-type) */
         for (int g = 0; g < L->n_kv; g++) {
-            /* KV head g in the cache of the rank holding it (rank 0's own without --tp) */
+            /* KV head g in the cache of the rank holding it (rank 0's own without --tp), or in
+             * this round's copy of it from another process */
             const g4_model *rm = L->head_rank[g];
-            const g4_layer *RL = &rm->layers[L->src_l];
-            const unsigned char *K0 = g4_slot_k(rm, c->slot, RL), *V0 = K0 + (size_t)RL->n_kv * cap * row;
+            const g4_layer *RL = rm ? &rm->layers[L->src_l] : L->src;   /* n_kv and cap: the same on every rank */
+            const unsigned char *K0 = rm ? g4_slot_k(rm, c->slot, RL) : d->remote[L->is_full][L->head_rno[g]];
+            const unsigned char *V0 = K0 + (size_t)RL->n_kv * cap * row;
             const size_t kv = (size_t)L->head_local[g] * cap * row, qo = (size_t)g * G * D;
             if (m->attend_kv)
                 m->attend_kv(m->opts.kv_type, d->q + qo, D, d->att + qo, D, G, 1, &lo, &hi, K0 + kv, V0 + kv, cap, D,
@@ -534,6 +588,7 @@ static void step(g4_mtp *d, const g4_draft_ctx *c, int32_t tok, int pos) {
     matmul1(d, &d->post, d->h, d->hid);
     if (d->ordered) masked_logits(d, d->h);
     else matmul1(d, &d->lm_head, d->h, d->logits);
+    return G4_OK;
 }
 
 int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, float *logits) {
@@ -547,11 +602,12 @@ int g4_mtp_draft(g4_mtp *d, const g4_draft_ctx *c, int max_draft, int32_t *out, 
         return g4_fail(G4_ERR_INPUT, "drafter: inconsistent round (n %d, kv_written %d, step_start %d)", c->n,
                        c->kv_written, c->step_start), -1;
     if (c->kv_written < 1 || max_draft <= 0) return 0;
+    if (gather_remote(d, c)) return -1;
     memcpy(d->hid, c->hidden, (size_t)d->Hb * sizeof(float));
     int32_t tok = c->tokens[c->n - 1];
     int k = 0;
     for (; k < max_draft; k++) {
-        step(d, c, tok, c->n - 1);
+        if (step(d, c, tok, c->n - 1)) return -1;
         tok = argmax_first(d->logits, d->V);
         out[k] = tok;
         if (logits) memcpy(logits + (size_t)k * d->V, d->logits, (size_t)d->V * sizeof(float));

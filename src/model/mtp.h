@@ -12,10 +12,11 @@ typedef struct g4_mtp g4_mtp;
 
 /* Loads the HF directory `dir` (config.json, model.safetensors, optional generation_config.json)
  * and checks it against `target` (vocabulary, backbone width, head counts and sizes per layer
- * type, sliding window). The target is a Gemma 4 model on one rank or on a threads-backend group
- * (--tp N: the drafter, on rank 0, reads each KV head and embedding row from the rank holding it;
- * MPI ranks are refused), whose sliding rings hold at least window + 1 positions
- * (prefill_chunk >= 2). */
+ * type, sliding window). The target is a Gemma 4 model on one rank or a --tp N group, whose
+ * sliding rings hold at least window + 1 positions (prefill_chunk >= 2). The drafter runs whole on
+ * rank 0 and reads each KV head and embedding row from the rank holding it: in this process on the
+ * threads backend; under MPI each round gathers the rows it attends to of the heads other ranks
+ * hold, and each step the embedding row another rank holds (parallel/group.h). */
 g4_status g4_mtp_load(const char *dir, g4_model *target, g4_mtp **out);
 void g4_mtp_free(g4_mtp *d);
 /* generation_config.json's num_assistant_tokens (transformers' default 20 when absent) */

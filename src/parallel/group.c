@@ -184,7 +184,7 @@ g4_status g4_group_load_mpi(const char *path, const g4_model_opts *opts, g4_mode
  * slots[R], pos[R], ids[R]; broadcast whole (its size fixed by max_rows). After them room for a
  * step with images' m->step_media [R], broadcast apart and only for such a step (rank 0 alone
  * holds the soft tokens: the embedding's all-reduce brings them to the others) */
-enum { CMD_STOP = 0, CMD_STEP = 1, CMD_PING = 2 };
+enum { CMD_STOP = 0, CMD_STEP = 1, CMD_PING = 2, CMD_KV = 3, CMD_EMBED = 4 };
 enum { OUT_NONE = 0, OUT_LOGITS = 1, OUT_ARGMAX = 2 };
 #define CMD_HDR 5
 
@@ -338,6 +338,94 @@ g4_status g4_model_ping(g4_model *m) {
     return G4_OK;
 }
 
+/* ---------------------------------------------------------------- reads of the other ranks' state */
+
+/* CMD_KV: (slot, layer, lo, hi) in words 1..4. Every rank packs its K rows of positions [lo, hi]
+ * (ring index t % cap), head after head, then its V rows the same way; rank 0 gathers them. */
+static size_t kv_bytes(const g4_layer *L, int lo, int hi) { return 2 * (size_t)L->n_kv * (size_t)(hi - lo + 1) * L->kv_row; }
+
+static void kv_pack(const g4_model *m, int slot, const g4_layer *L, int lo, int hi, unsigned char *out) {
+    const unsigned char *K = g4_slot_k(m, slot, L);
+    const size_t row = L->kv_row;
+    for (int h = 0; h < 2 * L->n_kv; h++)   /* K heads then V heads: one [2 n_kv][cap] array of rows */
+        for (int t = lo; t <= hi; t++, out += row) memcpy(out, K + ((size_t)h * L->kv_cap + (size_t)(t % L->kv_cap)) * row, row);
+}
+
+static void kv_unpack(const g4_layer *L, int lo, int hi, const unsigned char *in, unsigned char *dst) {
+    const size_t row = L->kv_row;
+    for (int h = 0; h < 2 * L->n_kv; h++)
+        for (int t = lo; t <= hi; t++, in += row) memcpy(dst + ((size_t)h * L->kv_cap + (size_t)(t % L->kv_cap)) * row, in, row);
+}
+
+/* Runs CMD_KV on this rank: rank 0 receives every rank's rows into recv [tp][kv_bytes]. */
+static g4_status rank_kv(g4_model *m, unsigned char *recv) {
+    const int slot = m->cmd[1], layer = m->cmd[2], lo = m->cmd[3], hi = m->cmd[4];
+    const g4_layer *L = &m->layers[layer];
+    const size_t n = kv_bytes(L, lo, hi);
+    unsigned char *send = malloc(n);
+    if (!send) return g4_fail(G4_ERR_NOMEM, "out of memory for a KV gather");
+    kv_pack(m, slot, L, lo, hi, send);
+    m->comm->gather(m->comm, send, n, recv);
+    free(send);
+    return atomic_load(&m->comm->lost) ? g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why) : G4_OK;
+}
+
+g4_status g4_group_gather_kv(g4_model *m, int slot, int layer, int lo, int hi, unsigned char *const *dst) {
+    if (!m->comm || m->comm->rank || m->group) return g4_fail(G4_ERR_INPUT, "g4_group_gather_kv: rank 0 of an MPI group");
+    if (atomic_load(&m->comm->lost)) return g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why);
+    const g4_layer *L = &m->layers[layer];
+    const int tp = m->comm->size;
+    /* chunks of positions: each rank's part of one gather stays well within MPI's int count */
+    const size_t per_pos = kv_bytes(L, 0, 0);
+    int step = (int)((32u << 20) / per_pos);
+    if (step < 1) step = 1;
+    unsigned char *recv = malloc((size_t)tp * per_pos * (size_t)(hi - lo + 1 < step ? hi - lo + 1 : step));
+    if (!recv) return g4_fail(G4_ERR_NOMEM, "out of memory for a KV gather");
+    g4_status st = G4_OK;
+    for (int a = lo; a <= hi && !st; a += step) {
+        const int b = hi - a + 1 < step ? hi : a + step - 1;
+        m->cmd[0] = CMD_KV, m->cmd[1] = slot, m->cmd[2] = layer, m->cmd[3] = a, m->cmd[4] = b;
+        cmd_bcast(m);
+        if ((st = rank_kv(m, recv))) break;
+        for (int r = 1; r < tp; r++)
+            if (dst[r]) kv_unpack(L, a, b, recv + (size_t)r * kv_bytes(L, a, b), dst[r]);
+    }
+    free(recv);
+    return st;
+}
+
+/* CMD_EMBED: token in word 1. Every rank sends its embedding row of it as float32 (zeros when its
+ * vocabulary slice does not hold it); rank 0 keeps the holder's, bit for bit. */
+static g4_status rank_embed(g4_model *m, float *recv) {
+    const int32_t tok = m->cmd[1];
+    const int H = m->cfg.hidden_size;
+    float *row = calloc((size_t)H, sizeof(float));
+    if (!row) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    if (tok >= m->plan.vocab_lo && tok < m->plan.vocab_hi)
+        g4_to_f32(m->embed.dt, (const char *)m->embed.data + (size_t)(tok - m->plan.vocab_lo) *
+                  g4_dtype_row_bytes(m->embed.dt, H), (size_t)H, row);
+    m->comm->gather(m->comm, row, (size_t)H * sizeof(float), recv);
+    free(row);
+    return atomic_load(&m->comm->lost) ? g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why) : G4_OK;
+}
+
+g4_status g4_group_embed_row(g4_model *m, int32_t tok, float *out) {
+    if (!m->comm || m->comm->rank || m->group) return g4_fail(G4_ERR_INPUT, "g4_group_embed_row: rank 0 of an MPI group");
+    if (atomic_load(&m->comm->lost)) return g4_fail(G4_ERR_RUNTIME, "%s", m->comm->why);
+    const int tp = m->comm->size, H = m->cfg.hidden_size;
+    if (tok < 0 || tok >= m->cfg.vocab_size) return g4_fail(G4_ERR_INPUT, "embedding row of token %d: outside the vocabulary", tok);
+    float *recv = malloc((size_t)tp * H * sizeof(float));
+    if (!recv) return g4_fail(G4_ERR_NOMEM, "out of memory");
+    m->cmd[0] = CMD_EMBED, m->cmd[1] = tok;
+    cmd_bcast(m);
+    g4_status st = rank_embed(m, recv);
+    /* the ranks' slices are the ceil split of the plan, in rank order */
+    const int per = (m->cfg.vocab_size + tp - 1) / tp;
+    if (!st) memcpy(out, recv + (size_t)(tok / per) * H, (size_t)H * sizeof(float));
+    free(recv);
+    return st;
+}
+
 int g4_group_rank_models(g4_model *m, g4_model **out) {
     if (!m->group) {
         if (m->comm) return 0;
@@ -360,6 +448,9 @@ g4_status g4_model_work(g4_model *m) {
             m->comm->allreduce_sum(m->comm, &one, 1);
         } else if (m->cmd[0] == CMD_STEP) {
             rank_step(m, NULL, NULL);
+        } else if (m->cmd[0] == CMD_KV || m->cmd[0] == CMD_EMBED) {   /* rank 0's MTP drafter (model/mtp.c) */
+            g4_status st = m->cmd[0] == CMD_KV ? rank_kv(m, NULL) : rank_embed(m, NULL);
+            if (st && !atomic_load(&m->comm->lost)) return st;
         } else {
             return G4_OK;
         }

@@ -29,6 +29,16 @@ void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, cons
  * steps: the other ranks then wait for rank 0's next broadcast (kv_snapshot.c copies their KV). */
 int g4_group_rank_models(g4_model *m, g4_model **out);
 
+/* Rank 0 of an MPI group, between steps (the other ranks wait for its next broadcast): what a
+ * caller in rank 0's process (the MTP drafter, model/mtp.c) reads of the other processes' state.
+ * g4_group_gather_kv: every rank's K and V rows of layer `layer` in slot `slot`, positions
+ * [lo, hi] (ring index t % kv_cap), written into dst[r] (r >= 1; NULL: not wanted) laid out as
+ * that rank's own cache region of the layer (g4_slot_k: [n_kv][kv_cap] K rows, then V).
+ * g4_group_embed_row: token tok's embedding row (unscaled, float32 [hidden_size]) from the rank
+ * whose vocabulary slice holds it, bit for bit. G4_ERR_RUNTIME when the group is lost. */
+g4_status g4_group_gather_kv(g4_model *m, int slot, int layer, int lo, int hi, unsigned char *const *dst);
+g4_status g4_group_embed_row(g4_model *m, int32_t tok, float *out);
+
 /* At free: the driver releases the other ranks from g4_model_work, and joins their threads (the
  * threads backend). A no-op on a rank without a group. */
 void g4_group_stop(g4_model *m);

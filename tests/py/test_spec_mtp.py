@@ -5,14 +5,17 @@ ids and accepted count identical to transformers' rounds, the output identical t
 on scalar kernels and, where the CPU has it, amx (a verify row's logits then equal a one-row
 step's for these short rows: docs/numerics.md), and with the target split over --tp 2 (the
 drafter on rank 0 reading each rank's KV heads; sliding heads split, the full layer's one
-replicated). The
+replicated): on the threads backend, and over MPI (rank 0 gathering rank 1's KV rows each round
+and its embedding rows each step). The
 drafter's own forward (logits, each round standalone) is tested in tests/c/test_mtp.c."""
 import json
 import os
+import subprocess
 
 import pytest
 
 from conftest import FIXTURES, run_g4
+from test_tp import MPI_ENV, MPIRUN, need_mpi
 
 TARGET = FIXTURES / "g4-causal-tiny"
 DRAFTERS = ["random", "friendly", "friendly-ordered"]
@@ -27,9 +30,14 @@ def goldens(name):
     return json.loads((FIXTURES / "mtp" / name / "goldens.json").read_text())
 
 
-def run_ids(g4_bin, prompt, n, *extra, isa="scalar"):
-    r = run_g4(g4_bin, "run", "-m", TARGET, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids",
-               "--ctx", 256, "--threads", 1, *extra, env={"G4_CPU_ISA": isa})
+def run_ids(g4_bin, prompt, n, *extra, isa="scalar", mpi=0):
+    args = ["run", "-m", TARGET, "--prompt-ids", ",".join(map(str, prompt)), "-n", n, "--ids", "--ctx", 256,
+            "--threads", 1, *extra]
+    if mpi:   # mpi ranks under mpirun: --tp mpi --tp-backend mpi
+        r = subprocess.run([MPIRUN, "-np", str(mpi), g4_bin, *map(str, args), "--tp", str(mpi), "--tp-backend", "mpi"],
+                           capture_output=True, timeout=300, env={**os.environ, **MPI_ENV, "G4_CPU_ISA": isa})
+    else:
+        r = run_g4(g4_bin, *args, env={"G4_CPU_ISA": isa})
     assert r.returncode == 0, r.stderr.decode()
     return json.loads(r.stdout), r.stderr.decode()
 
@@ -37,12 +45,27 @@ def run_ids(g4_bin, prompt, n, *extra, isa="scalar"):
 @pytest.mark.parametrize("isa,tp", [(isa, 1) for isa in _isas()] + [("scalar", 2)])
 @pytest.mark.parametrize("name", DRAFTERS)
 def test_trace_matches_transformers(g4_bin, tmp_path, name, isa, tp):
+    check_trace(g4_bin, tmp_path, name, isa, "--tp", tp)
+
+
+def test_trace_matches_transformers_mpi(g4_bin, tmp_path):
+    """--tp 2 over MPI: the drafter on rank 0 reads rank 1's sliding KV heads from the rows the
+    round gathers, and the embedding rows of rank 1's vocabulary half from that process; rounds
+    as transformers', the output plain greedy's at the same --tp."""
+    need_mpi()
+    check_trace(g4_bin, tmp_path, "friendly", "scalar", mpi=2)
+    case = goldens("friendly")["cases"][0]
+    plain, _ = run_ids(g4_bin, case["prompt"], goldens("friendly")["n_new"], mpi=2)
+    assert plain == case["greedy"]
+
+
+def check_trace(g4_bin, tmp_path, name, isa, *extra, mpi=0):
     g = goldens(name)
     kept = []
     for case in g["cases"]:
         trace = tmp_path / f"{case['name']}.jsonl"
         got, _ = run_ids(g4_bin, case["prompt"], g["n_new"], "--draft", FIXTURES / "mtp" / name, "--spec-trace", trace,
-                         "--tp", tp, isa=isa)
+                         *extra, isa=isa, mpi=mpi)
         assert got == case["greedy"], case["name"]
         # transformers' last round may draft nothing (no room before max_length): a plain step, no trace line
         want = [r for r in case["rounds"] if r["drafted"]]
@@ -71,7 +94,6 @@ def test_draft_max_and_plain_greedy(g4_bin, tmp_path):
     (["--draft", "/nonexistent-drafter"], "/nonexistent-drafter/config.json: cannot open"),
     (["--draft", "tests/fixtures/mtp/random", "--spec", "ngram"], "--draft and --spec ngram exclude each other"),
     (["--draft", "tests/fixtures/mtp/random", "--spec-ngram-max", "3"], "--spec-ngram-max needs --spec ngram"),
-    (["--draft", "tests/fixtures/mtp/random", "--tp-backend", "mpi"], "--draft: not with --tp-backend mpi"),
 ])
 def test_bad_drafters(g4_bin, args, message):
     r = run_g4(g4_bin, "run", "-m", TARGET, "--prompt-ids", "2,5,7", "-n", 4, *args)

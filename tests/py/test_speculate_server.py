@@ -75,7 +75,6 @@ def test_prompt_cache_after_speculation(servers):
     (["--spec", "ngram", "--spec-trace", "t.jsonl"], "--spec-trace is an option of run, not of serve"),
     (["--draft-max", "3"], "--draft-max needs --spec ngram"),
     (["--spec", "eagle"], "--spec expects ngram or none"),
-    (["--draft", "some-dir", "--tp-backend", "mpi"], "--draft: not with --tp-backend mpi"),
 ])
 def test_bad_options(g4_bin, args, message):
     r = run_g4(g4_bin, "serve", "-m", MODEL, "--port", "0", *args, timeout=30)

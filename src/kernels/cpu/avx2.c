@@ -333,7 +333,8 @@ enum {
 static inline int rows_group_at(int T, int t0, int ng, int gi) { return (T - t0 + ng - gi - 1) / (ng - gi); }
 
 /* x[t] (T rows of K, K % 16 == 0) → xp: per 16 columns, every row's 8 even then 8 odd ones
- * (split_even_odd's order), the rows side by side: xp[k / 16][t][16] */
+ * (split_even_odd's order), the rows side by side: xp[k / 16][t][16], so that a group's chunk is
+ * one contiguous range (no L1 set conflicts) and every load one base register + a constant */
 static void split_even_odd_rows(const float *x, int T, int K, float *xp) {
     for (int t = 0; t < T; t++)
         for (int k = 0; k < K; k += 16) {
@@ -345,8 +346,8 @@ static void split_even_odd_rows(const float *x, int T, int K, float *xp) {
 }
 
 /* steps [s0, s1) of 16 columns of weight row w against TG activation rows of xp (a step's rows
- * xs floats apart), their chains in acc[t][0..1]. pf: bytes to prefetch meanwhile, one line per
- * two steps (the first group's pass: the next chunk of the row), or NULL */
+ * xs floats apart), their chains in acc[t][0..1]. pf: bytes to prefetch into L2 meanwhile, one
+ * line per two steps (the first group's pass: the same chunk of the block two ahead), or NULL */
 static inline __attribute__((always_inline)) void rows_chunk_pass(const float *xp, size_t xs, int TG, int s0, int s1,
                                                                  const uint16_t *w, __m256 (*acc)[2], const char *pf) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
@@ -366,9 +367,11 @@ static inline __attribute__((always_inline)) void rows_chunk_pass(const float *x
     for (int t = 0; t < TG; t++) { acc[t][0] = ae[t]; acc[t][1] = ao[t]; }
 }
 
-/* rows w .. w + 3K (a 4-row block) x T <= ROWS_CHUNK_T activation rows of xp (groups of g rows,
- * group t0 at xp + t0 K in split_even_odd_rows' layout), in chunks of SC steps; next: the next
- * block's first row (prefetched during the last chunk), or NULL */
+/* rows w .. w + 3K (a 4-row block) x T <= ROWS_CHUNK_T activation rows of xp (ng groups,
+ * rows_group_at; the group from row t0 at xp + t0 K in split_even_odd_rows' layout), in chunks of
+ * SC steps of 16 columns; next: the block two ahead, whose chunks the first group's passes
+ * prefetch as they read this block's from DRAM (far enough ahead to cover its latency with one
+ * group of rows), or NULL */
 static void rows_chunked_block(const float *xp, int T, int ng, int K, int SC, const uint16_t *w,
                                const uint16_t *next, float *y, int ldy) {
     __m256 acc[4][ROWS_CHUNK_T][2];
@@ -381,8 +384,6 @@ static void rows_chunked_block(const float *xp, int T, int ng, int K, int SC, co
             tg = rows_group_at(T, t0, ng, gi);
             for (int i = 0; i < 4; i++) {
                 const uint16_t *wi = w + (size_t)i * K;
-                /* the first group reads the chunk from DRAM: fetch the same chunk of the block
-                 * two ahead meanwhile */
                 const char *pf = !t0 && next ? (const char *)(next + (size_t)i * K + (size_t)s0 * 16) : NULL;
                 const float *xg = xp + (size_t)t0 * K;
                 const size_t xs = (size_t)tg * 16;

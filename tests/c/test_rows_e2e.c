@@ -78,7 +78,7 @@ static void test_decode_slots(void **state) {
 /* after a 5-token prefix, R tokens as one prefill chunk vs as R decode steps */
 static void test_chunk_vs_steps(void **state) {
     (void)state;
-    static const int Rs[] = {2, 5, 15, G4_ROWS_MAX_ROWS};
+    static const int Rs[] = {2, 5, 8, 15, G4_ROWS_MAX_ROWS};
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++)
         for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
             g4_model *m = load(models[mi], isas[ii], 2, 64);

@@ -6,7 +6,8 @@
  * (matmul.h: the policy picks the kernel by rows and K) on a two-thread pool, three products
  * sharing the call, against a one-row g4_matmul — for every T its policy promises (matmul_rows'
  * range, gemv3's on amx; the scalar path is row-invariant at any T). K sizes cover the even/odd
- * splits (K % 32, K % 16, K % 8 != 0), rows of 8 KB and more, and each quantized block size. */
+ * splits (K % 32, K % 16, K % 8 != 0), rows of 8 KB and more, the multi-row bf16 kernel's column
+ * chunks (whole and partial, 8-16 rows in several row groups), and each quantized block size. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,7 +72,7 @@ typedef struct {
     int K;
 } shape;
 static const shape shapes[] = {
-    {G4_DT_BF16, 96},   {G4_DT_BF16, 208},  {G4_DT_BF16, 200},  {G4_DT_BF16, 1536}, {G4_DT_BF16, 4096},
+    {G4_DT_BF16, 96},   {G4_DT_BF16, 208},  {G4_DT_BF16, 200},  {G4_DT_BF16, 1536}, {G4_DT_BF16, 4096}, {G4_DT_BF16, 6144},
     {G4_DT_BF16, 4100}, {G4_DT_F32, 200},   {G4_DT_F32, 203},   {G4_DT_F16, 96},    {G4_DT_F16, 4104},
     {G4_DT_Q8_0, 96},   {G4_DT_Q4_0, 160},  {G4_DT_Q5_0, 96},   {G4_DT_Q4_K, 512},  {G4_DT_Q6_K, 256},
     {G4_DT_Q4_K, 3072}, {G4_DT_Q6_K, 3072},

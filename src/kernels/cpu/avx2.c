@@ -314,6 +314,95 @@ static inline int rows_group_size(int T, int most) {
     return (T + ng - 1) / ng;
 }
 
+/* The same sums over a 4-row block of long rows (8 KB and more: o_proj, down_proj) for 3 and more
+ * activation rows, the columns taken in chunks, so that a group's chunk of x (ROWS_CHUNK_X bytes)
+ * stays in L1 while it passes over the block's 4 rows: unchunked, a group's x (6 rows x 16-24 KB)
+ * outgrows L1 and streams from L2 for every weight row, and the kernel waits on L2 rather than on
+ * its FMAs (a third slower at 4-16 rows). A chain's accumulator goes to memory between chunks and
+ * comes back (exact), so every chain still runs over the columns in order. Over short rows a
+ * group's whole x (<= 36 KB at K = 1536) already stays in L1 across the block and eo_rows_group
+ * is as fast; with 2 rows the kernel is bound by the weight stream either way. */
+enum {
+    ROWS_CHUNK_X = 12288,   /* bytes of a group's x chunk: 32 steps of 16 columns x 6 rows */
+    ROWS_CHUNK_T = 16,      /* activation rows per accumulator block */
+    ROWS_CHUNK_MIN_T = 3,
+};
+
+/* rows in group gi of ng, the group starting at row t0: T rows in groups as even as can be
+ * (16 rows: 6 + 5 + 5), the larger first */
+static inline int rows_group_at(int T, int t0, int ng, int gi) { return (T - t0 + ng - gi - 1) / (ng - gi); }
+
+/* x[t] (T rows of K, K % 16 == 0) → xp: per 16 columns, every row's 8 even then 8 odd ones
+ * (split_even_odd's order), the rows side by side: xp[k / 16][t][16], so that a group's chunk is
+ * one contiguous range (no L1 set conflicts) and every load one base register + a constant */
+static void split_even_odd_rows(const float *x, int T, int K, float *xp) {
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k += 16) {
+            const __m256 a = _mm256_loadu_ps(x + (size_t)t * K + k), b = _mm256_loadu_ps(x + (size_t)t * K + k + 8);
+            float *d = xp + ((size_t)(k / 16) * T + t) * 16;
+            _mm256_store_ps(d, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8)));
+            _mm256_store_ps(d + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8)));
+        }
+}
+
+/* steps [s0, s1) of 16 columns of weight row w against TG activation rows of xp (a step's rows
+ * xs floats apart), their chains in acc[t][0..1]. pf: bytes to prefetch into L2 meanwhile, one
+ * line per two steps (the first group's pass: the same chunk of the block two ahead), or NULL */
+static inline __attribute__((always_inline)) void rows_chunk_pass(const float *xp, size_t xs, int TG, int s0, int s1,
+                                                                 const uint16_t *w, __m256 (*acc)[2], const char *pf) {
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256 ae[ROWS_TG], ao[ROWS_TG];
+    for (int t = 0; t < TG; t++) { ae[t] = acc[t][0]; ao[t] = acc[t][1]; }
+    const float *p = xp + (size_t)s0 * xs;
+    const uint16_t *wp = w + (size_t)s0 * 16;
+    for (int s = s0; s < s1; s++, p += xs, wp += 16) {
+        if (pf && !((s - s0) & 1)) _mm_prefetch(pf + (size_t)(s - s0) * 32, _MM_HINT_T1);
+        const __m256i v = _mm256_loadu_si256((const __m256i *)wp);
+        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+        for (int t = 0; t < TG; t++) {
+            ae[t] = _mm256_fmadd_ps(we, _mm256_load_ps(p + 16 * t), ae[t]);
+            ao[t] = _mm256_fmadd_ps(wo, _mm256_load_ps(p + 16 * t + 8), ao[t]);
+        }
+    }
+    for (int t = 0; t < TG; t++) { acc[t][0] = ae[t]; acc[t][1] = ao[t]; }
+}
+
+/* rows w .. w + 3K (a 4-row block) x T <= ROWS_CHUNK_T activation rows of xp (ng groups,
+ * rows_group_at; the group from row t0 at xp + t0 K in split_even_odd_rows' layout), in chunks of
+ * SC steps of 16 columns; next: the block two ahead, whose chunks the first group's passes
+ * prefetch as they read this block's from DRAM (far enough ahead to cover its latency with one
+ * group of rows), or NULL */
+static void rows_chunked_block(const float *xp, int T, int ng, int K, int SC, const uint16_t *w,
+                               const uint16_t *next, float *y, int ldy) {
+    __m256 acc[4][ROWS_CHUNK_T][2];
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < T; t++) acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();
+    const int S = K / 16;
+    for (int s0 = 0; s0 < S; s0 += SC) {
+        const int s1 = S - s0 < SC ? S : s0 + SC;
+        for (int t0 = 0, gi = 0, tg; t0 < T; t0 += tg, gi++) {
+            tg = rows_group_at(T, t0, ng, gi);
+            for (int i = 0; i < 4; i++) {
+                const uint16_t *wi = w + (size_t)i * K;
+                const char *pf = !t0 && next ? (const char *)(next + (size_t)i * K + (size_t)s0 * 16) : NULL;
+                const float *xg = xp + (size_t)t0 * K;
+                const size_t xs = (size_t)tg * 16;
+                __m256 (*a)[2] = acc[i] + t0;
+                switch (tg) {   /* compile-time TG: the chains stay in registers */
+                case 6: rows_chunk_pass(xg, xs, 6, s0, s1, wi, a, pf); break;
+                case 5: rows_chunk_pass(xg, xs, 5, s0, s1, wi, a, pf); break;
+                case 4: rows_chunk_pass(xg, xs, 4, s0, s1, wi, a, pf); break;
+                case 3: rows_chunk_pass(xg, xs, 3, s0, s1, wi, a, pf); break;
+                case 2: rows_chunk_pass(xg, xs, 2, s0, s1, wi, a, pf); break;
+                default: rows_chunk_pass(xg, xs, 1, s0, s1, wi, a, pf); break;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < T; t++) y[(size_t)t * ldy + i] = hsum(_mm256_add_ps(acc[i][t][0], acc[i][t][1]));
+}
+
 /* Rows [n0, n1) x T activation rows in eo_block's one-row order; the last (n1 - n0) % 4 rows, which
  * the one-row GEMV takes through dot_bf16, go through it one activation row at a time. one_row:
  * the table's one-row kernel, for shapes the eo split does not take (K % 16, K > EO_MAX_K) and
@@ -322,13 +411,26 @@ void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n
                           g4_matmul_fn one_row) {
     float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
     const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
-    if (xs) {
+    if (xs && (T < ROWS_CHUNK_MIN_T || (size_t)K * 2 < G4_PF_MAX_ROW)) {
         split_even_odd(x, T, K, xs);
         for (int n = n0; n < main_end; n += 4) {
             for (int t0 = 0, g = rows_group_size(T, ROWS_TG); t0 < T; t0 += g) {
                 const int tg = T - t0 < g ? T - t0 : g;
                 eo_rows_group(xs + (size_t)t0 * K, tg, K, W + (size_t)n * K, y + (size_t)t0 * ldy + n, ldy, !t0);
             }
+        }
+    } else if (xs) {
+        for (int tb = 0; tb < T; tb += ROWS_CHUNK_T) {
+            const int tn = T - tb < ROWS_CHUNK_T ? T - tb : ROWS_CHUNK_T, ng = (tn + ROWS_TG - 1) / ROWS_TG;
+            float *xp = xs + (size_t)tb * K;
+            for (int t0 = 0, gi = 0, tg; t0 < tn; t0 += tg, gi++) {
+                tg = rows_group_at(tn, t0, ng, gi);
+                split_even_odd_rows(x + (size_t)(tb + t0) * K, tg, K, xp + (size_t)t0 * K);
+            }
+            const int SC = ROWS_CHUNK_X / (64 * rows_group_at(tn, 0, ng, 0));   /* >= 32 steps */
+            for (int n = n0; n < main_end; n += 4)
+                rows_chunked_block(xp, tn, ng, K, SC, W + (size_t)n * K,
+                                   n + 12 <= main_end ? W + (size_t)(n + 8) * K : NULL, y + (size_t)tb * ldy + n, ldy);
         }
     }
     if (main_end < n1)

@@ -73,9 +73,9 @@ static float frand(unsigned *s) {
 /* Y = X · Wᵀ through the table of each path, T in {1, 3, 7}, row ranges that split the rows */
 static void test_matmul(void **state) {
     (void)state;
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     unsigned seed = 7;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
             g4_dtype dt = types[i];
@@ -114,9 +114,9 @@ static void test_gemm_prefill(void **state) {
     enum { N = 37, TMAX = 300 };
     /* 4, 8, 11: micro-block tails; 300: two M blocks of 150 rows (avx2.c gemm_mc) */
     static const int Ts[] = {4, 8, 11, 300};
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     unsigned seed = 9;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
             g4_dtype dt = types[i];
@@ -177,13 +177,13 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
 static void test_decode_rows(void **state) {
     (void)state;
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
     const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256};
     const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256};
     const int maxT[] = {TM, TM, TM, 3, 3};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (int i = 0; i < 5; i++) {
             const g4_dtype dt = dts[i];

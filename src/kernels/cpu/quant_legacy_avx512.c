@@ -70,12 +70,24 @@ AI void q5_0_w(const uint8_t *blk, __m512 w[2]) {
     w[1] = _mm512_mask_add_ps(hi, (__mmask16)h[1], hi, sixteen);
 }
 
+/* The sums of four rows' accumulators, in lanes 0-3: each row by the same tree of adds (lanes i +
+ * i+8, then + i+4, + i+2, + i+1), so a row's bits do not depend on the rows summed beside it (a
+ * range's last rows are summed beside zeros) — a quarter of the operations of four separate sums */
+AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+}
+
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks into
  * y[t * ldy + r]. pf: prefetch the weight stream (the first pass over these rows) */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              int pf, float *y, int ldy) {
     const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
-    __m512 acc[4][TG];
+    __m512 acc[4][TG];   /* R is 4 or 1 */
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
@@ -95,8 +107,12 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
             }
         }
     }
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < TN; t++) y[(size_t)t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+    const __m512 z = _mm512_setzero_ps();
+    for (int t = 0; t < TN; t++) {
+        const __m128 v = R == 4 ? hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]) : hsum4(acc[0][t], z, z, z);
+        if (R == 4) _mm_storeu_ps(y + (size_t)t * ldy, v);
+        else y[(size_t)t * ldy] = _mm_cvtss_f32(v);
+    }
 }
 
 /* The pass shapes, each compiled with its R and TN constant (the accumulators in registers): 4

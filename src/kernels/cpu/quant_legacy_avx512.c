@@ -6,9 +6,9 @@
  *
  * The float contract is the AVX2 kernel's (quant_legacy_avx2.c), at 16 lanes instead of 8: per
  * block s = q[0:16] * x[0:16] + q[16:32] * x[16:32] lane by lane (q the signed quant, exact in
- * float), acc += d * s, and one horizontal sum of acc at the end of the row. Q4_0 / Q5_0 quants
- * are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x) term. The order
- * differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's tolerance.
+ * float), acc += d * s, and acc's 16 lanes summed at the end of the row by one fixed tree (hsum4).
+ * Q4_0 / Q5_0 quants are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x)
+ * term. The order differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's tolerance.
  *
  * Row invariance: every (weight row, activation row) result is that one chain whatever the number
  * of rows in the call, the row range or the thread count, so a row decoded beside others (slots, a
@@ -32,7 +32,8 @@ static float f16_f32[65536];
 
 void g4_quant_legacy_avx512_init(void) {
     for (int i = 0; i < 65536; i += 16) {
-        __m256i h = _mm256_add_epi16(_mm256_set1_epi16((short)i), _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        const __m256i h = _mm256_add_epi16(_mm256_set1_epi16((short)i),
+                                           _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
         _mm512_storeu_ps(f16_f32 + i, _mm512_cvtph_ps(h));
     }
 }
@@ -86,7 +87,8 @@ AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
     t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
     t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(first, t));
 }
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks into

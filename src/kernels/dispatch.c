@@ -1,7 +1,8 @@
 /* dispatch.c — picks the kernel table once per process: the best path this CPU supports, or
  * the one named by G4_CPU_ISA (scalar|avx2|avx512|avx512bf16|amx) so tests can run every path on
- * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM and (with BW/VL) the
- * Q4_K / Q6_K decode on 16 lanes; the bf16 paths are the
+ * one machine. "avx512" is the avx2 table with the AVX-512F prefill GEMM, Q8_0 / Q4_0 / Q5_0
+ * decode (quant_legacy_avx512.c) and, with BW/VL, the Q4_K / Q6_K decode on 16 lanes
+ * (quant_k_avx512.c); the bf16 paths are the
  * avx512 table plus --prefill-bf16's matmul on the CPU's bf16 units; --numerics ggml's table is
  * any of them with llama.cpp's float ops (g4_kernels_ggml). The AVX-512 features are read from
  * CPUID and XCR0 here, in code built for any x86-64. Which inputs take which matmul is the
@@ -90,6 +91,13 @@ static void x512_init(void) {
     x512.avx512_table.matmul[G4_DT_F16] = g4_matmul_f16_avx512;
     x512.avx512_table.matmul[G4_DT_BF16] = g4_matmul_bf16_avx512;
     x512.avx512_table.matmul_rows[G4_DT_BF16] = g4_matmul_rows_bf16_avx512;   /* its one-row order */
+    g4_quant_legacy_avx512_init();
+    x512.avx512_table.matmul[G4_DT_Q8_0] = g4_mm_q8_0_avx512;
+    x512.avx512_table.matmul[G4_DT_Q4_0] = g4_mm_q4_0_avx512;
+    x512.avx512_table.matmul[G4_DT_Q5_0] = g4_mm_q5_0_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_Q8_0] = g4_mm_rows_q8_0_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_Q4_0] = g4_mm_rows_q4_0_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_Q5_0] = g4_mm_rows_q5_0_avx512;
     x512.avx512_table.attend_block = g4_attend_block_avx512;
     x512.avx512_table.attend_kv = g4_attend_kv_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;

@@ -20,8 +20,9 @@
  * block), slower than the exact GEMM on some types, kept so that every token of a run sees
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
- * panels, quantized ones too, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream but
- * for Q4_K / Q6_K, decoded on 16 lanes where the CPU has AVX-512 BW/VL, cpu/quant_k_avx512.c).
+ * panels, quantized ones too, a 14 x 32 zmm microkernel), Q8_0 / Q4_0 / Q5_0 decode in 16 lanes
+ * (cpu/quant_legacy_avx512.c) and, where the CPU has AVX-512 BW/VL, Q4_K / Q6_K decode in 16 lanes
+ * (cpu/quant_k_avx512.c); the other types' decode stays on the AVX2 weight stream.
  * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
  * speculative verify, each row summed in the one-row GEMV's order, the weights read once).
  * The opt-in bf16 prefill (`--prefill-bf16`, matmul_xbf16): paths "avx512bf16" (vdpbf16ps, a 12 x 32
@@ -206,8 +207,9 @@ void g4_attend_kv_ref(int kv_type, const float *q, int ldq, float *out, int ldo,
 const g4_kernels *g4_kernels_get(void);
 const g4_kernels *g4_kernels_scalar(void);
 const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
-/* The avx2 table with the AVX-512F prefill GEMM (cpu/avx512.c) and, with BW/VL, the Q4_K / Q6_K
- * decode on 16 lanes (cpu/quant_k_avx512.c); NULL without AVX-512F. */
+/* The avx2 table with the AVX-512F prefill GEMM (cpu/avx512.c), legacy-quant decode
+ * (cpu/quant_legacy_avx512.c) and, with BW/VL, the Q4_K / Q6_K decode on 16 lanes
+ * (cpu/quant_k_avx512.c); NULL without AVX-512F. */
 const g4_kernels *g4_kernels_avx512(void);
 /* The avx512 table with --prefill-bf16's matmul on AVX512-BF16 (vdpbf16ps) or AMX-BF16 tiles
  * (cpu/bf16_avx512.c, cpu/bf16_amx.c); NULL if the CPU (or, for AMX, the kernel's permission to

@@ -114,9 +114,9 @@ static void test_gemm_prefill(void **state) {
     enum { N = 37, TMAX = 300 };
     /* 4, 8, 11: micro-block tails; 300: two M blocks of 150 rows (avx2.c gemm_mc) */
     static const int Ts[] = {4, 8, 11, 300};
-    const g4_kernels *paths[2] = {g4_kernels_scalar(), g4_kernels_avx2()};
+    const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     unsigned seed = 9;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
         for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
             g4_dtype dt = types[i];
@@ -150,9 +150,9 @@ static void test_gemm_prefill(void **state) {
 }
 
 /* Decode (T = 1..3; Q8_0 / Q4_0 / Q5_0 up to G4_QDEC_MAX_ROWS) over random blocks with sane f16
- * scales, every path: against dequantize-then-dot in double; and bit for bit, each (row, t) result
- * must not depend on the row range it was computed in (the AVX2 kernels take several rows per
- * pass and chunks of 16, so 37 rows split at odd places put every row into passes of different
+ * scales, every path (scalar, avx2, avx512 where the CPU has it): against dequantize-then-dot in
+ * double; and bit for bit, each (row, t) result must not depend on the row range it was computed
+ * in (the AVX2 and AVX-512 kernels take several rows per pass and chunks of 16, so 37 rows split at odd places put every row into passes of different
  * widths), nor on T (row t of a T-row call equals the same row alone: a slot decoding beside
  * others, a draft's verification). Two K per type: a small one (an odd number of blocks for the
  * 32-weight types) and one past the kernels' stack buffer of per-call activation sums at T = 3
@@ -229,6 +229,53 @@ static void test_decode_rows(void **state) {
             }
         }
     }
+}
+
+/* The avx512 table's Q8_0 / Q4_0 / Q5_0 decode (quant_legacy_avx512.c: 16 lanes, signed quants)
+ * sums in another order than the scalar reference (g4_mm_*_ref: one sequential float sum) and the
+ * AVX2 kernel: each result within 4e-7 of sum |x * w| of the scalar reference's (measured: 1.4e-7
+ * at most, K = 640-15360) and within 5e-8 of the dot in double (measured: 2.0e-8; the scalar
+ * reference's own error is up to 1.3e-7). Skipped without AVX-512. */
+static void test_legacy_avx512_tolerance(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx512();
+    if (!k) skip();
+    enum { N = 64 };
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0};
+    const g4_matmul_fn ref[] = {g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref};
+    const int Ks[] = {640, 4096};
+    unsigned seed = 29;
+    double worst_ref = 0, worst_exact = 0;
+    for (int i = 0; i < 3; i++)
+        for (int kk = 0; kk < 2; kk++) {
+            const g4_dtype dt = dts[i];
+            const int K = Ks[kk];
+            const size_t rb = g4_dtype_row_bytes(dt, K);
+            uint8_t *w = malloc(N * rb);
+            float *x = malloc((size_t)K * sizeof(float)), *wf = malloc((size_t)K * sizeof(float)), y[N], yr[N];
+            rand_blocks(dt, w, N * rb, &seed);
+            for (int j = 0; j < K; j++) x[j] = frand(&seed);
+            k->matmul[dt](x, 1, K, w, 0, N, y, N);
+            ref[i](x, 1, K, w, 0, N, yr, N);
+            for (int n = 0; n < N; n++) {
+                g4_dequant_row(dt, w + n * rb, K, wf);
+                double exact = 0, mag = 0;
+                for (int j = 0; j < K; j++) {
+                    exact += (double)x[j] * wf[j];
+                    mag += fabs((double)x[j] * wf[j]);
+                }
+                const double er = fabs(y[n] - yr[n]) / mag, ee = fabs(y[n] - exact) / mag;
+                worst_ref = er > worst_ref ? er : worst_ref;
+                worst_exact = ee > worst_exact ? ee : worst_exact;
+                if (er > 4e-7 || ee > 5e-8)
+                    fail_msg("%s K=%d n=%d: %.9g, scalar %.9g, double %.9g", g4_dtype_name(dt), K, n, y[n], yr[n], exact);
+            }
+            free(w);
+            free(x);
+            free(wf);
+        }
+    print_message("avx512 legacy decode: %.2g of sum |xw| from the scalar reference, %.2g from double\n", worst_ref,
+                  worst_exact);
 }
 
 /* The exact decode's float results are pinned bit for bit: the AVX2 and AVX-512 Q4_K / Q6_K decode (T = 1-3,
@@ -341,6 +388,7 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_gemm_prefill),
         cmocka_unit_test(test_decode_rows),
+        cmocka_unit_test(test_legacy_avx512_tolerance),
         cmocka_unit_test(test_decode_bits_pinned),
         cmocka_unit_test(test_prefill_panels),
     };

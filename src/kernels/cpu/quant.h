@@ -73,6 +73,15 @@ void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
                            g4_mm_rows_q6_k_avx2
+/* AVX-512F (quant_legacy_avx512.c), the avx512 table's: the same row invariance up to
+ * G4_QDEC_MAX_ROWS rows, 16 lanes; more rows take the AVX2 entries above */
+void g4_mm_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run */
 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
 

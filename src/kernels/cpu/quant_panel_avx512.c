@@ -1,12 +1,12 @@
-/* quant_panel_avx512.c — the AVX-512 prefill GEMM's (avx512.c) weight panels from Q4_K and Q6_K
- * rows, written k-major straight away: the 16 rows' bytes are transposed 4 at a time (a 16 x 16
+/* quant_panel_avx512.c — the AVX-512 prefill GEMM's (avx512.c) weight panels from Q4_K, Q6_K,
+ * Q8_0 and Q4_0 rows, written k-major straight away: the 16 rows' bytes are transposed 4 at a time (a 16 x 16
  * dword transpose: column c holds every row's bytes 4c..4c+3), so each row's weight is already in
  * its lane and one vector of 16 rows is stored per k; the per-row scales are transposed the same
  * way into one vector per sub-block. The AVX2 decoder (quant_panel_avx2.c) decoded row-major and
  * transposed the floats afterwards, which cost about as much again. The arithmetic is that
  * decoder's, operation for operation (no FMA contraction: the build is C11), so the panels are
- * bit-identical to it and to quant_ref.c's g4_dequant_row (tests/c/test_quant.c). Other types go
- * to the AVX2 decoder. AVX-512F only, as avx512.c. */
+ * bit-identical to it and to quant_ref.c's g4_dequant_row (tests/c/test_quant.c). Q5_0 goes to
+ * the AVX2 decoder. AVX-512F only, as avx512.c. */
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #include <immintrin.h>
 
@@ -124,6 +124,63 @@ static void q6_k_block16(const uint8_t *w, size_t rb, float *p) {
     }
 }
 
+/* 16 rows' scales of nblk blocks of BB bytes (f16 d first) -> d[j] lane r */
+AI void legacy_scales16(const uint8_t *w, size_t rb, int nblk, int bb, __m512 d[4]) {
+    uint16_t h[4][16];
+    for (int r = 0; r < 16; r++)
+        for (int j = 0; j < nblk; j++) {
+            const uint8_t *b = w + (size_t)r * rb + (size_t)j * bb;
+            h[j][r] = (uint16_t)(b[0] | b[1] << 8);
+        }
+    for (int j = 0; j < nblk; j++) d[j] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h[j]));
+}
+
+/* nblk (1 or 2) Q8_0 blocks (34 B: d, int8 q[32]) of 16 rows -> p[32 nblk][16]: q * d, two
+ * blocks' quants per row vector, each int8 sign-extended by a shift pair */
+static void q8_0_blocks16(const uint8_t *w, size_t rb, int nblk, float *p) {
+    __m512i q[16];
+    __m512 d[4];
+    for (int r = 0; r < 16; r++) {
+        const uint8_t *b = w + (size_t)r * rb + 2;
+        const __m256i hi = nblk == 2 ? _mm256_loadu_si256((const __m256i *)(b + 34)) : _mm256_setzero_si256();
+        q[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)), hi, 1);
+    }
+    legacy_scales16(w, rb, nblk, 34, d);
+    transpose16(q);   /* q[8j + c]: block j's bytes 4c..4c+3 */
+    for (int j = 0; j < nblk; j++)
+        for (int c = 0; c < 8; c++)
+            for (int i = 0; i < 4; i++) {
+                const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(q[8 * j + c], 24 - 8 * i), 24);
+                _mm512_storeu_ps(p + (size_t)(32 * j + 4 * c + i) * 16, _mm512_mul_ps(_mm512_cvtepi32_ps(v), d[j]));
+            }
+}
+
+/* nblk (1..4) Q4_0 blocks (18 B: d, q[16]; low nibbles weights 0-15, high 16-31) of 16 rows ->
+ * p[32 nblk][16]: (q - 8) * d, four blocks' quants per row vector, q - 8 by a table lookup */
+static void q4_0_blocks16(const uint8_t *w, size_t rb, int nblk, float *p) {
+    const __m512 nib = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i q[16];
+    __m512 d[4];
+    for (int r = 0; r < 16; r++) {
+        const uint8_t *b = w + (size_t)r * rb + 2;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
+        if (nblk > 1) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 18)), 1);
+        if (nblk > 2) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 36)), 2);
+        if (nblk > 3) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 54)), 3);
+        q[r] = v;
+    }
+    legacy_scales16(w, rb, nblk, 18, d);
+    transpose16(q);   /* q[4j + c]: block j's bytes 4c..4c+3 */
+    for (int j = 0; j < nblk; j++)
+        for (int c = 0; c < 4; c++)
+            for (int i = 0; i < 4; i++) {
+                const __m512 lo = _mm512_permutexvar_ps(_mm512_srli_epi32(q[4 * j + c], 8 * i), nib),
+                             hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q[4 * j + c], 8 * i + 4), nib);
+                _mm512_storeu_ps(p + (size_t)(32 * j + 4 * c + i) * 16, _mm512_mul_ps(lo, d[j]));
+                _mm512_storeu_ps(p + (size_t)(32 * j + 16 + 4 * c + i) * 16, _mm512_mul_ps(hi, d[j]));
+            }
+}
+
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel) {
     const uint8_t *src = w;
     switch (dt) {
@@ -133,6 +190,14 @@ void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int 
     case G4_DT_Q6_K:
         for (int b = 0; b < kc / 256; b++) q6_k_block16(src + (size_t)(k0 / 256 + b) * 210, rb, panel + (size_t)b * 256 * 16);
         break;
-    default: g4_quant_panel16_avx2(dt, w, rb, k0, kc, panel);
+    case G4_DT_Q8_0:
+        for (int b = 0; b < kc / 32; b += 2)
+            q8_0_blocks16(src + (size_t)(k0 / 32 + b) * 34, rb, kc / 32 - b < 2 ? 1 : 2, panel + (size_t)b * 32 * 16);
+        break;
+    case G4_DT_Q4_0:
+        for (int b = 0; b < kc / 32; b += 4)
+            q4_0_blocks16(src + (size_t)(k0 / 32 + b) * 18, rb, kc / 32 - b < 4 ? kc / 32 - b : 4, panel + (size_t)b * 32 * 16);
+        break;
+    default: g4_quant_panel16_avx2(dt, w, rb, k0, kc, panel);   /* Q5_0 */
     }
 }

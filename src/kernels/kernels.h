@@ -20,8 +20,7 @@
  * block), slower than the exact GEMM on some types, kept so that every token of a run sees
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
- * panels, quantized ones too — decoded k-major on 16 lanes by cpu/quant_panel_avx512.c, bit-identical
- * to the AVX2 decoder's — a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream but
+ * panels, quantized ones too, a 14 x 32 zmm microkernel; decode stays on the AVX2 weight stream but
  * for Q4_K / Q6_K, decoded on 16 lanes where the CPU has AVX-512 BW/VL, cpu/quant_k_avx512.c).
  * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
  * speculative verify, each row summed in the one-row GEMV's order, the weights read once).

@@ -334,8 +334,8 @@ static void test_decode_bits_pinned(void **state) {
     assert_int_equal(bad, 0);
 }
 
-/* The prefill GEMMs' quantized panels (quant_panel_avx2.c): every weight's bits equal
- * g4_dequant_row's; and the AVX-512 GEMM on packed input (the avx512 table's matmul_xp, as the
+/* The prefill GEMMs' quantized panels (quant_panel_avx2.c, and quant_panel_avx512.c where the
+ * CPU has AVX-512F): every weight's bits equal g4_dequant_row's; and the AVX-512 GEMM on packed input (the avx512 table's matmul_xp, as the
  * forward pass calls it for chunks of more than 16 rows) bit-identical to the AVX2 quantized
  * GEMM (the same panels and per-output FMA order), over two K blocks of 512, a row range with no
  * full panel and one with a pair of panels. */
@@ -355,14 +355,19 @@ static void test_prefill_panels(void **state) {
         assert_non_null(w);
         rand_blocks(dt, w, N * rb, &seed);
         for (int r = 0; r < 16; r++) g4_dequant_row(dt, w + r * rb, K, deq + r * K);
-        for (int k0 = 0; k0 < K; k0 += 512) {
-            g4_quant_panel16_avx2(dt, w, rb, k0, 512, panel);
-            for (int k = 0; k < 512; k++)
-                for (int r = 0; r < 16; r++)
-                    if (memcmp(&panel[k * 16 + r], &deq[r * K + k0 + k], 4))
-                        fail_msg("%s panel row %d col %d: %.9g vs %.9g", g4_dtype_name(dt), r, k0 + k, panel[k * 16 + r],
-                                 deq[r * K + k0 + k]);
-        }
+        /* the AVX-512 decoders where the CPU has them; panels of 512 columns, then of one K-quant
+         * block or of 3 32-weight blocks (a Q8_0 pair and a single, a Q4_0 group of 3) */
+        const int kc2 = dt == G4_DT_Q4_K || dt == G4_DT_Q6_K ? 256 : 96;
+        for (int isa = 0; isa < (avx512 ? 2 : 1); isa++)
+            for (int kc = 512, pass = 0; pass < 2; pass++, kc = kc2)
+                for (int k0 = 0; k0 + kc <= K; k0 += kc) {
+                    (isa ? g4_quant_panel16_avx512 : g4_quant_panel16_avx2)(dt, w, rb, k0, kc, panel);
+                    for (int k = 0; k < kc; k++)
+                        for (int r = 0; r < 16; r++)
+                            if (memcmp(&panel[k * 16 + r], &deq[r * K + k0 + k], 4))
+                                fail_msg("%s %s panel row %d col %d: %.9g vs %.9g", isa ? "avx512" : "avx2",
+                                         g4_dtype_name(dt), r, k0 + k, panel[k * 16 + r], deq[r * K + k0 + k]);
+                }
         if (avx512) {
             assert_non_null(avx512->matmul_xp[dt]);
             for (int k = 0; k < T * K; k++) x[k] = frand(&seed);

@@ -2,7 +2,7 @@
  * AVX2 GEMM, twice the lanes per FMA (on cores with two 512-bit FMA units, e.g. Intel Xeon
  * since Skylake-SP, twice the FLOP/s). Weights are widened to fp32 once per 16-row panel (bf16
  * by pack16_bf16 below, f32 / f16 by the AVX2 path's packers, pack_avx2.h, block-quantized ones by
- * quant_panel_avx2.c, exactly as ggml dequantizes them); two panels side by side
+ * quant_panel_avx512.c, exactly as ggml dequantizes them); two panels side by side
  * make 32 weight rows, and a 14 x 32 microkernel broadcasts one activation per row against the
  * two panel vectors: 2 loads + 14 broadcasts feed 28 FMAs into 28 zmm accumulators.
  * Decode-sized batches (T < 4; but one row over bf16 rows under 8 KB: gemv_bf16 below), K not a
@@ -322,7 +322,7 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
         avx2->matmul[dt](x, T, K, w, n0, n1, y, ldy);
         return;
     }
-    /* quantized weights: 16 rows' blocks dequantized into the panel (quant.h g4_quant_panel16_avx2;
+    /* quantized weights: 16 rows' blocks dequantized into the panel (quant.h g4_quant_panel16_avx512;
      * KC is a multiple of every block size) */
     const int quant = g4_dtype_is_quant(dt);
     const size_t row = g4_dtype_row_bytes(dt, K);
@@ -347,7 +347,7 @@ static void gemm(g4_dtype dt, const float *x, const float *xp, int T, int K, con
                 const int nkc = K - nk < KC ? K - nk : KC;
                 for (int p = 0; p < np; p++) {
                     const char *wp = W + (size_t)(n + p * NR) * row;
-                    if (quant) g4_quant_panel16_avx2(dt, wp, row, k0, kc, panel[p]);
+                    if (quant) g4_quant_panel16_avx512(dt, wp, row, k0, kc, panel[p]);
                     else pack(wp, K, k0, kc, panel[p]);
                 }
                 micro_rows(xb, xb_stride, mc, kc, panel[0], panel[1], np, ym + n, ldy, k0 > 0,

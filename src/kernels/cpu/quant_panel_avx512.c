@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/q4_k_scales_avx512.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -42,20 +43,8 @@ AI void load16(const uint8_t *p, size_t rb, __m512i v[16]) {
     for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(p + (size_t)r * rb);
 }
 
-/* A Q4_K block's d * sc_j (j < 8) and dmin * m_j (lanes 8 + j), as quant_k_avx512.c's
- * q4_k_scales: the six-bit scales and mins unpacked in one 16-byte register, then widened */
-AI __m512i q4_k_scales(const uint8_t *blk) {
-    const __m128i B = _mm_loadu_si128((const __m128i *)blk);   /* d, dmin, sc[12] */
-    const __m128i A = _mm_shuffle_epi8(B, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)),
-                  H = _mm_shuffle_epi8(B, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
-    const __m128i lo = _mm_and_si128(A, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
-                  hi = _mm_and_si128(_mm_srli_epi16(A, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)),
-                  top = _mm_and_si128(_mm_srli_epi16(H, 2), _mm_set1_epi8(0x30));
-    const __m512i q = _mm512_cvtepu8_epi32(_mm_or_si128(_mm_or_si128(lo, hi), top));
-    const __m512 dd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                            _mm512_castps128_ps512(_mm_cvtph_ps(B)));
-    return _mm512_castps_si512(_mm512_mul_ps(dd, _mm512_cvtepi32_ps(q)));
-}
+/* A Q4_K block's d * sc_j (j < 8) and dmin * m_j (lanes 8 + j), as integer lanes for the transposes */
+AI __m512i q4_k_scales(const uint8_t *blk) { return _mm512_castps_si512(g4_q4_k_scales16_avx512(blk)); }
 
 /* One Q4_K block (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight
  * 64g + l in its low nibble, 64g + 32 + l in its high) of 16 rows -> p[256][16]:

@@ -430,13 +430,23 @@ static void split_parity_rows(const float *x, int g, int K, float *xe, float *xo
 }
 
 /* one parity of NW (1, 2) weight rows (w, w + K) against TG activation rows of xq over S steps of
- * 16 columns; chain (r, t) to acc[r * TG + t]. pf: prefetch one line into L2 every 2^pf_shift
- * steps from there on, or NULL */
+ * 16 columns; chain (r, t) in acc[r * ars + t]. from_start: the steps start the row (chains from
+ * zero, the first widened by a shift), else they go on from acc (a later column chunk: a chain
+ * through memory is the same chain). pf: prefetch one line into L2 every 2^pf_shift steps from
+ * there on, or NULL */
 static inline __attribute__((always_inline)) void ph_pass(const float *xq, int TG, int NW, int S, const uint16_t *w,
-                                                         size_t K, int odd, __m256 *acc, const char *pf, int pf_shift) {
+                                                         size_t K, int odd, __m256 *acc, int ars, int from_start,
+                                                         const char *pf, int pf_shift) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
+    if (!from_start) {
+#define PH_LD(i) if (TG > i) { a##i = acc[i]; if (NW == 2 && i < 6) b##i = acc[ars + i]; }
+        PH_LD(0) PH_LD(1) PH_LD(2) PH_LD(3) PH_LD(4) PH_LD(5)
+#undef PH_LD
+        if (TG > 6) a6 = acc[6];
+        if (TG > 7) a7 = acc[7];
+    }
     const float *p = xq;
     const uint16_t *wp = w;
     const int pf_mask = (1 << pf_shift) - 1;
@@ -446,7 +456,7 @@ static inline __attribute__((always_inline)) void ph_pass(const float *xq, int T
         if (odd) {
             w0 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)wp), hi));
             if (NW == 2) w1 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp + K)), hi));
-        } else if (s) {
+        } else if (s || !from_start) {
             w0 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp - 1)), hi));
             if (NW == 2) w1 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp + K - 1)), hi));
         } else {
@@ -465,19 +475,24 @@ static inline __attribute__((always_inline)) void ph_pass(const float *xq, int T
 #undef PH_F
         }
     }
-#define PH_ST(i) if (TG > i) { acc[i] = a##i; if (NW == 2 && i < 6) acc[TG + i] = b##i; }
+#define PH_ST(i) if (TG > i) { acc[i] = a##i; if (NW == 2 && i < 6) acc[ars + i] = b##i; }
     PH_ST(0) PH_ST(1) PH_ST(2) PH_ST(3) PH_ST(4) PH_ST(5)
 #undef PH_ST
     if (TG > 6) acc[6] = a6;
     if (TG > 7) acc[7] = a7;
 }
 
-typedef void (*ph_pass_fn)(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, const char *pf, int pf_shift);
-#define PH_PASS(TG, NW)                                                                                          \
-    static void ph_even_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, const char *pf, \
-                                    int pf_shift) { ph_pass(xq, TG, NW, S, w, K, 0, acc, pf, pf_shift); }          \
-    static void ph_odd_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, const char *pf,  \
-                                   int pf_shift) { ph_pass(xq, TG, NW, S, w, K, 1, acc, pf, pf_shift); }
+typedef void (*ph_pass_fn)(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars, int from_start,
+                           const char *pf, int pf_shift);
+#define PH_PASS(TG, NW)                                                                                         \
+    static void ph_even_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars,   \
+                                    int from_start, const char *pf, int pf_shift) {                             \
+        ph_pass(xq, TG, NW, S, w, K, 0, acc, ars, from_start, pf, pf_shift);                                    \
+    }                                                                                                           \
+    static void ph_odd_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars,    \
+                                   int from_start, const char *pf, int pf_shift) {                              \
+        ph_pass(xq, TG, NW, S, w, K, 1, acc, ars, from_start, pf, pf_shift);                                    \
+    }
 /* groups of 7-8 rows: one weight row a pass (7-8 chains); of 4-6: two (8-12 chains) */
 PH_PASS(8, 1) PH_PASS(7, 1) PH_PASS(6, 2) PH_PASS(5, 2) PH_PASS(4, 2)
 
@@ -496,54 +511,64 @@ static void ph_group_init(ph_group *g, int t0, int tg) {
     }
 }
 
-/* rows w .. w + (RB - 1) K against every group; next: the block to prefetch (RB rows from w + RB K
- * on), or NULL. xe, xo: the groups' parity halves (split_parity_rows, group g from t0 K / 2). */
-static void ph_block(const float *xe, const float *xo, const ph_group *g, int ng, int K, int RB, const uint16_t *w,
-                     const char *next, int pf_shift, float *y, int ldy) {
-    const int S = K / 16, lines = S >> pf_shift;   /* lines each pass prefetches */
-    __m256 ae[PH_RB][PH_MAX_TG], ao[2 * PH_MAX_TG];
+/* rows w .. w + (RB - 1) K against every group, in column chunks of SC steps (SC >= K / 16: one
+ * chunk); next: the block to prefetch, or NULL. xe, xo: the groups' parity halves
+ * (split_parity_rows, group g from t0 K / 2). Per chunk and group the even passes over the
+ * block's rows, then the odd ones; the chains wait in ae / ao between chunks. */
+static void ph_block(const float *xe, const float *xo, const ph_group *g, int ng, int K, int RB, int SC,
+                     const uint16_t *w, const char *next, int pf_shift, float *y, int ldy) {
+    const int S = K / 16;
+    __m256 ae[PH_RB][PH_MAX_T], ao[PH_RB][PH_MAX_T];
     int pass = 0;
-    for (int i = 0; i < ng; i++) {
-        const int tg = g[i].tg, nw = g[i].nw;
-        const size_t xo_off = (size_t)g[i].t0 * K / 2;
-        float *yg = y + (size_t)g[i].t0 * ldy;
-        for (int r = 0; r < RB; r += nw, pass++) {
-            g[i].even(xe + xo_off, S, w + (size_t)r * K, K, ao, next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
-            for (int q = 0; q < nw; q++)
-                for (int t = 0; t < tg; t++) ae[r + q][t] = ao[q * tg + t];
-        }
-        for (int r = 0; r < RB; r += nw, pass++) {
-            g[i].odd(xo + xo_off, S, w + (size_t)r * K, K, ao, next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
-            for (int q = 0; q < nw; q++)
-                for (int t = 0; t < tg; t++) yg[(size_t)t * ldy + r + q] = hsum(_mm256_add_ps(ae[r + q][t], ao[q * tg + t]));
+    for (int s0 = 0; s0 < S; s0 += SC) {
+        const int sc = S - s0 < SC ? S - s0 : SC, lines = sc >> pf_shift;   /* lines each pass prefetches */
+        for (int i = 0; i < ng; i++) {
+            const int t0 = g[i].t0, nw = g[i].nw;
+            const size_t xg = (size_t)t0 * K / 2 + (size_t)s0 * g[i].tg * 8;
+            for (int r = 0; r < RB; r += nw, pass++)
+                g[i].even(xe + xg, sc, w + (size_t)r * K + (size_t)s0 * 16, K, &ae[r][t0], PH_MAX_T, !s0,
+                          next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
+            for (int r = 0; r < RB; r += nw, pass++)
+                g[i].odd(xo + xg, sc, w + (size_t)r * K + (size_t)s0 * 16, K, &ao[r][t0], PH_MAX_T, !s0,
+                         next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
         }
     }
+    for (int r = 0; r < RB; r++)
+        for (int t = 0; t < g[ng - 1].t0 + g[ng - 1].tg; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
 }
 
-/* rows [n0, main_end) (a multiple of 4) x T >= PH_MIN_T activation rows; xs: T K floats of scratch */
+/* rows [n0, main_end) (a multiple of 4) x T >= PH_MIN_T activation rows; xs: T K floats of scratch.
+ * Long rows (8 KB and more: o_proj, down_proj) go in blocks of 8 rows and column chunks of
+ * PH_CHUNK_X bytes of a group's x (both parities), so that the chunk of x and of the block's rows
+ * stay in L1 across the block's passes. */
+enum { PH_RB_LONG = 8, PH_CHUNK_X = 12288 };
 static void rows_phased(const float *x, int T, int K, const uint16_t *W, int n0, int main_end, float *y, int ldy,
                         float *xs) {
-    ph_group g[(PH_MAX_T + PH_MAX_TG - 1) / PH_MAX_TG];
-    const int ng = (T + PH_MAX_TG - 1) / PH_MAX_TG;
+    ph_group g[(PH_MAX_T + 5) / 6];
+    /* up to 8 rows: one group (8 chains a pass at 4-8 rows); more: groups of at most 6, whose passes
+     * take two weight rows (10-12 chains, each weight vector feeding 10-12 FMAs) */
+    const int ng = T <= PH_MAX_TG ? 1 : (T + 5) / 6;
     float *xe = xs, *xo = xs + (size_t)T * K / 2;
-    int passes = 0;   /* per block of PH_RB rows */
+    const int long_rows = (size_t)K * 2 >= G4_PF_MAX_ROW, RB = long_rows ? PH_RB_LONG : PH_RB;
+    int passes = 0;   /* per block of RB rows and column chunk */
     for (int i = 0, t0 = 0; i < ng; i++) {
         ph_group_init(&g[i], t0, (T - t0 + ng - i - 1) / (ng - i));   /* as even as can be, larger first */
         split_parity_rows(x + (size_t)t0 * K, g[i].tg, K, xe + (size_t)t0 * K / 2, xo + (size_t)t0 * K / 2);
-        passes += 2 * PH_RB / g[i].nw;
+        passes += 2 * RB / g[i].nw;
         t0 += g[i].tg;
     }
-    /* a block is PH_RB K / 32 lines over `passes` passes of K / 16 steps: a line every
-     * 2 passes / PH_RB steps, rounded down to a power of two (a little ahead, never behind) */
+    const int SC = long_rows ? PH_CHUNK_X / (64 * g[0].tg) : K / 16;
+    /* a block is RB K / 32 lines over `passes` passes of K / 16 steps (all chunks together): a line
+     * every 2 passes / RB steps, rounded down to a power of two (a little ahead, never behind) */
     int pf_shift = 0;
-    while ((2 << pf_shift) * PH_RB <= 2 * passes) pf_shift++;
+    while ((2 << pf_shift) * RB <= 2 * passes) pf_shift++;
     int n = n0;
-    for (; n + PH_RB <= main_end; n += PH_RB) {
+    for (; n + RB <= main_end; n += RB) {
         const uint16_t *w = W + (size_t)n * K;
-        const char *next = n + 2 * PH_RB <= main_end ? (const char *)(w + (size_t)PH_RB * K) : NULL;
-        ph_block(xe, xo, g, ng, K, PH_RB, w, next, pf_shift, y + n, ldy);
+        const char *next = n + 2 * RB <= main_end ? (const char *)(w + (size_t)RB * K) : NULL;
+        ph_block(xe, xo, g, ng, K, RB, SC, w, next, pf_shift, y + n, ldy);
     }
-    for (; n < main_end; n += 4) ph_block(xe, xo, g, ng, K, 4, W + (size_t)n * K, NULL, pf_shift, y + n, ldy);
+    for (; n < main_end; n += 4) ph_block(xe, xo, g, ng, K, 4, SC, W + (size_t)n * K, NULL, pf_shift, y + n, ldy);
 }
 
 /* Rows [n0, n1) x T activation rows in eo_block's one-row order; the last (n1 - n0) % 4 rows, which
@@ -554,7 +579,7 @@ void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n
                           g4_matmul_fn one_row) {
     float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
     const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
-    if (xs && T >= PH_MIN_T && T <= PH_MAX_T && (size_t)K * 2 < G4_PF_MAX_ROW) {
+    if (xs && T >= PH_MIN_T && T <= PH_MAX_T) {
         rows_phased(x, T, K, W, n0, main_end, y, ldy, xs);
     } else if (xs && (T < ROWS_CHUNK_MIN_T || (size_t)K * 2 < G4_PF_MAX_ROW)) {
         split_even_odd(x, T, K, xs);

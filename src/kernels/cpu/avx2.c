@@ -240,7 +240,8 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
  * summed exactly as the one-row GEMV sums it (eo_block with TR = 1: 8-lane even and odd chains
  * over the columns in order, hsum of their sum), so a row's result does not depend on how many
  * rows share the step. The weights are read from DRAM once: a 4-row block (12-48 KB) stays in
- * L1/L2 while every group of activation rows passes over it. */
+ * L1/L2 while every group of activation rows passes over it (2-3 and over 16 rows; 4-16 rows take
+ * the parity passes of rows_phased below). */
 enum { ROWS_TG = 6 };   /* activation rows per pass: 12 accumulators + the two weight vectors */
 
 /* A thread's even/odd copy of x (up to 1 MB at K = 16384: too big for the stack of a pool

@@ -240,7 +240,8 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
  * summed exactly as the one-row GEMV sums it (eo_block with TR = 1: 8-lane even and odd chains
  * over the columns in order, hsum of their sum), so a row's result does not depend on how many
  * rows share the step. The weights are read from DRAM once: a 4-row block (12-48 KB) stays in
- * L1/L2 while every group of activation rows passes over it. */
+ * L1/L2 while every group of activation rows passes over it (2-3 and over 16 rows; 4-16 rows take
+ * the parity passes of rows_phased below). */
 enum { ROWS_TG = 6 };   /* activation rows per pass: 12 accumulators + the two weight vectors */
 
 /* A thread's even/odd copy of x (up to 1 MB at K = 16384: too big for the stack of a pool
@@ -403,6 +404,174 @@ static void rows_chunked_block(const float *xp, int T, int ng, int K, int SC, co
         for (int t = 0; t < T; t++) y[(size_t)t * ldy + i] = hsum(_mm256_add_ps(acc[i][t][0], acc[i][t][1]));
 }
 
+/* The same sums over short rows (< 8 KB: q/k/v, gate/up, the LM head) for 4 and more activation
+ * rows, one parity at a time: a (weight row, activation row) pair's even and odd chains are
+ * independent until their final hsum, so a pass runs all the even chains of a group of activation
+ * rows over the whole row, and a later pass the odd ones. Half the accumulators per pass let
+ * one weight row feed 8 activation rows (or 2 weight rows 4-6), so each 8-wide weight vector
+ * serves up to 8 FMAs (eo_rows_group: 2 x 4 at 8 rows), and the weights widen with one AND: the
+ * odd halves are the 32-bit lanes masked, the even ones the lanes of a load 2 bytes earlier
+ * masked (the first step, which would read before the row, shifts instead).
+ * Order: 16-row blocks; per block and group of activation rows, the even passes over its 16
+ * rows (the group's even x, <= 24 KB, stays in L1 while the block's 48 KB stream through from
+ * DRAM), then the odd passes (the block again, now from L2). Every pass prefetches its share of
+ * the next block into L2, so the DRAM stream runs evenly under all of the block's FMAs. */
+enum { PH_MIN_T = 4, PH_MAX_T = 16, PH_MAX_TG = 8, PH_RB = 16 };
+
+/* x[t] (g rows of K) → xe, xo: per 16 columns each row's 8 even (xe) and 8 odd (xo) columns, the
+ * rows side by side (xe[k / 16][t][8]), so a pass reads one contiguous range at constant offsets */
+static void split_parity_rows(const float *x, int g, int K, float *xe, float *xo) {
+    for (int t = 0; t < g; t++)
+        for (int k = 0; k < K; k += 16) {
+            const __m256 a = _mm256_loadu_ps(x + (size_t)t * K + k), b = _mm256_loadu_ps(x + (size_t)t * K + k + 8);
+            const size_t o = ((size_t)(k / 16) * g + t) * 8;
+            _mm256_store_ps(xe + o, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8)));
+            _mm256_store_ps(xo + o, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8)));
+        }
+}
+
+/* one parity of NW (1, 2) weight rows (w, w + K) against TG activation rows of xq over S steps of
+ * 16 columns; chain (r, t) in acc[r * ars + t]. from_start: the steps start the row (chains from
+ * zero, the first widened by a shift), else they go on from acc (a later column chunk: a chain
+ * through memory is the same chain). pf: prefetch one line into L2 every 2^pf_shift steps from
+ * there on, or NULL */
+static inline __attribute__((always_inline)) void ph_pass(const float *xq, int TG, int NW, int S, const uint16_t *w,
+                                                         size_t K, int odd, __m256 *acc, int ars, int from_start,
+                                                         const char *pf, int pf_shift) {
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
+    if (!from_start) {
+#define PH_LD(i) if (TG > i) { a##i = acc[i]; if (NW == 2 && i < 6) b##i = acc[ars + i]; }
+        PH_LD(0) PH_LD(1) PH_LD(2) PH_LD(3) PH_LD(4) PH_LD(5)
+#undef PH_LD
+        if (TG > 6) a6 = acc[6];
+        if (TG > 7) a7 = acc[7];
+    }
+    const float *p = xq;
+    const uint16_t *wp = w;
+    const int pf_mask = (1 << pf_shift) - 1;
+    for (int s = 0; s < S; s++, p += TG * 8, wp += 16) {
+        if (pf && !(s & pf_mask)) _mm_prefetch(pf + (size_t)(s >> pf_shift) * 64, _MM_HINT_T1);
+        __m256 w0, w1 = _mm256_setzero_ps();
+        if (odd) {
+            w0 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)wp), hi));
+            if (NW == 2) w1 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp + K)), hi));
+        } else if (s || !from_start) {
+            w0 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp - 1)), hi));
+            if (NW == 2) w1 = _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(wp + K - 1)), hi));
+        } else {
+            w0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)wp), 16));
+            if (NW == 2) w1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(wp + K)), 16));
+        }
+        /* named accumulators: GCC keeps them in registers (an array it spills) */
+        if (NW == 1) {
+#define PH_F(i) if (TG > i) a##i = _mm256_fmadd_ps(w0, _mm256_load_ps(p + 8 * i), a##i);
+            PH_F(0) PH_F(1) PH_F(2) PH_F(3) PH_F(4) PH_F(5) PH_F(6) PH_F(7)
+#undef PH_F
+        } else {
+            __m256 xv;
+#define PH_F(i, A, B) if (TG > i) { xv = _mm256_load_ps(p + 8 * i); A = _mm256_fmadd_ps(w0, xv, A); B = _mm256_fmadd_ps(w1, xv, B); }
+            PH_F(0, a0, b0) PH_F(1, a1, b1) PH_F(2, a2, b2) PH_F(3, a3, b3) PH_F(4, a4, b4) PH_F(5, a5, b5)
+#undef PH_F
+        }
+    }
+#define PH_ST(i) if (TG > i) { acc[i] = a##i; if (NW == 2 && i < 6) acc[ars + i] = b##i; }
+    PH_ST(0) PH_ST(1) PH_ST(2) PH_ST(3) PH_ST(4) PH_ST(5)
+#undef PH_ST
+    if (TG > 6) acc[6] = a6;
+    if (TG > 7) acc[7] = a7;
+}
+
+typedef void (*ph_pass_fn)(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars, int from_start,
+                           const char *pf, int pf_shift);
+#define PH_PASS(TG, NW)                                                                                         \
+    static void ph_even_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars,   \
+                                    int from_start, const char *pf, int pf_shift) {                             \
+        ph_pass(xq, TG, NW, S, w, K, 0, acc, ars, from_start, pf, pf_shift);                                    \
+    }                                                                                                           \
+    static void ph_odd_##TG##_##NW(const float *xq, int S, const uint16_t *w, size_t K, __m256 *acc, int ars,    \
+                                   int from_start, const char *pf, int pf_shift) {                              \
+        ph_pass(xq, TG, NW, S, w, K, 1, acc, ars, from_start, pf, pf_shift);                                    \
+    }
+/* groups of 7-8 rows: one weight row a pass (7-8 chains); of 4-6: two (8-12 chains) */
+PH_PASS(8, 1) PH_PASS(7, 1) PH_PASS(6, 2) PH_PASS(5, 2) PH_PASS(4, 2)
+
+typedef struct { int t0, tg, nw; ph_pass_fn even, odd; } ph_group;
+
+static void ph_group_init(ph_group *g, int t0, int tg) {
+    g->t0 = t0;
+    g->tg = tg;
+    g->nw = tg >= 7 ? 1 : 2;
+    switch (tg) {
+    case 8: g->even = ph_even_8_1; g->odd = ph_odd_8_1; break;
+    case 7: g->even = ph_even_7_1; g->odd = ph_odd_7_1; break;
+    case 6: g->even = ph_even_6_2; g->odd = ph_odd_6_2; break;
+    case 5: g->even = ph_even_5_2; g->odd = ph_odd_5_2; break;
+    default: g->even = ph_even_4_2; g->odd = ph_odd_4_2; break;
+    }
+}
+
+/* rows w .. w + (RB - 1) K against every group, in column chunks of SC steps (SC >= K / 16: one
+ * chunk); next: the block to prefetch, or NULL. xe, xo: the groups' parity halves
+ * (split_parity_rows, group g from t0 K / 2). Per chunk and group the even passes over the
+ * block's rows, then the odd ones; the chains wait in ae / ao between chunks. */
+static void ph_block(const float *xe, const float *xo, const ph_group *g, int ng, int K, int RB, int SC,
+                     const uint16_t *w, const char *next, int pf_shift, float *y, int ldy) {
+    const int S = K / 16;
+    __m256 ae[PH_RB][PH_MAX_T], ao[PH_RB][PH_MAX_T];
+    int pass = 0;
+    for (int s0 = 0; s0 < S; s0 += SC) {
+        const int sc = S - s0 < SC ? S - s0 : SC, lines = sc >> pf_shift;   /* lines each pass prefetches */
+        for (int i = 0; i < ng; i++) {
+            const int t0 = g[i].t0, nw = g[i].nw;
+            const size_t xg = (size_t)t0 * K / 2 + (size_t)s0 * g[i].tg * 8;
+            for (int r = 0; r < RB; r += nw, pass++)
+                g[i].even(xe + xg, sc, w + (size_t)r * K + (size_t)s0 * 16, K, &ae[r][t0], PH_MAX_T, !s0,
+                          next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
+            for (int r = 0; r < RB; r += nw, pass++)
+                g[i].odd(xo + xg, sc, w + (size_t)r * K + (size_t)s0 * 16, K, &ao[r][t0], PH_MAX_T, !s0,
+                         next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
+        }
+    }
+    for (int r = 0; r < RB; r++)
+        for (int t = 0; t < g[ng - 1].t0 + g[ng - 1].tg; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
+}
+
+/* rows [n0, main_end) (a multiple of 4) x T >= PH_MIN_T activation rows; xs: T K floats of scratch.
+ * Long rows (8 KB and more: o_proj, down_proj) go in blocks of 8 rows and column chunks of
+ * PH_CHUNK_X bytes of a group's x (both parities), so that the chunk of x and of the block's rows
+ * stay in L1 across the block's passes. */
+enum { PH_RB_LONG = 8, PH_CHUNK_X = 12288 };
+static void rows_phased(const float *x, int T, int K, const uint16_t *W, int n0, int main_end, float *y, int ldy,
+                        float *xs) {
+    ph_group g[(PH_MAX_T + 5) / 6];
+    /* up to 8 rows: one group (8 chains a pass at 4-8 rows); more: groups of at most 6, whose passes
+     * take two weight rows (10-12 chains, each weight vector feeding 10-12 FMAs) */
+    const int ng = T <= PH_MAX_TG ? 1 : (T + 5) / 6;
+    float *xe = xs, *xo = xs + (size_t)T * K / 2;
+    const int long_rows = (size_t)K * 2 >= G4_PF_MAX_ROW, RB = long_rows ? PH_RB_LONG : PH_RB;
+    int passes = 0;   /* per block of RB rows and column chunk */
+    for (int i = 0, t0 = 0; i < ng; i++) {
+        ph_group_init(&g[i], t0, (T - t0 + ng - i - 1) / (ng - i));   /* as even as can be, larger first */
+        split_parity_rows(x + (size_t)t0 * K, g[i].tg, K, xe + (size_t)t0 * K / 2, xo + (size_t)t0 * K / 2);
+        passes += 2 * RB / g[i].nw;
+        t0 += g[i].tg;
+    }
+    const int SC = long_rows ? PH_CHUNK_X / (64 * g[0].tg) : K / 16;
+    /* a block is RB K / 32 lines over `passes` passes of K / 16 steps (all chunks together): a line
+     * every 2 passes / RB steps, rounded down to a power of two (a little ahead, never behind) */
+    int pf_shift = 0;
+    while ((2 << pf_shift) * RB <= 2 * passes) pf_shift++;
+    int n = n0;
+    for (; n + RB <= main_end; n += RB) {
+        const uint16_t *w = W + (size_t)n * K;
+        const char *next = n + 2 * RB <= main_end ? (const char *)(w + (size_t)RB * K) : NULL;
+        ph_block(xe, xo, g, ng, K, RB, SC, w, next, pf_shift, y + n, ldy);
+    }
+    for (; n < main_end; n += 4) ph_block(xe, xo, g, ng, K, 4, SC, W + (size_t)n * K, NULL, pf_shift, y + n, ldy);
+}
+
 /* Rows [n0, n1) x T activation rows in eo_block's one-row order; the last (n1 - n0) % 4 rows, which
  * the one-row GEMV takes through dot_bf16, go through it one activation row at a time. one_row:
  * the table's one-row kernel, for shapes the eo split does not take (K % 16, K > EO_MAX_K) and
@@ -411,7 +580,9 @@ void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n
                           g4_matmul_fn one_row) {
     float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
     const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
-    if (xs && (T < ROWS_CHUNK_MIN_T || (size_t)K * 2 < G4_PF_MAX_ROW)) {
+    if (xs && T >= PH_MIN_T && T <= PH_MAX_T) {
+        rows_phased(x, T, K, W, n0, main_end, y, ldy, xs);
+    } else if (xs && (T < ROWS_CHUNK_MIN_T || (size_t)K * 2 < G4_PF_MAX_ROW)) {
         split_even_odd(x, T, K, xs);
         for (int n = n0; n < main_end; n += 4) {
             for (int t0 = 0, g = rows_group_size(T, ROWS_TG); t0 < T; t0 += g) {

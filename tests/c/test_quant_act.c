@@ -237,6 +237,41 @@ static void test_vs_ggml_avx2(void **state) {
     check_vs_ggml(k, "act_dots_x86.f32");
 }
 
+/* avx2 prefill (T >= 4 runs the GEMM tiles of up to 6 activation rows, in chunks of 30): every
+ * (row, t) bit-identical to the one-row decode tile (ggml's vec_dot), for T at and around the
+ * tile and chunk edges, row ranges not starting at 0, and K of 1 and 2 blocks */
+static void test_prefill_gemm_avx2(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx2();
+    if (!k) skip();
+    const int Ts[] = {4, 5, 7, 13, 30, 31, 37, 64}, N = 21, n0 = 3;
+    for (size_t ti = 0; ti < NTYPES; ti++)
+        for (int K = 256; K <= COLS; K += 256) {
+            const g4_dtype dt = types[ti];
+            uint8_t *w = rand_weights(dt, N, 0);   /* rows of COLS; the first K columns of each */
+            const size_t rb = g4_dtype_row_bytes(dt, COLS), kb = g4_dtype_row_bytes(dt, K), xb = g4_act_row_bytes(dt, K);
+            uint8_t *wk = malloc(N * kb);
+            for (int n = 0; n < N; n++) memcpy(wk + n * kb, w + n * rb, kb);
+            for (size_t i = 0; i < sizeof Ts / sizeof *Ts; i++) {
+                const int T = Ts[i];
+                float *x = malloc((size_t)T * K * sizeof(float)), *y = calloc((size_t)T * N, sizeof(float)), y1[N];
+                for (int j = 0; j < T * K; j++) x[j] = urand(-3.0f, 3.0f);
+                uint8_t *xq = malloc(T * xb);
+                k->quantize_act(dt, x, T, K, xq);
+                k->matmul_q8[dt](xq, T, K, wk, n0, N, y, N);
+                for (int t = 0; t < T; t++) {
+                    k->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
+                    for (int n = n0; n < N; n++)
+                        if (y[t * N + n] != y1[n])
+                            fail_msg("%s K %d T %d row %d x %d: %.9g, one row %.9g", g4_dtype_name(dt), K, T, n, t,
+                                     y[t * N + n], y1[n]);
+                }
+                free(x), free(y), free(xq);
+            }
+            free(w), free(wk);
+        }
+}
+
 static void test_matmul_scalar(void **state) {
     (void)state;
     check_path(g4_kernels_scalar());
@@ -259,6 +294,7 @@ int main(void) {
         cmocka_unit_test(test_vs_ggml_avx2),
         cmocka_unit_test(test_matmul_scalar),
         cmocka_unit_test(test_matmul_avx2),
+        cmocka_unit_test(test_prefill_gemm_avx2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,14 +152,72 @@ INLINE void mmq32(int kind, size_t bb, const void *xq, int T, int K, const void 
     }
 }
 
+/* Prefill (T >= 4): one weight row against up to G32_NT activation rows, each weight block
+ * unpacked (and its |q| taken) once for all of them, and the activation blocks' d widened from
+ * f16 once per call for a chunk of G32_TC rows; dx * dy for the tile's rows in one product. Per
+ * (row, t) the same operations as tile32 (ggml's): the same block sums, scales and fmadd chain. */
+enum { G32_NT = 8, G32_TC = 16, G32_NB = 512 };
+
+INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint8_t *x, size_t xb, int nb,
+                     const float *yd, float *y, int ldy) {
+    __m256 acc[G32_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (size_t)b * bb;
+        const __m256i qx = unpack32(kind, blk), ax = _mm256_sign_epi8(qx, qx);
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(f16(blk)), _mm256_loadu_ps(yd + (size_t)b * G32_TC));
+        for (int t = 0; t < NT; t++) {
+            const __m256i qy = _mm256_loadu_si256((const __m256i *)(x + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES + 2));
+            acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), mul_sum_i8(ax, qx, qy), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = hsum8(acc[t]);
+}
+
+/* activation rows in chunks of G32_TC, weight rows in groups of 16 (in L1/L2 while the chunk's
+ * tiles pass over them); decode and K past G32_NB blocks: mmq32 */
+INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void *w, int n0, int n1, float *y,
+                   int ldy) {
+    const int nb = K / 32;
+    if (T < 4 || nb > G32_NB) { mmq32(kind, bb, xq, T, K, w, n0, n1, y, ldy); return; }
+    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES;
+    float yd[G32_NB * G32_TC + 8];   /* [block][t] (+8: a tile's 8-lane load at the last t) */
+    for (int t0 = 0; t0 < T; t0 += G32_TC) {
+        const int tn = T - t0 < G32_TC ? T - t0 : G32_TC;
+        const uint8_t *xc = (const uint8_t *)xq + (size_t)t0 * xb;
+        for (int t = 0; t < tn; t++)
+            for (int b = 0; b < nb; b++) yd[(size_t)b * G32_TC + t] = f16(xc + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES);
+        for (int g0 = n0; g0 < n1; g0 += 16) {
+            const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
+            for (int tc = 0; tc < tn; tc += G32_NT) {
+                const uint8_t *xt = xc + (size_t)tc * xb;
+                float *yt = y + (size_t)(t0 + tc) * ldy;
+                for (int n = g0; n < g1; n++) {
+                    const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;
+                    switch (tn - tc < G32_NT ? tn - tc : G32_NT) {
+                    case 1: g32_tile(kind, 1, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 2: g32_tile(kind, 2, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 3: g32_tile(kind, 3, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 4: g32_tile(kind, 4, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 5: g32_tile(kind, 5, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 6: g32_tile(kind, 6, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 7: g32_tile(kind, 7, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    default: g32_tile(kind, 8, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq32(K_Q8_0, 34, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(K_Q8_0, 34, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq32(K_Q4_0, 18, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(K_Q4_0, 18, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq32(K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */
@@ -266,7 +324,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
 /* Weight rows in groups of 8 (Q4_K at K = 1536: 7 KB) held in cache while all activation
  * chunks of up to 4 rows pass over them. */
 #define MMQ_K(NAME, TILE, BB)                                                                        \
-    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
+    static void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
         const int nb = K / 256;                                                                      \
         const size_t rb = (size_t)nb * BB;                                                           \
         for (int g0 = n0; g0 < n1; g0 += 8) {                                                        \
@@ -285,5 +343,160 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             }                                                                                        \
         }                                                                                            \
     }
-MMQ_K(g4_mmq_q4_k_avx2, tile_q4_k, 144)
-MMQ_K(g4_mmq_q6_k_avx2, tile_q6_k, 210)
+MMQ_K(mmq_q4_k_tiles, tile_q4_k, 144)
+MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
+
+/* ---------------------------------------------------------------- prefill GEMMs × Q8_K */
+
+/* Prefill (T >= 4): a tile runs one weight row against up to GK_NT activation rows, each weight
+ * block's unpacked quants and scales shared by all of them, and each activation block's d (and
+ * for Q4_K its per-32 sums, ggml's hadd of bsums) gathered once per call for a chunk of GK_TC
+ * rows instead of once per weight row. Per (row, t) the arithmetic is tile_q4_k's / tile_q6_k's
+ * (ggml's): the integer sums are exact in any order, and the float products, the per-lane fmadd
+ * chains and the horizontal sums are the same operations on the same values. GK_NT = 6: 8
+ * spilled (GCC), 4 shares the unpacking less. */
+enum { GK_NT = 6, GK_TC = 30, GK_NB = 64, GK_RG = 16 };
+
+/* a running sum kept in its register, step by step: GCC otherwise reassociates the integer adds
+ * into a tree whose partial sums spill */
+#define GK_KEEP(v) __asm__("" : "+x"(v))
+
+typedef struct {
+    __m256i q8s[GK_TC / 2][GK_NB];   /* Q4_K: [t pair][block], the per-32 sums of rows 2p | 2p + 1 */
+    float yd[GK_NB][GK_TC + 2];      /* [block][t]: the activation block's d (+2: 8-lane loads) */
+} gk_chunk;
+
+/* Q4_K: the mins' 4-lane products of two activation rows share one 8-lane register (lane by
+ * lane the same fmadd as ggml's 128-bit one) */
+INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
+                         float *y, int ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 acc[GK_NT], acc_m[GK_NT / 2];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int p = 0; p < (NT + 1) / 2; p++) acc_m[p] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 144;
+        uint32_t utmp[4];
+        g4_q4_k_scales(b + 4, utmp);
+        const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
+        const __m256i mins = _mm256_permute4x64_epi64(mins_scales, 0xEE), scales = _mm256_permute4x64_epi64(mins_scales, 0x44);
+        __m256i sumi[GK_NT];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i scale_l = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
+            const __m256i scale_h = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
+            const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            const __m256i q4l = _mm256_and_si256(q4bits, m4);
+            const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)t * nb + i].qs + 64 * j;
+                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
+                GK_KEEP(sumi[t]);
+            }
+        }
+        /* y.d * d and -y.d * dmin for the tile's rows at once (the same products one at a time) */
+        const __m256 yd = _mm256_loadu_ps(&c->yd[i][tc]);
+        const __m256 d = _mm256_mul_ps(yd, _mm256_set1_ps(f16(b))), dm = _mm256_mul_ps(yd, _mm256_set1_ps(-f16(b + 2)));
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        for (int p = 0; p < (NT + 1) / 2; p++) {
+            const __m256 dmp = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1));
+            acc_m[p] = _mm256_fmadd_ps(dmp, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, c->q8s[tc / 2 + p][i])), acc_m[p]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        const __m256 m = acc_m[t / 2];
+        y[(size_t)t * ldy] = hsum8(acc[t]) + hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m));
+    }
+}
+
+/* Q6_K: one of the 8 quant vectors (32 weights, two scales) at a time beside the tile's sums */
+INLINE void gk_tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
+                         float *y, int ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    __m256 acc[GK_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 210;
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+        __m256i sumi[GK_NT];
+        for (int t = 0; t < NT; t++) {
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)x[(size_t)t * nb + i].bsums);
+            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(q8sums, scales_16), 5));
+        }
+        for (int j = 0; j < 2; j++) {
+            const uint8_t *ql = b + 64 * j, *qh = b + 128 + 32 * j;
+            const __m256i sj = j ? _mm256_permute4x64_epi64(scales_16, 0xEE) : _mm256_permute4x64_epi64(scales_16, 0x44);   /* scales 8j..8j+7, both lanes */
+            for (int k = 0; k < 4; k++) {   /* quants 32k..32k+31 of this half: scales 8j+2k (first 16), 8j+2k+1 */
+                const __m256i lo = _mm256_loadu_si256((const __m256i *)(ql + 32 * (k & 1)));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)qh);
+                const __m256i q = _mm256_or_si256(_mm256_and_si256(k < 2 ? lo : _mm256_srli_epi16(lo, 4), m15),
+                                                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3), 4));
+                const short i0 = (short)((4 * k + 1) << 8 | 4 * k), i1 = (short)((4 * k + 3) << 8 | (4 * k + 2));
+                const __m256i s = _mm256_shuffle_epi8(sj, _mm256_setr_epi16(i0, i0, i0, i0, i0, i0, i0, i0, i1, i1, i1, i1, i1, i1, i1, i1));
+                for (int t = 0; t < NT; t++) {
+                    const int8_t *q8 = x[(size_t)t * nb + i].qs + 128 * j + 32 * k;
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s, _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8))));
+                    GK_KEEP(sumi[t]);
+                }
+            }
+        }
+        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(&c->yd[i][tc]), _mm256_set1_ps(f16(b + 208)));
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = hsum8(acc[t]);
+}
+
+/* activation rows in chunks of GK_TC (their d and sums gathered once), weight rows in groups of
+ * GK_RG (held in L1/L2 while the chunk's tiles pass over them); T < 4 and K past GK_NB blocks
+ * take the tiles above */
+#define MMQ_GEMM(NAME, TILE, TILES, BB, SUMS)                                                         \
+    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
+        const int nb = K / 256;                                                                      \
+        if (T < 4 || nb > GK_NB) { TILES(xq, T, K, w, n0, n1, y, ldy); return; }                   \
+        const size_t rb = (size_t)nb * BB;                                                           \
+        gk_chunk c;                                                                                  \
+        for (int t0 = 0; t0 < T; t0 += GK_TC) {                                                      \
+            const int tn = T - t0 < GK_TC ? T - t0 : GK_TC;                                          \
+            const g4_block_q8_K *xc = (const g4_block_q8_K *)xq + (size_t)t0 * nb;                  \
+            gk_gather(xc, tn, nb, SUMS, &c);                                                         \
+            for (int g0 = n0; g0 < n1; g0 += GK_RG) {                                                \
+                const int g1 = g0 + GK_RG < n1 ? g0 + GK_RG : n1;                                    \
+                for (int tc = 0; tc < tn; tc += GK_NT) {                                             \
+                    const g4_block_q8_K *xt = xc + (size_t)tc * nb;                                  \
+                    float *yt = y + (size_t)(t0 + tc) * ldy;                                         \
+                    for (int n = g0; n < g1; n++) {                                                  \
+                        const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;                    \
+                        switch (tn - tc < GK_NT ? tn - tc : GK_NT) {                                 \
+                        case 1: TILE(1, row, xt, nb, &c, tc, yt + n, ldy); break;                    \
+                        case 2: TILE(2, row, xt, nb, &c, tc, yt + n, ldy); break;                    \
+                        case 3: TILE(3, row, xt, nb, &c, tc, yt + n, ldy); break;                    \
+                        case 4: TILE(4, row, xt, nb, &c, tc, yt + n, ldy); break;                    \
+                        case 5: TILE(5, row, xt, nb, &c, tc, yt + n, ldy); break;                    \
+                        default: TILE(6, row, xt, nb, &c, tc, yt + n, ldy); break;                   \
+                        }                                                                            \
+                    }                                                                                \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }
+
+/* a chunk's d per (block, t) and, for Q4_K, the per-32 sums per (t pair, block); an odd chunk's
+ * last pair repeats its last row (tiles start at even t: GK_NT is even) */
+static void gk_gather(const g4_block_q8_K *xc, int tn, int nb, int sums, gk_chunk *c) {
+    for (int t = 0; t < tn + (tn & 1); t++)
+        for (int i = 0; i < nb; i++) {
+            const g4_block_q8_K *yb = xc + (size_t)(t < tn ? t : tn - 1) * nb + i;
+            c->yd[i][t] = yb->d;
+            if (!sums) continue;
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            const __m128i s8 = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+            c->q8s[t / 2][i] = t & 1 ? _mm256_inserti128_si256(c->q8s[t / 2][i], s8, 1) : _mm256_castsi128_si256(s8);
+        }
+}
+
+MMQ_GEMM(g4_mmq_q4_k_avx2, gk_tile_q4_k, mmq_q4_k_tiles, 144, 1)
+MMQ_GEMM(g4_mmq_q6_k_avx2, gk_tile_q6_k, mmq_q6_k_tiles, 210, 0)

@@ -93,7 +93,11 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
 
 enum { PRE_MAX = 8192 };   /* floats of activation sums per call on the stack (32 KB) */
 
-static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(f16_to_f32((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_broadcast_ss(g4_f16_f32_avx2 + h);
+}
 static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
 static inline __m256 sum4(const float *x) {   /* x[0..8) + x[8..16) + x[16..24) + x[24..32) */
@@ -174,13 +178,6 @@ AI void q_0_pass(const int q5, PASS_ARGS) {
 AI void q4_0_pass(PASS_ARGS) { q_0_pass(0, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 
-/* the 4 halves at p as floats, converted from memory (the register form costs a shuffle more) */
-static inline __m128 cvtph_mem(const uint8_t *p) {
-    __m128 v;
-    __asm__("vcvtph2ps %1, %0" : "=x"(v) : "m"(*(const uint64_t *)p));
-    return v;
-}
-
 /* A Q4_K block's 8 six-bit scales then 8 mins as bytes (g4_q4_k_scales's utmp), unpacked in one
  * 16-byte register (as q4_k_scales_avx512.h): j < 4, sc[j] and sc[j + 4] & 63; j >= 4, the low /
  * high nibble of sc[j + 4] under the top two bits of sc[j - 4] / sc[j] — where the scalar unpack
@@ -207,11 +204,9 @@ AI void q4_k_pass(PASS_ARGS) {
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 144, *qs = blk + 16;
             const __m128i sm = q4_k_scales_mins(blk);
-            const __m128 dd = cvtph_mem(blk);   /* d, dmin, ... */
             float dsc[8];
-            _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
-            const __m256 dm = _mm256_mul_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1)),
-                                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
+            _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+            const __m256 dm = _mm256_mul_ps(bcast_f16(blk + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
             for (int t = 0; t < T; t++) acc[r][t][0] = _mm256_fnmadd_ps(dm, ld(pre + t * ldp + 8 * b), acc[r][t][0]);
             for (int g = 0; g < 4; g++) {
                 __m256 slo[3], shi[3];
@@ -352,6 +347,7 @@ MM_DECODE(dec_q6_k, q6_k_pass, pre_q6_k, 256, 210, 16, 1)
  * rows past its last full 16-row panel fused, up to 3 activation rows at a time */
 #define MM_FUSED(NAME, DT, DEC)                                                                  \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        g4_f16_f32_avx2_init();                                                                 \
         if (T >= 4) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                   \
         for (int t0 = 0; t0 < T && n0 < n1; t0 += 3)                                            \
             DEC(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n0, n1, y + (size_t)t0 * ldy, ldy); \

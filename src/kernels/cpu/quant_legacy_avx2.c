@@ -16,6 +16,7 @@
  * shuffles (q5_0_w). */
 #pragma GCC target("avx2,fma,f16c")
 #include <limits.h>
+#include <pthread.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -29,13 +30,19 @@
  * chunk when an input takes several passes. */
 enum { SEG = 341, TG = 4, NC = 16 };
 
-/* A block's f16 scale (its first 2 bytes) in every lane: converted straight from memory (with
- * the next 6 bytes, the block's own), then broadcast — two vector uops where moving it through a
- * general register took four, a measurable share of a 32-weight block's ~17 */
-static inline __m256 bcast_f16(const uint8_t *p) {
-    __m128 v;
-    __asm__("vcvtph2ps %1, %0" : "=x"(v) : "m"(*(const uint64_t *)p));   /* the compiler picks the register form */
-    return _mm256_broadcastss_ps(v);
+float g4_f16_f32_avx2[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static void f16_init(void) {
+    for (int i = 0; i < 65536; i += 8)
+        _mm256_storeu_ps(g4_f16_f32_avx2 + i,
+                         _mm256_cvtph_ps(_mm_add_epi16(_mm_set1_epi16((short)i), _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7))));
+}
+void g4_f16_f32_avx2_init(void) { pthread_once(&f16_once, f16_init); }
+
+static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_broadcast_ss(g4_f16_f32_avx2 + h);
 }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
 static inline float hsum(__m256 v) {   /* the same reduction order as quant_avx2.c */
@@ -212,6 +219,7 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
  * so that any T stays row-invariant, 16 activation rows a pass. */
 #define MM_LEGACY(NAME, DT, KIND, GEMM_ABOVE)                                                              \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {           \
+        g4_f16_f32_avx2_init();                                                                            \
         if (T > (GEMM_ABOVE)) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                    \
         for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                        \
             decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \

@@ -39,6 +39,9 @@ static void f16_init(void) {
 }
 void g4_f16_f32_avx2_init(void) { pthread_once(&f16_once, f16_init); }
 
+/* the same float converted in registers: where a pass serves several activation rows its cost is
+ * shared, and the table's dependent second load was measured slower there */
+static inline __m256 bcast_f16_cvt(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
 static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
     uint16_t h;
     memcpy(&h, p, 2);
@@ -127,7 +130,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
                 if (kind == K_Q4_0) q4_0_w(blk, q);
                 else q5_0_w(blk, q);
             }
-            const __m256 d = bcast_f16(blk);
+            const __m256 d = TN == 1 ? bcast_f16(blk) : bcast_f16_cvt(blk);
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
                 __m256 s = kind == K_Q8_0 ? _mm256_mul_ps(q[0], ld(xb))

@@ -10,9 +10,9 @@
  * shift/mask widening) and runs a 6x16 FMA microkernel, prefetching the next panel's weights
  * while it runs (bench/gemm_bench.c times it alone).
  * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
- * against fp32 activations (AVX2 decode: quants zero-extended from memory into int32 lanes, offsets
- * and Q4_K mins from per-call sums of x, which keeps the weight stream near the exact bf16 one's
- * speed; see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the
+ * against fp32 activations (AVX2 decode: quants widened into int32 lanes in registers, block scales
+ * from a table of every f16 as float, offsets and Q4_K mins from per-call sums of x, which keeps
+ * the weight stream near the exact bf16 one's speed; see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the
  * activation row is quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for
  * Q8_0/Q4_0/Q5_0, Q8_K for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float
  * scale per block), as llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar",

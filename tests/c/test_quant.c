@@ -278,8 +278,9 @@ static void test_legacy_avx512_tolerance(void **state) {
                   worst_exact);
 }
 
-/* The exact decode's float results are pinned bit for bit: the AVX2 and AVX-512 Q4_K / Q6_K decode (T = 1-3,
- * K in one segment and in two) hashed over fixed random blocks and activations. A rewrite of how
+/* The exact decode's float results are pinned bit for bit: the AVX2 decode of every quantized type
+ * and the AVX-512 Q4_K / Q6_K decode (T = 1-3, K in one segment and in two) hashed over fixed
+ * random blocks and activations. A rewrite of how
  * the kernels unpack quants must keep every float operation and its order (docs/numerics.md:
  * exact mode is bit-identical before and after); a deliberate change of the summation order
  * updates these hashes and states its tolerance. */
@@ -301,6 +302,12 @@ static void test_decode_bits_pinned(void **state) {
         {1, G4_DT_Q4_K, 342 * 256, 0x62f20752befa0491ull},   /* past pre at T = 3: two segments */
         {1, G4_DT_Q6_K, 3 * 256, 0xe672af060b069d0dull},
         {1, G4_DT_Q6_K, 171 * 256, 0x40546eaa77fd3be7ull},
+        {1, G4_DT_Q8_0, 23 * 32, 0x46ca2ac877ff0208ull},   /* the legacy decode (quant_legacy_avx2.c) */
+        {1, G4_DT_Q8_0, 342 * 32, 0xd4b53032e2dc0205ull},
+        {1, G4_DT_Q4_0, 23 * 32, 0x0afc356149b15a50ull},
+        {1, G4_DT_Q4_0, 342 * 32, 0x9c1951f0df7c3b9dull},   /* past a segment of 341 blocks: two */
+        {1, G4_DT_Q5_0, 23 * 32, 0x4da70f43a057ca2cull},
+        {1, G4_DT_Q5_0, 342 * 32, 0x349ee4cd2bd4803dull},
         {2, G4_DT_Q4_K, 3 * 256, 0xe9e14c7e3f30f16cull},
         {2, G4_DT_Q4_K, 342 * 256, 0xbcbd8f97d6cb5640ull},
         {2, G4_DT_Q6_K, 3 * 256, 0x6d36fed1a0c76037ull},
@@ -332,6 +339,19 @@ static void test_decode_bits_pinned(void **state) {
         free(x);
     }
     assert_int_equal(bad, 0);
+}
+
+/* The AVX2 decode's table of block scales (quant.h g4_f16_f32_avx2): every half's float, bit for
+ * bit the scalar conversion's (NaNs: any NaN) */
+static void test_f16_table(void **state) {
+    (void)state;
+    if (!g4_kernels_avx2()) skip();
+    g4_f16_f32_avx2_init();
+    for (uint32_t h = 0; h < 65536; h++) {
+        const float want = g4_f16_to_f32((uint16_t)h), got = g4_f16_f32_avx2[h];
+        if (isnan(want) ? !isnan(got) : memcmp(&want, &got, sizeof got))
+            fail_msg("f16 0x%04x: %.9g vs %.9g", (unsigned)h, got, want);
+    }
 }
 
 /* The prefill GEMMs' quantized panels (quant_panel_avx2.c, and quant_panel_avx512.c where the
@@ -395,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_decode_rows),
         cmocka_unit_test(test_legacy_avx512_tolerance),
         cmocka_unit_test(test_decode_bits_pinned),
+        cmocka_unit_test(test_f16_table),
         cmocka_unit_test(test_prefill_panels),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);

@@ -67,6 +67,13 @@ void g4_mm_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int 
 void g4_mm_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* The AVX2 decode's block scales: every f16 as float (256 KB; a model's scales span a few
+ * exponents, so the lines they use stay in cache), so that a block's scale reaches the FMA as one broadcast load with
+ * no vector operation (converting it in registers took two to four, next to the ~17 that bound a
+ * 32-weight block's time). Filled by g4_f16_f32_avx2_init (once, thread-safe), which every AVX2
+ * decode entry calls first (quant_legacy_avx2.c). */
+extern float g4_f16_f32_avx2[65536];
+void g4_f16_f32_avx2_init(void);
 #define G4_QDEC_MAX_ROWS 16
 void g4_mm_q8_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

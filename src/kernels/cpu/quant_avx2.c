@@ -93,7 +93,11 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
 
 enum { PRE_MAX = 8192 };   /* floats of activation sums per call on the stack (32 KB) */
 
-static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(f16_to_f32((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_broadcast_ss(g4_f16_f32_avx2 + h);
+}
 static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
 static inline __m256 sum4(const float *x) {   /* x[0..8) + x[8..16) + x[16..24) + x[24..32) */
@@ -174,6 +178,20 @@ AI void q_0_pass(const int q5, PASS_ARGS) {
 AI void q4_0_pass(PASS_ARGS) { q_0_pass(0, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 
+/* A Q4_K block's 8 six-bit scales then 8 mins as bytes (g4_q4_k_scales's utmp), unpacked in one
+ * 16-byte register (as q4_k_scales_avx512.h): j < 4, sc[j] and sc[j + 4] & 63; j >= 4, the low /
+ * high nibble of sc[j + 4] under the top two bits of sc[j - 4] / sc[j] — where the scalar unpack
+ * and four inserts took the vector ports' time a 256-weight block can ill spare */
+AI __m128i q4_k_scales_mins(const uint8_t *blk) {
+    const __m128i B = _mm_loadu_si128((const __m128i *)blk);   /* d, dmin, sc[12] */
+    const __m128i A = _mm_shuffle_epi8(B, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)),
+                  H = _mm_shuffle_epi8(B, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+    const __m128i lo = _mm_and_si128(A, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+                  hi = _mm_and_si128(_mm_srli_epi16(A, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)),
+                  top = _mm_and_si128(_mm_srli_epi16(H, 2), _mm_set1_epi8(0x30));
+    return _mm_or_si128(_mm_or_si128(lo, hi), top);
+}
+
 /* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
  * in its low nibble, 64g + 32 + l in its high): sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j) */
 AI void q4_k_pass(PASS_ARGS) {
@@ -185,9 +203,7 @@ AI void q4_k_pass(PASS_ARGS) {
         g4_prefetch_ahead(w + (size_t)b * R * 144, (size_t)R * 144);
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 144, *qs = blk + 16;
-            uint32_t u[4];
-            g4_q4_k_scales(blk + 4, u);
-            const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+            const __m128i sm = q4_k_scales_mins(blk);
             float dsc[8];
             _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
             const __m256 dm = _mm256_mul_ps(bcast_f16(blk + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
@@ -226,22 +242,24 @@ AI void q4_k_pass(PASS_ARGS) {
 /* One half's 128 six-bit quants assembled as bytes, Q[k] byte l = weight 128h + 32k + l (+ 32):
  * each 256-bit operation assembles 32 weights (16-bit shifts; the masks drop the bits that cross
  * a byte) where int32 lanes assembled 8, and that integer work, not the float work, bounded the
- * loop; q6_quads widens 8 bytes at a time, in registers. The floats are the same as before. */
+ * loop; q6_k_pass widens them 8 at a time. The floats are the same as before. */
 AI void q6_bytes(const uint8_t *ql, const uint8_t *qh, __m256i Q[4]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    const __m256i L = _mm256_loadu_si256((const __m256i *)ql), L2 = _mm256_loadu_si256((const __m256i *)(ql + 32)),
-                  H = _mm256_loadu_si256((const __m256i *)qh);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), perm = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    const __m256i L = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)ql), perm),
+                  L2 = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(ql + 32)), perm),
+                  H = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)qh), perm);
     Q[0] = _mm256_or_si256(_mm256_and_si256(L, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
     Q[1] = _mm256_or_si256(_mm256_and_si256(L2, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
     Q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L, 4), m4), _mm256_and_si256(H, m30));
     Q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
 }
-AI void q6_quads(const __m256i Q[4], int c, __m256 q[4]) {   /* l = 8c..8c+7, k = 0..3 */
-    for (int k = 0; k < 4; k++) {
-        __m128i half = c < 2 ? _mm256_castsi256_si128(Q[k]) : _mm256_extracti128_si256(Q[k], 1);
-        if (c & 1) half = _mm_unpackhi_epi64(half, half);
-        q[k] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(half));
-    }
+/* bytes 8c..8c+7 of a q6_bytes register (lane 0 bytes 4c..4c+3, lane 1 the same) -> int32 lanes */
+AI __m256 q6_group(__m256i Q, int c) {
+#define Z -1
+    const __m256i g = _mm256_setr_epi8(4 * c, Z, Z, Z, 4 * c + 1, Z, Z, Z, 4 * c + 2, Z, Z, Z, 4 * c + 3, Z, Z, Z,
+                                       4 * c, Z, Z, Z, 4 * c + 1, Z, Z, Z, 4 * c + 2, Z, Z, Z, 4 * c + 3, Z, Z, Z);
+#undef Z
+    return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(Q, g));
 }
 
 AI void q6_k_pass(PASS_ARGS) {
@@ -266,15 +284,16 @@ AI void q6_k_pass(PASS_ARGS) {
                 __m256i Q[4];
                 q6_bytes(blk + 64 * h, blk + 128 + 32 * h, Q);
                 for (int is = 0; is < 2; is++) {
-                    __m256 s[4][3], q[4];
-                    q6_quads(Q, 2 * is, q);
-                    for (int k = 0; k < 4; k++)
-                        for (int t = 0; t < T; t++)
-                            s[k][t] = _mm256_mul_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is));
-                    q6_quads(Q, 2 * is + 1, q);
-                    for (int k = 0; k < 4; k++)
-                        for (int t = 0; t < T; t++)
-                            s[k][t] = _mm256_fmadd_ps(q[k], ld(x + (size_t)t * ldx + 256 * b + 128 * h + 32 * k + 16 * is + 8), s[k][t]);
+                    const float *xh = x + 256 * b + 128 * h + 16 * is;
+                    __m256 s[4][3];
+                    for (int k = 0; k < 4; k++) {
+                        const __m256 q = q6_group(Q[k], 2 * is);
+                        for (int t = 0; t < T; t++) s[k][t] = _mm256_mul_ps(q, ld(xh + (size_t)t * ldx + 32 * k));
+                    }
+                    for (int k = 0; k < 4; k++) {
+                        const __m256 q = q6_group(Q[k], 2 * is + 1);
+                        for (int t = 0; t < T; t++) s[k][t] = _mm256_fmadd_ps(q, ld(xh + (size_t)t * ldx + 32 * k + 8), s[k][t]);
+                    }
                     for (int k = 0; k < 4; k++)
                         for (int t = 0; t < T; t++)
                             acc[r][t][k & 1] = _mm256_fmadd_ps(_mm256_broadcast_ss(dsc + 8 * h + 2 * k + is), s[k][t], acc[r][t][k & 1]);
@@ -328,6 +347,7 @@ MM_DECODE(dec_q6_k, q6_k_pass, pre_q6_k, 256, 210, 16, 1)
  * rows past its last full 16-row panel fused, up to 3 activation rows at a time */
 #define MM_FUSED(NAME, DT, DEC)                                                                  \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        g4_f16_f32_avx2_init();                                                                 \
         if (T >= 4) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                   \
         for (int t0 = 0; t0 < T && n0 < n1; t0 += 3)                                            \
             DEC(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n0, n1, y + (size_t)t0 * ldy, ldy); \

@@ -16,6 +16,7 @@
  * shuffles (q5_0_w). */
 #pragma GCC target("avx2,fma,f16c")
 #include <limits.h>
+#include <pthread.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -29,7 +30,23 @@
  * chunk when an input takes several passes. */
 enum { SEG = 341, TG = 4, NC = 16 };
 
-static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+float g4_f16_f32_avx2[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static void f16_init(void) {
+    for (int i = 0; i < 65536; i += 8)
+        _mm256_storeu_ps(g4_f16_f32_avx2 + i,
+                         _mm256_cvtph_ps(_mm_add_epi16(_mm_set1_epi16((short)i), _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7))));
+}
+void g4_f16_f32_avx2_init(void) { pthread_once(&f16_once, f16_init); }
+
+/* the same float converted in registers: where a pass serves several activation rows its cost is
+ * shared, and the table's dependent second load was measured slower there */
+static inline __m256 bcast_f16_cvt(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_broadcast_ss(g4_f16_f32_avx2 + h);
+}
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
 static inline float hsum(__m256 v) {   /* the same reduction order as quant_avx2.c */
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -113,7 +130,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
                 if (kind == K_Q4_0) q4_0_w(blk, q);
                 else q5_0_w(blk, q);
             }
-            const __m256 d = bcast_f16(blk);
+            const __m256 d = TN == 1 ? bcast_f16(blk) : bcast_f16_cvt(blk);
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
                 __m256 s = kind == K_Q8_0 ? _mm256_mul_ps(q[0], ld(xb))
@@ -205,6 +222,7 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
  * so that any T stays row-invariant, 16 activation rows a pass. */
 #define MM_LEGACY(NAME, DT, KIND, GEMM_ABOVE)                                                              \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {           \
+        g4_f16_f32_avx2_init();                                                                            \
         if (T > (GEMM_ABOVE)) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                    \
         for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                        \
             decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \

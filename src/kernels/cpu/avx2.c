@@ -545,10 +545,11 @@ static void ph_block(const float *xe, const float *xo, const ph_group *g, int ng
 enum { PH_RB_LONG = 8, PH_CHUNK_X = 12288 };
 static void rows_phased(const float *x, int T, int K, const uint16_t *W, int n0, int main_end, float *y, int ldy,
                         float *xs) {
-    ph_group g[(PH_MAX_T + 5) / 6];
-    /* up to 8 rows: one group (8 chains a pass at 4-8 rows); more: groups of at most 6, whose passes
-     * take two weight rows (10-12 chains, each weight vector feeding 10-12 FMAs) */
-    const int ng = T <= PH_MAX_TG ? 1 : (T + 5) / 6;
+    ph_group g[(PH_MAX_T + PH_MAX_TG - 1) / PH_MAX_TG];
+    /* groups of at most 8 rows, as even as can be: 13-16 rows take two groups of 7-8 (one weight
+     * row a pass), 9-12 two of 5-6 (two weight rows a pass); three groups of at most 6 at 16 rows
+     * stream the block through one more pair of passes, which was slower */
+    const int ng = (T + PH_MAX_TG - 1) / PH_MAX_TG;
     float *xe = xs, *xo = xs + (size_t)T * K / 2;
     const int long_rows = (size_t)K * 2 >= G4_PF_MAX_ROW, RB = long_rows ? PH_RB_LONG : PH_RB;
     int passes = 0;   /* per block of RB rows and column chunk */

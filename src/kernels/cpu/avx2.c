@@ -28,6 +28,17 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* Lane i = hsum(v[i]) with the same additions in the same order ((v0 + v4) + (v2 + v6)) +
+ * ((v1 + v5) + (v3 + v7)) per vector), eight vectors at once */
+static inline __m256 hsum8(const __m256 v[8]) {
+    __m256 p[4], q[2];
+    for (int i = 0; i < 4; i++)   /* [v_i's halves added | v_{i+4}'s halves added] */
+        p[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[i], v[i + 4], 0x20), _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+    for (int i = 0; i < 2; i++)   /* per vector: lanes 0 + 2, 1 + 3 */
+        q[i] = _mm256_add_ps(_mm256_shuffle_ps(p[2 * i], p[2 * i + 1], 0x44), _mm256_shuffle_ps(p[2 * i], p[2 * i + 1], 0xEE));
+    return _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
+}
+
 /* Decode streams each weight byte once from DRAM. A 4-row block reads 4 streams at a stride of
  * one row (3 KB for K = 1536), which the hardware prefetcher follows poorly and the out-of-order
  * window cannot cover with enough misses in flight, so the kernel prefetches the weight bytes
@@ -534,8 +545,16 @@ static void ph_block(const float *xe, const float *xo, const ph_group *g, int ng
                          next ? next + (size_t)pass * lines * 64 : NULL, pf_shift);
         }
     }
-    for (int r = 0; r < RB; r++)
-        for (int t = 0; t < g[ng - 1].t0 + g[ng - 1].tg; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
+    const int T = g[ng - 1].t0 + g[ng - 1].tg;
+    int r0 = 0;
+    for (; r0 + 8 <= RB; r0 += 8)   /* 8 rows' sums per store */
+        for (int t = 0; t < T; t++) {
+            __m256 v[8];
+            for (int r = 0; r < 8; r++) v[r] = _mm256_add_ps(ae[r0 + r][t], ao[r0 + r][t]);
+            _mm256_storeu_ps(y + (size_t)t * ldy + r0, hsum8(v));
+        }
+    for (int r = r0; r < RB; r++)
+        for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = hsum(_mm256_add_ps(ae[r][t], ao[r][t]));
 }
 
 /* rows [n0, main_end) (a multiple of 4) x T >= PH_MIN_T activation rows; xs: T K floats of scratch.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/q4_k_scales_bytes.h"
 #include "kernels/cpu/quant.h"
 
 /* F16C's exact half -> float (the scalar g4_f16_to_f32 is an out-of-line bit-by-bit decode, and
@@ -178,20 +179,6 @@ AI void q_0_pass(const int q5, PASS_ARGS) {
 AI void q4_0_pass(PASS_ARGS) { q_0_pass(0, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 
-/* A Q4_K block's 8 six-bit scales then 8 mins as bytes (g4_q4_k_scales's utmp), unpacked in one
- * 16-byte register (as q4_k_scales_avx512.h): j < 4, sc[j] and sc[j + 4] & 63; j >= 4, the low /
- * high nibble of sc[j + 4] under the top two bits of sc[j - 4] / sc[j] — where the scalar unpack
- * and four inserts took the vector ports' time a 256-weight block can ill spare */
-AI __m128i q4_k_scales_mins(const uint8_t *blk) {
-    const __m128i B = _mm_loadu_si128((const __m128i *)blk);   /* d, dmin, sc[12] */
-    const __m128i A = _mm_shuffle_epi8(B, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)),
-                  H = _mm_shuffle_epi8(B, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
-    const __m128i lo = _mm_and_si128(A, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
-                  hi = _mm_and_si128(_mm_srli_epi16(A, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)),
-                  top = _mm_and_si128(_mm_srli_epi16(H, 2), _mm_set1_epi8(0x30));
-    return _mm_or_si128(_mm_or_si128(lo, hi), top);
-}
-
 /* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
  * in its low nibble, 64g + 32 + l in its high): sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j) */
 AI void q4_k_pass(PASS_ARGS) {
@@ -203,7 +190,7 @@ AI void q4_k_pass(PASS_ARGS) {
         g4_prefetch_ahead(w + (size_t)b * R * 144, (size_t)R * 144);
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 144, *qs = blk + 16;
-            const __m128i sm = q4_k_scales_mins(blk);
+            const __m128i sm = g4_q4_k_scales_mins_bytes(blk);
             float dsc[8];
             _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(blk), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
             const __m256 dm = _mm256_mul_ps(bcast_f16(blk + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));

@@ -71,7 +71,7 @@ void g4_mm_rows_q6_k_avx512(const float *x, int T, int K, const void *w, int n0,
  * exponents, so the lines they use stay in cache), so that a block's scale reaches the FMA as one broadcast load with
  * no vector operation (converting it in registers took two to four, next to the ~17 that bound a
  * 32-weight block's time). Filled by g4_f16_f32_avx2_init (once, thread-safe), which every AVX2
- * decode entry calls first (quant_legacy_avx2.c). */
+ * decode entry calls first (quant_legacy_avx2.c); the AVX-512 legacy decode reads it too. */
 extern float g4_f16_f32_avx2[65536];
 void g4_f16_f32_avx2_init(void);
 #define G4_QDEC_MAX_ROWS 16

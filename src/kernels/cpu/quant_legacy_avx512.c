@@ -26,19 +26,12 @@
 enum { TG = 4, NC = 16 };
 enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
 
-/* The block scales: every f16 as float, so that a block's scale reaches the FMA as one broadcast
- * load (converting it in registers took 3 vector operations a block, as many as half the dot) */
-static float f16_f32[65536];
+/* The block scales: quant.h's table of every f16 as float (shared with the AVX2 decode), so that a
+ * block's scale reaches the FMA as one broadcast load (converting it in registers took 3 vector
+ * operations a block, as many as half the dot) */
+void g4_quant_legacy_avx512_init(void) { g4_f16_f32_avx2_init(); }
 
-void g4_quant_legacy_avx512_init(void) {
-    for (int i = 0; i < 65536; i += 16) {
-        const __m256i h = _mm256_add_epi16(_mm256_set1_epi16((short)i),
-                                           _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-        _mm512_storeu_ps(f16_f32 + i, _mm512_cvtph_ps(h));
-    }
-}
-
-AI __m512 bcast_f16(const uint8_t *p) { return _mm512_set1_ps(f16_f32[p[0] | p[1] << 8]); }
+AI __m512 bcast_f16(const uint8_t *p) { return _mm512_set1_ps(g4_f16_f32_avx2[p[0] | p[1] << 8]); }
 
 /* Q8_0 (34 B: f16 d, int8 q[32]): 16 weights sign-extended straight from memory, twice */
 AI void q8_0_w(const uint8_t *blk, __m512 w[2]) {

@@ -27,7 +27,9 @@ const char *const cli_model_opts_help =
     "  --amx-pairs-rows N    inputs of up to N rows read the weights as AMX A tiles (0: never)\n"
     "  --amx-gemv-rows N|A-B decode inputs of rows 1..N (or A..B) take the AMX decode kernel (0: never)\n"
     "  --amx-gemv1-k-below K one row takes it only over weight rows shorter than K (0: never)\n"
-    "  --profile             time the forward pass's phases; report on stderr at exit\n";
+    "  --profile             time the forward pass's phases; report on stderr at exit\n"
+    "  --full-logits         greedy steps run the exact LM head over every row (the same tokens;\n"
+    "                        default: an int8 pre-pass, exact rows only where the token can be)\n";
 
 /* "N" (rows 1..N, 0: never) or "A-B" into min/max rows of the AMX decode kernel. */
 static int parse_gemv_rows(const char *cmd, const char *v, g4_tuning *t) {
@@ -95,6 +97,7 @@ int cli_parse_model_opt(const char *cmd, int argc, char **argv, int *i, g4_model
     if (!strcmp(a, "--act-q8")) { mo->act_q8 = 1; return 1; }
     if (!strcmp(a, "--prefill-bf16")) { mo->prefill_bf16 = 1; return 1; }
     if (!strcmp(a, "--profile")) { mo->tuning.profile = 1; return 1; }
+    if (!strcmp(a, "--full-logits")) { mo->tuning.full_logits = 1; return 1; }
     return 0;
 }
 

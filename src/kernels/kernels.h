@@ -312,6 +312,14 @@ size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of
 /* T rows of K floats (row stride K) → T rows of g4_act_row_bytes(wdt, K) bytes, bit-exact to
  * ggml's quantize_row_q8_0_ref / quantize_row_q8_K_ref. */
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
+/* What bounds an --act-q8 dot against the exact one (cpu/quant_bound.c): for a weight row of K
+ * (a type with an activation format; 0 returned otherwise), *w2 = the sum of its weights' squares
+ * and *a2 the sum of squares of a_i = the magnitudes of the terms weight i is computed from
+ * (d sc q and dmin m, or d q and the offset's d c), in double; |exact − int8 dot| <=
+ * ‖w‖₂ ‖x − x̂‖₂ + γ ‖a‖₂ (‖x‖₂ + ‖x̂‖₂) with γ = (K + 64) 2⁻²⁴ / (1 − (K + 64) 2⁻²⁴). */
+int g4_quant_row_norms(g4_dtype dt, const void *row, int K, double *w2, double *a2);
+/* For x (K floats) and its quantized row xq (g4_act_quantize): nrm = ‖x‖₂, ‖x̂‖₂, ‖x − x̂‖₂ */
+void g4_act_norms(g4_dtype wdt, const float *x, const void *xq, int K, double nrm[3]);
 
 /* `--numerics ggml` (cpu/ggml_num.c): llama.cpp's CPU backend's float ops (ggml, x86 AVX2 + FMA
  * build) in scalar C, bit for bit: the entries of g4_kernels_ggml's table (rmsnorm, gelu_mul,

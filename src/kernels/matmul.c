@@ -39,7 +39,7 @@ struct g4_matmul_ctx {
 
 void g4_matmul_policy_init(g4_matmul_policy *p, const g4_kernels *k, const g4_tuning *t) {
     const g4_tuning none = {.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
-                            .amx_gemv1_k_below = -1, .profile = -1};
+                            .amx_gemv1_k_below = -1, .profile = -1, .full_logits = -1};
     if (!t) t = &none;
     *p = (g4_matmul_policy){.x3_min_rows = G4_X3_MIN_ROWS, .rows_max_rows = G4_ROWS_MAX_ROWS};
     if (k->matmul_xbf16_pairs) p->pairs_max_rows = t->amx_pairs_rows >= 0 ? t->amx_pairs_rows : G4_AMX_PAIRS_ROWS_DEFAULT;
@@ -370,7 +370,16 @@ static void round_input_bf16(g4_matmul_ctx *c, mm_job *j, const g4_mm_op *ops, i
  * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
  * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
  * tenants preempt holds at most the share it claimed. Boundaries fall on whole panels of each op. */
-void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) {
+static void matmul_run(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops, const void *xq_given);
+
+void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) { matmul_run(c, T, n_ops, ops, NULL); }
+
+int g4_matmul_takes_act_q8(const g4_matmul_ctx *c, g4_dtype dt) { return c->k->matmul_q8[dt] != NULL; }
+
+void g4_matmul_act_q8(g4_matmul_ctx *c, int T, const g4_mm_op *op, const void *xq) { matmul_run(c, T, 1, op, xq); }
+
+/* xq_given: ops[0]'s input already quantized (g4_matmul_act_q8) */
+static void matmul_run(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops, const void *xq_given) {
     /* short inputs on AMX: the kernels that take the weights as A tiles, their input in pairs */
     mm_job j = {.k = c->k, .T = T, .n_ops = n_ops,
                 .pairs = c->k->matmul_xbf16_pairs && T <= c->p.pairs_max_rows};
@@ -387,6 +396,10 @@ void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) {
         j.x3[i] = NULL;
         j.xg[i] = NULL;
         if (c->round && dt == G4_DT_BF16) round_input_bf16(c, &j, ops, i, T);
+        if (xq_given) {
+            j.xq[i] = xq_given;
+            continue;
+        }
         if (!c->act_q8 || !c->k->matmul_q8[dt]) continue;   /* float weights: exact path */
         /* each distinct input is quantized once (q/k/v share one, gate/up share one) */
         for (int p = 0; p < i && !j.xq[i]; p++)

@@ -25,7 +25,7 @@ enum { ROWS_PRE_ATTN, ROWS_QK, ROWS_POST_ATTN, ROWS_GELU, ROWS_POST_FFW };
 static void embed(g4_model *m, int R, const int32_t *ids);
 static void attention_block(g4_model *m, const g4_layer *L, int R, const int *slots, const int *pos, int batched);
 static void mlp_block(g4_model *m, const g4_layer *L, int R);
-static void lm_head(g4_model *m, int n, const float *x, float *logits);
+static void lm_head(g4_model *m, int n, const float *x, int argmax_only, float *logits);
 static void rows_pass(g4_model *m, const g4_layer *L, int kind, int R, const int *slots, const int *pos);
 static void matmul_phase(g4_model *m, int phase, int T, int n_ops, const g4_mm_op *ops);
 static void matmul1(g4_model *m, int phase, int T, const g4_mat *w, const float *x, float *y);
@@ -63,7 +63,7 @@ static g4_status forward(g4_model *m, int R, const int *slots, const int *pos, c
     g4_matmul_round_bf16(m->mm, 0);
 
     if (logits && logit_row0 < R) {   /* final norm, then this rank's slice of the logits */
-        lm_head(m, R - logit_row0, m->x + (size_t)logit_row0 * H, logits);
+        lm_head(m, R - logit_row0, m->x + (size_t)logit_row0 * H, (step & G4_STEP_ARGMAX) != 0, logits);
         m->hidden_rows = R - logit_row0;   /* h keeps the normed rows until the next step */
     }
     return G4_OK;
@@ -101,11 +101,16 @@ static void mlp_block(g4_model *m, const g4_layer *L, int R) {
 }
 
 /* logits = final_norm(x) · Eᵀ for n rows of x [n][H] → logits [n][vmax], this rank's vocabulary
- * slice (the LM head is vocab-parallel) */
-static void lm_head(g4_model *m, int n, const float *x, float *logits) {
+ * slice (the LM head is vocab-parallel); argmax_only: a greedy step's (lm_argmax.c) */
+static void lm_head(g4_model *m, int n, const float *x, int argmax_only, float *logits) {
     const g4_config *c = &m->cfg;
     const int H = c->hidden_size;
     for (int r = 0; r < n; r++) m->k->rmsnorm(x + (size_t)r * H, m->w_final, c->rms_norm_eps, H, m->h + (size_t)r * H);
+    if (argmax_only) {
+        int done;
+        PROF(m, G4_PROF_LM_HEAD, done = g4_lm_head_argmax(m, n, m->h, logits));
+        if (done) return;
+    }
     g4_mm_op op = {&m->lm_head, m->h, logits, m->vmax};
     matmul_phase(m, G4_PROF_LM_HEAD, n, 1, &op);
     if (m->k->logits_softcap && c->final_logit_softcap > 0)   /* --numerics ggml: in llama.cpp's graph */
@@ -265,4 +270,5 @@ void g4_forward_print_profile(const g4_model *m) {
         }
         fprintf(stderr, " other %.4g (%.1f%%)\n", rest, 100 * rest / total);
     }
+    g4_lm_argmax_print(m->lma);
 }

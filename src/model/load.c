@@ -35,7 +35,7 @@ void g4_model_opts_default(g4_model_opts *o) {
     o->verify_rows = 0;
     o->kv_type = G4_KV_F32;
     o->tuning = (g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = -1, .amx_gemv_max_rows = -1,
-                            .amx_gemv1_k_below = -1, .profile = -1};
+                            .amx_gemv1_k_below = -1, .profile = -1, .full_logits = -1};
 }
 
 static g4_status alloc_state(g4_model *m) {
@@ -285,6 +285,7 @@ void g4_model_free(g4_model *m) {
     free(m->x); free(m->h); free(m->tmp); free(m->q); free(m->att); free(m->kk); free(m->vv);
     free(m->gate); free(m->up); free(m->rope_cs); free(m->scores);
     g4_matmul_ctx_free(m->mm);
+    g4_lm_argmax_free(m->lma);
     free(m->lg); free(m->lg_all); free(m->cmd);
     free(m);
 }

@@ -112,7 +112,18 @@ struct g4_model {
      * sliding layers, up to this position), and on rank 0 the soft token itself, [H] */
     const int *step_media;           /* [R] */
     const float *const *step_soft;   /* [R] */
+    struct g4_lm_argmax *lma;   /* the greedy LM head's norms and scratch (lm_argmax.c), made on
+                                 * the first greedy step; lma_off: it does not apply */
+    int lma_off;
 };
+
+/* A greedy step's LM head (lm_argmax.c): n rows of logits from the final-normed rows h, each row's
+ * argmax the exact head's (the exact logits of the rows that can win, lower values elsewhere).
+ * 0 when it does not apply (a float LM head, --act-q8, --numerics ggml, --full-logits) or cannot
+ * bound this input: the caller runs the exact head. */
+int g4_lm_head_argmax(g4_model *m, int n, const float *h, float *logits);
+void g4_lm_argmax_free(struct g4_lm_argmax *s);
+void g4_lm_argmax_print(const struct g4_lm_argmax *s);   /* tuning.profile's line */
 
 /* The vision embedder's weights (vision.c): bound on rank 0 from an HF checkpoint whose config has
  * vision_config, checked against it; G4_OK without doing anything when there is none. */
@@ -142,8 +153,10 @@ g4_status g4_model_shard(g4_model *m);
 
 /* What a forward step is, for the modes whose arithmetic depends on it (g4_forward's `step`):
  * BATCHED (--numerics ggml): llama.cpp would run these rows in a batch of >= 2 tokens;
- * PREFILL (--prefill-bf16): the rows are prompt tokens. */
-enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2, G4_STEP_MEDIA = 4 /* m->step_media is set */ };
+ * PREFILL (--prefill-bf16): the rows are prompt tokens; ARGMAX: logits whose argmax is the exact
+ * head's may stand for the exact logits. */
+enum { G4_STEP_BATCHED = 1, G4_STEP_PREFILL = 2, G4_STEP_MEDIA = 4 /* m->step_media is set */,
+       G4_STEP_ARGMAX = 8 /* the caller takes only each logits row's argmax (lm_argmax.c) */ };
 enum { G4_ROW_TEXT = -1, G4_ROW_SOFT = -2 };
 
 /* Runs the layer stack on R rows (row r: token ids[r] at position pos[r] of slot slots[r]) and

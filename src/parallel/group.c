@@ -308,6 +308,7 @@ static void rank_step(g4_model *m, float *logits, int32_t *next) {
 void g4_group_forward(g4_model *m, int R, const int *slots, const int *pos, const int32_t *ids, int row0, int step,
                       float *logits, int32_t *next) {
     const int n = R - row0, V = m->cfg.vocab_size;
+    if (next) step |= G4_STEP_ARGMAX;
     if (!m->comm) {
         g4_forward(m, R, slots, pos, ids, row0, step, next ? m->lg : logits);
         for (int i = 0; next && i < n; i++) next[i] = pool_argmax(m->pool, m->lg + (size_t)i * V, V);

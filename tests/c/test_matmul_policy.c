@@ -34,7 +34,7 @@ static void test_policy_defaults(void **state) {
         if (!k) continue;
         g4_matmul_policy p, q;
         g4_matmul_policy_init(&p, k, NULL);
-        const g4_tuning unset = {-1, -1, -1, -1, -1};
+        const g4_tuning unset = {-1, -1, -1, -1, -1, -1};
         g4_matmul_policy_init(&q, k, &unset);
         assert_memory_equal(&p, &q, sizeof p);
         assert_int_equal(p.x3_min_rows, G4_X3_MIN_ROWS);
@@ -59,23 +59,23 @@ static void test_policy_tuning(void **state) {
     g4_kernels k = {.name = "fake", .matmul_gemv3 = dummy_gemv3, .matmul_xbf16_pairs = dummy_pairs};
     g4_matmul_policy p;
     g4_matmul_policy_init(&p, &k, &(g4_tuning){.amx_pairs_rows = 0, .amx_gemv_min_rows = -1,
-                                              .amx_gemv_max_rows = 5, .amx_gemv1_k_below = 0, .profile = -1});
+                                              .amx_gemv_max_rows = 5, .amx_gemv1_k_below = 0, .profile = -1, .full_logits = -1});
     assert_int_equal(p.pairs_max_rows, 0);
     assert_int_equal(p.gemv_min_rows, 1);
     assert_int_equal(p.gemv_max_rows, 5);
     assert_int_equal(p.gemv_one_row_k_below, 0);
     g4_matmul_policy_init(&p, &k, &(g4_tuning){.amx_pairs_rows = 32, .amx_gemv_min_rows = 4,
-                                              .amx_gemv_max_rows = 99, .amx_gemv1_k_below = 2048, .profile = -1});
+                                              .amx_gemv_max_rows = 99, .amx_gemv1_k_below = 2048, .profile = -1, .full_logits = -1});
     assert_int_equal(p.pairs_max_rows, 32);
     assert_int_equal(p.gemv_min_rows, 4);
     assert_int_equal(p.gemv_max_rows, G4_GEMV_X3_MAX_ROWS);
     assert_int_equal(p.gemv_one_row_k_below, 2048);
     g4_matmul_policy_init(&p, &k, &(g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = 0,
-                                              .amx_gemv_max_rows = 0, .amx_gemv1_k_below = -1, .profile = -1});
+                                              .amx_gemv_max_rows = 0, .amx_gemv1_k_below = -1, .profile = -1, .full_logits = -1});
     assert_int_equal(p.gemv_min_rows, 1);
     assert_int_equal(p.gemv_max_rows, 0);   /* never */
     g4_matmul_policy_init(&p, &k, &(g4_tuning){.amx_pairs_rows = -1, .amx_gemv_min_rows = 9,
-                                              .amx_gemv_max_rows = 3, .amx_gemv1_k_below = -1, .profile = -1});
+                                              .amx_gemv_max_rows = 3, .amx_gemv1_k_below = -1, .profile = -1, .full_logits = -1});
     assert_int_equal(p.gemv_max_rows, 0);   /* an empty range: never */
 }
 

@@ -46,8 +46,8 @@ typedef struct {
     int profile;            /* 1: time the forward pass's phases and report them on stderr when the
                              * model is freed (default 0) */
     int full_logits;        /* 1: greedy steps compute every logit with the exact kernels (default 0:
-                             * over a quantized LM head, an int8 pre-pass and the exact kernels on
-                             * the rows that can win; the same tokens) */
+                             * over a Q4_K / Q6_K LM head, an int8 pre-pass and the exact kernels
+                             * on the rows that can win; the same tokens) */
 } g4_tuning;
 
 typedef struct {

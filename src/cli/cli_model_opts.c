@@ -29,7 +29,8 @@ const char *const cli_model_opts_help =
     "  --amx-gemv1-k-below K one row takes it only over weight rows shorter than K (0: never)\n"
     "  --profile             time the forward pass's phases; report on stderr at exit\n"
     "  --full-logits         greedy steps run the exact LM head over every row (the same tokens;\n"
-    "                        default: an int8 pre-pass, exact rows only where the token can be)\n";
+    "                        default over Q4_K / Q6_K heads: an int8 pre-pass, then exact rows\n"
+    "                        only where the token can be)\n";
 
 /* "N" (rows 1..N, 0: never) or "A-B" into min/max rows of the AMX decode kernel. */
 static int parse_gemv_rows(const char *cmd, const char *v, g4_tuning *t) {

@@ -57,13 +57,17 @@ static void norms_task(void *ctx, int task, int thread) {
 }
 
 /* The weight norms and scratch, on the first greedy step; NULL (and m->lma_off set) where the
- * pre-pass does not apply: float LM heads (their exact kernels stream at the bandwidth already),
+ * pre-pass does not apply: heads other than Q4_K / Q6_K (float heads stream at the bandwidth
+ * already, and over Q8_0 / Q4_0 the int8 kernels are no faster than the exact ones: measured),
  * --act-q8 (the head is int8 anyway), --numerics ggml, --full-logits, no kernel. */
 static struct g4_lm_argmax *state(g4_model *m) {
     if (m->lma || m->lma_off) return m->lma;
     const g4_mat *w = &m->lm_head;
+    const char *env = getenv("G4_GREEDY_HEAD_CHECK");
+    const int check = env && *env == '1';   /* tests: on every quantized head, checked */
     m->lma_off = 1;
-    if (!w->data || w->rows <= 0 || g4_act_format(w->dt) == G4_ACT_NONE || !g4_matmul_takes_act_q8(m->mm, w->dt) ||
+    if (!w->data || w->rows <= 0 || !(w->dt == G4_DT_Q4_K || w->dt == G4_DT_Q6_K || (check && g4_act_format(w->dt))) ||
+        !g4_matmul_takes_act_q8(m->mm, w->dt) ||
         m->opts.act_q8 || m->opts.numerics == G4_NUMERICS_GGML || m->opts.tuning.full_logits == 1)
         return NULL;
     struct g4_lm_argmax *s = calloc(1, sizeof *s);
@@ -76,8 +80,7 @@ static struct g4_lm_argmax *state(g4_model *m) {
         g4_lm_argmax_free(s);
         return NULL;   /* the exact head still works */
     }
-    const char *chk = getenv("G4_GREEDY_HEAD_CHECK");
-    if (chk && *chk == '1' && !(s->chk = malloc((size_t)w->rows * sizeof(float)))) {
+    if (check && !(s->chk = malloc((size_t)w->rows * sizeof(float)))) {
         g4_lm_argmax_free(s);
         return NULL;
     }
@@ -155,8 +158,8 @@ static int candidates(const struct g4_lm_argmax *s, int V, const float *lg, floa
     return k;
 }
 
-/* G4_GREEDY_HEAD_CHECK=1 (tests): every row's exact logit against its int8 one and bound, and the
- * token against the exact head's */
+/* G4_GREEDY_HEAD_CHECK=1 (tests; it also takes the pre-pass over Q8_0 / Q4_0 / Q5_0 heads): every
+ * row's exact logit against its int8 one and bound, and the token against the exact head's */
 static void check_bound(g4_model *m, struct g4_lm_argmax *s, const float *x, const float *lg, float e, float f) {
     const g4_mm_op op = {&m->lm_head, x, s->chk, m->vmax};
     g4_matmul(m->mm, 1, 1, &op);

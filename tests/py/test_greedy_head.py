@@ -56,20 +56,26 @@ def test_same_tokens_as_the_exact_head(g4_bin, name, isa):
 
 
 def test_takes_the_pre_pass_and_few_exact_rows(g4_bin):
+    """by default over Q4_K / Q6_K heads only (the fixtures' 128-wide rows cannot be K-quants);
+    G4_GREEDY_HEAD_CHECK=1 takes it over their Q8_0 heads too"""
     prompt = _prompts("cond-q8_0.gguf", 1)[0]
-    rows, exact, full = _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt)
+    check = {"G4_GREEDY_HEAD_CHECK": "1"}
+    rows, exact, full = _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt, env=check)
     assert rows == 8 and full == 0
     assert 1 <= exact <= 1024 / 16 + 1   # the fixtures' vocabulary: 1024
+    assert _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt) is None
     # not where it does not apply: --full-logits, --act-q8 (an int8 head already), float heads
-    assert _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt, "--full-logits") is None
-    assert _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt, "--act-q8") is None
-    assert _profile_line(g4_bin, G / "cond-bf16.gguf", prompt) is None
+    assert _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt, "--full-logits", env=check) is None
+    assert _profile_line(g4_bin, G / "cond-q8_0.gguf", prompt, "--act-q8", env=check) is None
+    assert _profile_line(g4_bin, G / "cond-bf16.gguf", prompt, env=check) is None
 
 
 def test_tp2(g4_bin):
     name = "causal-q8_0.gguf"
     prompt = _prompts(name, 2)[1]
-    assert g4_greedy(g4_bin, G / name, prompt, 16, "--tp", 2) == g4_greedy(g4_bin, G / name, prompt, 16, "--full-logits")
+    r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, prompt)), "-n", 16, "--ids",
+               "--ignore-eos", "--ctx", 512, "--tp", 2, env={"G4_GREEDY_HEAD_CHECK": "1"})
+    assert json.loads(r.stdout) == g4_greedy(g4_bin, G / name, prompt, 16, "--full-logits")
     r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, prompt)), "-n", 8, "--ignore-eos",
                "--tp", 2, "--profile", env={"G4_GREEDY_HEAD_CHECK": "1"})
     assert r.returncode == 0, r.stderr.decode()

@@ -12,8 +12,7 @@
 #include "base/half.h"
 #include "kernels/cpu/quant.h"
 
-static inline float f16f(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
-static inline double f16d(const uint8_t *p) { return f16f(p); }
+static inline double f16d(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 /* Q4_K's six-bit scale and min of sub-block j (ggml's get_scale_min_k4) */
 static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
@@ -26,84 +25,93 @@ static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
     }
 }
 
-/* One block as weight i = s[i] q[i] + o[i] (the terms its kernels sum: s and o exact floats) */
-static int block_terms(g4_dtype dt, const uint8_t *b, float *s, float *q, float *o) {
+/* The norms from integer moments: a group of n weights sharing scale s and offset o (weight
+ * s q + o, its terms |s q| + |o|, q >= 0 but for Q8_0's signed q and zero o) adds
+ * s² Σq² + 2 s o Σq + n o² to Σw² and s² Σq² + 2 |s o| Σq + n o² to Σa², where Σq and Σq² are
+ * exact integers and s, o exact floats; the double products round by 2⁻⁵³, covered below. */
+typedef struct {
+    double w2, a2;
+} norms;
+
+static inline void group(norms *nm, double s, double o, int n, long q1, long q2) {
+    nm->w2 += s * s * q2 + 2 * s * o * q1 + n * o * o;
+    nm->a2 += s * s * q2 + 2 * fabs(s * o) * q1 + n * o * o;
+}
+
+static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
     switch (dt) {
     case G4_DT_Q8_0: {
-        const float d = f16f(b);
-        for (int j = 0; j < 32; j++) s[j] = d, q[j] = (int8_t)b[2 + j], o[j] = 0;
-        return 32;
+        long q2 = 0;
+        for (int j = 0; j < 32; j++) q2 += (int8_t)b[2 + j] * (int8_t)b[2 + j];
+        group(nm, f16d(b), 0, 32, 0, q2);
+        break;
     }
     case G4_DT_Q4_0: case G4_DT_Q5_0: {
         const int q5 = dt == G4_DT_Q5_0;
-        const float d = f16f(b), c = q5 ? -16 * d : -8 * d;
         uint32_t qh = 0;
         if (q5) memcpy(&qh, b + 2, 4);
         const uint8_t *qs = b + (q5 ? 6 : 2);
+        long q1 = 0, q2 = 0;
         for (int j = 0; j < 16; j++) {
-            q[j] = (float)((qs[j] & 15) | (int)((qh >> j) & 1) << 4);
-            q[j + 16] = (float)((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4);
+            const int lo = (qs[j] & 15) | (int)((qh >> j) & 1) << 4, hi = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            q1 += lo + hi;
+            q2 += lo * lo + hi * hi;
         }
-        for (int j = 0; j < 32; j++) s[j] = d, o[j] = c;
-        return 32;
+        const double d = f16d(b);
+        group(nm, d, (q5 ? -16 : -8) * d, 32, q1, q2);
+        break;
     }
     case G4_DT_Q4_K: {   /* d, dmin, scales[12], q[128]: sub-block 2g low nibbles, 2g + 1 high */
-        const float d = f16f(b), dmin = f16f(b + 2);
+        const double d = f16d(b), dmin = f16d(b + 2);
         for (int g = 0; g < 4; g++) {
-            int sc0, m0, sc1, m1;
-            scale_min_k4(2 * g, b + 4, &sc0, &m0);
-            scale_min_k4(2 * g + 1, b + 4, &sc1, &m1);
+            long l1 = 0, l2 = 0, h1 = 0, h2 = 0;
             for (int l = 0; l < 32; l++) {
-                const uint8_t v = b[16 + 32 * g + l];
-                const int i = 64 * g + l;
-                s[i] = d * sc0, q[i] = v & 15, o[i] = -dmin * m0;
-                s[i + 32] = d * sc1, q[i + 32] = v >> 4, o[i + 32] = -dmin * m1;
+                const int v = b[16 + 32 * g + l], lo = v & 15, hi = v >> 4;
+                l1 += lo, l2 += lo * lo, h1 += hi, h2 += hi * hi;
             }
+            int sc, m;
+            scale_min_k4(2 * g, b + 4, &sc, &m);
+            group(nm, d * sc, -dmin * m, 32, l1, l2);
+            scale_min_k4(2 * g + 1, b + 4, &sc, &m);
+            group(nm, d * sc, -dmin * m, 32, h1, h2);
         }
-        return 256;
+        break;
     }
     case G4_DT_Q6_K: {   /* ql[128], qh[64], int8 sc[16], d (quant_ref.c deq_q6_k's layout) */
-        const float d = f16f(b + 208);
+        const double d = f16d(b + 208);
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
         for (int h = 0; h < 2; h++, ql += 64, qh += 32, sc += 8)
-            for (int l = 0; l < 32; l++) {
-                const int i = 128 * h + l, is = l / 16;
-                q[i] = (float)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-                q[i + 32] = (float)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-                q[i + 64] = (float)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                q[i + 96] = (float)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-                for (int k = 0; k < 4; k++) s[i + 32 * k] = d * sc[is + 2 * k], o[i + 32 * k] = -32 * d * sc[is + 2 * k];
+            for (int is = 0; is < 2; is++) {   /* 16 weights per (k, is) share sc[is + 2k] */
+                long q1[4] = {0}, q2[4] = {0};
+                for (int l = 16 * is; l < 16 * is + 16; l++) {
+                    const int q[4] = {(ql[l] & 0xF) | ((qh[l] & 3) << 4), (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4),
+                                      (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
+                    for (int k = 0; k < 4; k++) q1[k] += q[k], q2[k] += q[k] * q[k];
+                }
+                for (int k = 0; k < 4; k++) {
+                    const double s = d * sc[is + 2 * k];
+                    group(nm, s, -32 * s, 16, q1[k], q2[k]);
+                }
             }
-        return 256;
+        break;
     }
     default:
-        return 0;
+        break;
     }
 }
 
-/* In float, 8 lanes (vectorized): w_f = s q + o and a_f = |s q| + |o| are within 2u a of w and a;
- * the sums of squares within 34u of theirs (32 terms a lane); the margins below cover both. */
+/* Σw² from moments cancels where s o < 0: its rounding is within 2⁻⁵⁰ Σa² (a few roundings of
+ * terms no larger than Σa²'s), which the margin adds back */
 int g4_quant_row_norms(g4_dtype dt, const void *row, int K, double *w2, double *a2) {
     *w2 = *a2 = 0;
     if (g4_act_format(dt) == G4_ACT_NONE) return 0;
+    const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
-    double sw = 0, sa = 0;
-    for (int k = 0; k < K;) {
-        float s[256], q[256], o[256], lw[8] = {0}, la[8] = {0};
-        const int n = block_terms(dt, (const uint8_t *)row + (size_t)(k / g4_dtype_block(dt)) * bb, s, q, o);
-        for (int i = 0; i < n; i += 8)
-            for (int j = 0; j < 8; j++) {
-                const float p = s[i + j] * q[i + j], w = p + o[i + j], a = fabsf(p) + fabsf(o[i + j]);
-                lw[j] += w * w;
-                la[j] += a * a;
-            }
-        for (int j = 0; j < 8; j++) sw += lw[j], sa += la[j];
-        k += n;
-    }
-    const double na = sqrt(sa) * (1 + 0x1p-16);
-    *w2 = pow(sqrt(sw) * (1 + 0x1p-16) + 0x1p-20 * na, 2);
-    *a2 = na * na;
+    norms nm = {0, 0};
+    for (int i = 0; i < K / bs; i++) block_norms(dt, (const uint8_t *)row + (size_t)i * bb, &nm);
+    *a2 = nm.a2 * (1 + 0x1p-40);
+    *w2 = fmax(nm.w2, 0) + 0x1p-40 * *a2;
     return 1;
 }
 

@@ -26,6 +26,9 @@ static inline void g4_prefetch_ahead(const void *p, size_t n) {
 /* One row of n elements (n a multiple of the block size) of quantized type dt → float32, in
  * exactly ggml's arithmetic order (no FMA contraction), so results are bit-identical. */
 void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst);
+/* ggml's get_scale_min_k4: the six-bit scale *d and min *m of Q4_K sub-block j from the block's
+ * packed scales[12] (quant_ref.c) */
+void g4_q4_k_scale_min(int j, const uint8_t *scales, uint8_t *d, uint8_t *m);
 
 /* Y[t][n] = sum_k X[t][k] * W[n][k], W rows of g4_dtype_row_bytes(dt, K) bytes. */
 void g4_mm_q8_0_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

@@ -14,17 +14,6 @@
 
 static inline double f16d(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
-/* Q4_K's six-bit scale and min of sub-block j (ggml's get_scale_min_k4) */
-static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 /* The norms from integer moments: a group of n weights sharing scale s and offset o (weight
  * s q + o, its terms |s q| + |o|, q >= 0 but for Q8_0's signed q and zero o) adds
  * s² Σq² + 2 s o Σq + n o² to Σw² and s² Σq² + 2 |s o| Σq + n o² to Σa², where Σq and Σq² are
@@ -69,10 +58,10 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
                 const int v = b[16 + 32 * g + l], lo = v & 15, hi = v >> 4;
                 l1 += lo, l2 += lo * lo, h1 += hi, h2 += hi * hi;
             }
-            int sc, m;
-            scale_min_k4(2 * g, b + 4, &sc, &m);
+            uint8_t sc, m;
+            g4_q4_k_scale_min(2 * g, b + 4, &sc, &m);
             group(nm, d * sc, -dmin * m, 32, l1, l2);
-            scale_min_k4(2 * g + 1, b + 4, &sc, &m);
+            g4_q4_k_scale_min(2 * g + 1, b + 4, &sc, &m);
             group(nm, d * sc, -dmin * m, 32, h1, h2);
         }
         break;

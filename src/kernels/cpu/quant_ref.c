@@ -34,8 +34,7 @@ static void deq_q5_0(const uint8_t *b, float *y) {   /* d, qh (32 fifth bits), q
     }
 }
 
-/* ggml's get_scale_min_k4: 8 six-bit (scale, min) pairs packed in 12 bytes */
-static inline void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
+void g4_q4_k_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
     if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
     else {
         *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
@@ -49,9 +48,9 @@ static void deq_q4_k(const uint8_t *b, float *y) {   /* d, dmin, scales[12], q[1
     int is = 0;
     uint8_t s, m;
     for (int j = 0; j < 256; j += 64) {
-        scale_min_k4(is + 0, sc, &s, &m);
+        g4_q4_k_scale_min(is + 0, sc, &s, &m);
         const float d1 = d * s, m1 = min * m;
-        scale_min_k4(is + 1, sc, &s, &m);
+        g4_q4_k_scale_min(is + 1, sc, &s, &m);
         const float d2 = d * s, m2 = min * m;
         for (int l = 0; l < 32; l++) *y++ = d1 * (q[l] & 0xF) - m1;
         for (int l = 0; l < 32; l++) *y++ = d2 * (q[l] >> 4) - m2;

@@ -364,12 +364,6 @@ static void round_input_bf16(g4_matmul_ctx *c, mm_job *j, const g4_mm_op *ops, i
     }
 }
 
-/* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up).
- * Guided split: tasks shrink from ~1/(3 x threads) of the rows down to a floor, so each thread
- * streams long contiguous ranges (decode is a pure weight stream, and every task start costs
- * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
- * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
- * tenants preempt holds at most the share it claimed. Boundaries fall on whole panels of each op. */
 static void matmul_run(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops, const void *xq_given);
 
 void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) { matmul_run(c, T, n_ops, ops, NULL); }
@@ -378,7 +372,13 @@ int g4_matmul_takes_act_q8(const g4_matmul_ctx *c, g4_dtype dt) { return c->k->m
 
 void g4_matmul_act_q8(g4_matmul_ctx *c, int T, const g4_mm_op *op, const void *xq) { matmul_run(c, T, 1, op, xq); }
 
-/* xq_given: ops[0]'s input already quantized (g4_matmul_act_q8) */
+/* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up).
+ * Guided split: tasks shrink from ~1/(3 x threads) of the rows down to a floor, so each thread
+ * streams long contiguous ranges (decode is a pure weight stream, and every task start costs
+ * the prefetchers a ramp-up) while the last tasks are small enough that threads finish within
+ * a few hundred rows of each other; tasks are claimed dynamically, so a thread that other
+ * tenants preempt holds at most the share it claimed. Boundaries fall on whole panels of each op.
+ * xq_given: ops[0]'s input already quantized (g4_matmul_act_q8). */
 static void matmul_run(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops, const void *xq_given) {
     /* short inputs on AMX: the kernels that take the weights as A tiles, their input in pairs */
     mm_job j = {.k = c->k, .T = T, .n_ops = n_ops,

@@ -426,6 +426,7 @@ int cli_bench(int argc, char **argv) {
     fprintf(f, ",\"prefill_bf16\":%s,\"prefill_peak\":\"%s\"", o.mo.prefill_bf16 ? "true" : "false",
             prefill_peak == fma ? "fp32" : prefill_peak > 0 ? "bf16" : "none");
     fprintf(f, ",\"numerics\":\"%s\"", o.mo.numerics == G4_NUMERICS_GGML ? "ggml" : "exact");
+    fprintf(f, ",\"full_logits\":%s", o.mo.tuning.full_logits == 1 ? "true" : "false");
     fprintf(f, ",\"kv_type\":\"%s\",\"kv_bytes\":%zu", g4_kv_type_name(o.mo.kv_type), info->kv_bytes);
     fprintf(f, ",\"batch\":%d,\"depth\":%ld", B, o.depth);
     fprintf(f, ",\"threads\":%d,\"tp\":%d,\"tp_backend\":\"%s\",\"kernels\":", o.mo.threads,

@@ -92,3 +92,4 @@ def test_batched_bench_rows(g4_bin):
     m = re.search(r"greedy LM head: (\d+) rows with the int8 pre-pass, [\d.]+ of its rows exact per row; (\d+) rows",
                   r.stderr.decode())
     assert m and int(m[1]) >= 16 and int(m[2]) == 0
+    assert json.loads(r.stdout.decode().strip().splitlines()[-1])["full_logits"] is False

@@ -1,10 +1,11 @@
-"""The greedy LM head (src/model/lm_argmax.c): over a quantized LM head, a greedy step computes
+"""The greedy LM head (src/model/lm_argmax.c): over a Q4_K / Q6_K LM head, a greedy step computes
 every logit with int8 activations, bounds each one's distance from the exact logit, and recomputes
 exactly only the rows that can win — the tokens must be the exact head's (--full-logits) on every
 kernel path, under --tp 2, and for several slots decoding at once (bench --batch).
-G4_GREEDY_HEAD_CHECK=1 makes each step also run the exact head and compare every logit with its
-int8 one and bound, and the token with the exact head's; the bound's arithmetic is tested per
-kernel in tests/c/test_lm_bound.c."""
+G4_GREEDY_HEAD_CHECK=1 takes the pre-pass over any quantized head (here the fixtures' Q8_0 ones,
+whose 128-wide rows cannot be K-quants) and makes each step also run the exact head and compare
+every logit with its int8 one and bound, and the token with the exact head's; the bound's
+arithmetic is tested per kernel and type in tests/c/test_lm_bound.c."""
 import json
 import re
 
@@ -75,6 +76,7 @@ def test_tp2(g4_bin):
     prompt = _prompts(name, 2)[1]
     r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, prompt)), "-n", 16, "--ids",
                "--ignore-eos", "--ctx", 512, "--tp", 2, env={"G4_GREEDY_HEAD_CHECK": "1"})
+    assert r.returncode == 0, r.stderr.decode()
     assert json.loads(r.stdout) == g4_greedy(g4_bin, G / name, prompt, 16, "--full-logits")
     r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, prompt)), "-n", 8, "--ignore-eos",
                "--tp", 2, "--profile", env={"G4_GREEDY_HEAD_CHECK": "1"})

@@ -76,13 +76,14 @@ asan:
 	G4_BIN=$(abspath build-asan/gemma4c) G4_ASAN=1 $(PYTHON) -m pytest -q $(ASAN_PYTEST) -m "not slow"
 
 # What CI runs under the sanitizers after `make test`: every C test, the bad-input, CLI and server
-# tests, and the goldens at one chunk size (the full set at three sizes runs in `make test`).
+# tests, the greedy LM head's, and the goldens at one chunk size (the full set at three sizes runs
+# in `make test`).
 ASAN_PYTEST ?= tests/py
 asan-ci:
 	$(MAKE) asan ASAN_PYTEST="tests/py/test_bad_input.py tests/py/test_run_text.py tests/py/test_server.py tests/py/test_server_exposure.py \
 	  tests/py/test_cli_basics.py tests/py/test_goldens.py tests/py/test_tp.py tests/py/test_media.py tests/py/test_multimodal.py tests/py/test_multimodal_server.py tests/py/test_remote_media.py \
 	  tests/py/test_prompt_cache.py tests/py/test_prompt_cache_media.py tests/py/test_server_limits.py tests/py/test_responses.py \
-	  tests/py/test_tool_choice.py -k 'not greedy or chunk-7'"
+	  tests/py/test_tool_choice.py tests/py/test_greedy_head.py -k 'not greedy or chunk-7 or greedy_head'"
 
 clean:
 	rm -rf build build-asan build-fuzz

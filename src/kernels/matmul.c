@@ -368,8 +368,6 @@ static void matmul_run(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops, 
 
 void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops) { matmul_run(c, T, n_ops, ops, NULL); }
 
-int g4_matmul_takes_act_q8(const g4_matmul_ctx *c, g4_dtype dt) { return c->k->matmul_q8[dt] != NULL; }
-
 void g4_matmul_act_q8(g4_matmul_ctx *c, int T, const g4_mm_op *op, const void *xq) { matmul_run(c, T, 1, op, xq); }
 
 /* Y_i = X_i · W_iᵀ for up to three matrices sharing one parallel loop (q/k/v, gate/up).

@@ -89,11 +89,9 @@ void g4_matmul_ctx_free(g4_matmul_ctx *c);
  * loop and, where their inputs are the same, one converted input). */
 void g4_matmul(g4_matmul_ctx *c, int T, int n_ops, const g4_mm_op *ops);
 
-/* Whether the kernel table has an --act-q8 kernel for weights of type dt */
-int g4_matmul_takes_act_q8(const g4_matmul_ctx *c, g4_dtype dt);
 /* Y = X̂ · Wᵀ for one product whose T input rows are already quantized (g4_act_quantize's
  * format for op->w->dt, in xq; op->x unused), whatever the context's act_q8: the greedy LM head's
- * pre-pass (model/lm_argmax.c). The table must have the kernel (g4_matmul_takes_act_q8). */
+ * pre-pass (model/lm_argmax.c). The table must have the kernel (matmul_q8[op->w->dt]). */
 void g4_matmul_act_q8(g4_matmul_ctx *c, int T, const g4_mm_op *op, const void *xq);
 /* While on (and the context was made with prefill_bf16), bf16 weights' inputs are rounded to
  * bf16 (--prefill-bf16's prompt rows); off by default. */

@@ -67,7 +67,7 @@ static struct g4_lm_argmax *state(g4_model *m) {
     const int check = env && *env == '1';   /* tests: on every quantized head, checked */
     m->lma_off = 1;
     if (!w->data || w->rows <= 0 || !(w->dt == G4_DT_Q4_K || w->dt == G4_DT_Q6_K || (check && g4_act_format(w->dt))) ||
-        !g4_matmul_takes_act_q8(m->mm, w->dt) ||
+        !m->k->matmul_q8[w->dt] ||
         m->opts.act_q8 || m->opts.numerics == G4_NUMERICS_GGML || m->opts.tuning.full_logits == 1)
         return NULL;
     struct g4_lm_argmax *s = calloc(1, sizeof *s);

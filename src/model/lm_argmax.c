@@ -29,7 +29,7 @@ struct g4_lm_argmax {
     float *chk;         /* G4_GREEDY_HEAD_CHECK: [vlen] the exact head's row, else NULL */
     long checked, bad;
     void *xq;           /* [logit_rows] quantized input rows */
-    int *cand;          /* [vlen] candidate rows of one input row */
+    int *cand;          /* [vlen / CAND_DIV + 1] candidate rows of one input row */
 };
 
 static float round_up_f(double v) {
@@ -74,7 +74,7 @@ static struct g4_lm_argmax *state(g4_model *m) {
     if (!s) return NULL;
     s->nw = malloc((size_t)w->rows * sizeof(float));
     s->na = malloc((size_t)w->rows * sizeof(float));
-    s->cand = malloc((size_t)w->rows * sizeof(int));
+    s->cand = malloc(((size_t)w->rows / CAND_DIV + 1) * sizeof(int));
     s->xq = malloc((size_t)m->logit_rows * g4_act_row_bytes(w->dt, w->cols));
     if (!s->nw || !s->na || !s->cand || !s->xq) {
         g4_lm_argmax_free(s);

@@ -119,8 +119,8 @@ struct g4_model {
 
 /* A greedy step's LM head (lm_argmax.c): n rows of logits from the final-normed rows h, each row's
  * argmax the exact head's (the exact logits of the rows that can win, lower values elsewhere).
- * 0 when it does not apply (a float LM head, --act-q8, --numerics ggml, --full-logits) or cannot
- * bound this input: the caller runs the exact head. */
+ * 0 when it does not apply (a head other than Q4_K / Q6_K, --act-q8, --numerics ggml,
+ * --full-logits) or cannot bound this input: the caller runs the exact head. */
 int g4_lm_head_argmax(g4_model *m, int n, const float *h, float *logits);
 void g4_lm_argmax_free(struct g4_lm_argmax *s);
 void g4_lm_argmax_print(const struct g4_lm_argmax *s);   /* tuning.profile's line */

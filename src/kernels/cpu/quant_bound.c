@@ -107,9 +107,10 @@ int g4_quant_row_norms(g4_dtype dt, const void *row, int K, double *w2, double *
 void g4_act_norms(g4_dtype wdt, const float *x, const void *xq, int K, double nrm[3]) {
     double xx = 0, hh = 0, rr = 0;
     const uint8_t *q = xq;
+    const int q8_0 = g4_act_format(wdt) == G4_ACT_Q8_0;
     for (int k = 0; k < K; k++) {
         double xh;   /* x̂_k = d q, exact in double */
-        if (g4_act_format(wdt) == G4_ACT_Q8_0) {
+        if (q8_0) {
             const uint8_t *blk = q + (size_t)(k / 32) * G4_Q8_0_BYTES;
             xh = f16d(blk) * (int8_t)blk[2 + k % 32];
         } else {

@@ -12,6 +12,8 @@ static inline float g4_bf16_to_f32(uint16_t h) {
     return v.f;
 }
 float g4_f16_to_f32(uint16_t h);
+/* The IEEE half stored little-endian at p (a quantized block's scale), widened exactly. */
+static inline float g4_f16_at(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 /* The bf16 bits of the float whose bits are u: round to nearest even, a NaN stays NaN
  * (quietened). Branch-free, so row loops over it vectorize. */
 static inline uint16_t g4_bf16_bits(uint32_t u) {

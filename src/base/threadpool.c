@@ -159,3 +159,27 @@ void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx) {
         else sched_yield();
     }
 }
+
+/* One task per thread; each waits, after fn, until every task has started, so no thread can
+ * claim a second one (every thread of the pool takes part in every loop). */
+typedef struct { void (*fn)(void *, int); void *ctx; atomic_int started; int n; } each_job;
+static void each_task(void *ctx, int task, int thread) {
+    each_job *j = ctx;
+    (void)task;
+    atomic_fetch_add_explicit(&j->started, 1, memory_order_acq_rel);
+    j->fn(j->ctx, thread);
+    for (int spins = 0; atomic_load_explicit(&j->started, memory_order_acquire) < j->n; spins++) {
+        if (spins < 2000) __builtin_ia32_pause();
+        else sched_yield();
+    }
+}
+
+void g4_pool_run_each(g4_pool *p, void (*fn)(void *ctx, int thread), void *ctx) {
+    if (p->n_threads == 1) {
+        fn(ctx, 0);
+        return;
+    }
+    each_job j = {.fn = fn, .ctx = ctx, .n = p->n_threads};
+    atomic_init(&j.started, 0);
+    g4_pool_run(p, p->n_threads, each_task, &j);
+}

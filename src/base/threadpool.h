@@ -14,5 +14,8 @@ g4_pool *g4_pool_new(int n_threads);   /* n_threads <= 0: all online CPUs */
 void g4_pool_free(g4_pool *p);
 int g4_pool_size(const g4_pool *p);
 void g4_pool_run(g4_pool *p, int n_tasks, g4_task_fn fn, void *ctx);
+/* fn(ctx, thread) once on each of the pool's threads (the caller as thread 0): for per-thread
+ * state that must exist before the first parallel loop that uses it. */
+void g4_pool_run_each(g4_pool *p, void (*fn)(void *ctx, int thread), void *ctx);
 
 #endif

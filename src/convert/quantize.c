@@ -16,7 +16,6 @@ static void put_f16(uint8_t *p, float f) {
     p[1] = (uint8_t)(h >> 8);
 }
 
-static float get_f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 /* quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d); block = f16 d, int8 q[32] */
 static void q8_0(const float *x, int64_t nb, uint8_t *y) {
@@ -291,9 +290,9 @@ static void q4_k(const float *x, int64_t nb, uint8_t *y) {
         for (int j = 0; j < 8; ++j) {
             uint8_t s, m;
             scale_min_k4(j, sc, &s, &m);
-            const float d = get_f16(y) * s;
+            const float d = g4_f16_at(y) * s;
             if (!d) continue;
-            const float dm = get_f16(y + 2) * m;
+            const float dm = g4_f16_at(y + 2) * m;
             for (int ii = 0; ii < 32; ++ii) L[32 * j + ii] = (uint8_t)clampi(nearest_int((x[32 * j + ii] + dm) / d), 0, 15);
         }
         for (int j = 0; j < 256; j += 64)

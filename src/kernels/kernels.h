@@ -164,6 +164,9 @@ typedef struct {
      * with the final softcap), or NULL: the forward pass returns raw logits and the session
      * applies the softcap where sampling needs it (g4_softcap) */
     void (*logits_softcap)(float *logits, int n, float cap);
+    /* run once on every thread of a pool before its first matmul (g4_matmul_ctx_new): sets up the
+     * calling thread's kernel scratch, so that no decode step allocates; NULL: none needed */
+    void (*prepare_thread)(void);
 } g4_kernels;
 
 /* The scalar attend, shared by the vector paths (which plug their own dot/axpy into it). */

@@ -57,6 +57,11 @@ void g4_matmul_policy_init(g4_matmul_policy *p, const g4_kernels *k, const g4_tu
     }
 }
 
+static void prepare_thread_task(void *ctx, int thread) {
+    (void)thread;
+    ((const g4_kernels *)ctx)->prepare_thread();
+}
+
 g4_status g4_matmul_ctx_new(const g4_kernels *k, g4_pool *pool, const g4_matmul_policy *p, int max_rows, int max_k,
                             int act_q8, int prefill_bf16, int numerics_ggml, g4_matmul_ctx **out) {
     *out = NULL;
@@ -107,6 +112,7 @@ g4_status g4_matmul_ctx_new(const g4_kernels *k, g4_pool *pool, const g4_matmul_
             goto fail;
         }
     }
+    if (k->prepare_thread && pool) g4_pool_run_each(pool, prepare_thread_task, (void *)k);
     *out = c;
     return G4_OK;
 fail:

@@ -256,8 +256,9 @@ static void dot_bf16_any(const float *x, int T, int K, const void *w, int n0, in
 enum { ROWS_TG = 6 };   /* activation rows per pass: 12 accumulators + the two weight vectors */
 
 /* A thread's even/odd copy of x (up to 1 MB at K = 16384: too big for the stack of a pool
- * thread), freed when the thread exits. Callers ask for room for at least 16 rows, so that once
- * every matrix shape has been seen, decode steps of up to 16 slots allocate nothing. */
+ * thread), freed when the thread exits. The first call takes room for 16 rows of the largest K
+ * the callers take (EO_MAX_K), so decode steps of up to 16 slots never allocate again, whichever
+ * shapes a thread happened to see before (tasks are claimed dynamically). */
 static pthread_key_t rows_key;
 static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
 static _Thread_local size_t rows_cap;
@@ -266,6 +267,7 @@ float *g4_rows_scratch_avx2(size_t floats) {
     (void)pthread_once(&rows_once, rows_key_init);
     float *p = pthread_getspecific(rows_key);
     if (p && rows_cap >= floats) return p;
+    if (floats < (size_t)16 * EO_MAX_K) floats = (size_t)16 * EO_MAX_K;
     free(p);
     rows_cap = 0;
     p = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
@@ -276,6 +278,7 @@ float *g4_rows_scratch_avx2(size_t floats) {
     if (p) rows_cap = floats;
     return p;
 }
+void g4_rows_scratch_reserve_avx2(void) { (void)g4_rows_scratch_avx2((size_t)16 * EO_MAX_K); }
 
 /* NW (1 or 2) weight rows from w (stride K) against TG activation rows of xs (even/odd split,
  * stride K); eo_block's TR = 1 chains per pair; results to y[t * ldy + r]. 2 x TG chains per
@@ -1044,6 +1047,7 @@ static const g4_kernels avx2_table = {
     .attend_ftz = 1,
     .rope_table = g4_rope_table_exact,
     .rope_apply = g4_rope_apply,
+    .prepare_thread = g4_rows_scratch_reserve_avx2,
 };
 
 const g4_kernels *g4_kernels_avx2(void) {

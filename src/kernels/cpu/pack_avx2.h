@@ -24,6 +24,7 @@ void g4_pack16_f16_avx2(const void *w, int K, int k0, int kc, float *panel);
 void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
                           void (*one_row)(const float *, int, int, const void *, int, int, float *, int));
 float *g4_rows_scratch_avx2(size_t floats);
+void g4_rows_scratch_reserve_avx2(void);   /* the table's prepare_thread: the scratch at its full size */
 /* the avx512 table's matmul_rows for bf16 (cpu/avx512.c) */
 void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 

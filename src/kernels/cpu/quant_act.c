@@ -9,7 +9,6 @@
 #include "base/half.h"
 #include "kernels/cpu/quant.h"
 
-static inline float f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 /* ggml-cpu.c type_traits_cpu[].vec_dot_type */
 g4_act_fmt g4_act_format(g4_dtype wdt) {
@@ -93,7 +92,7 @@ float g4_vec_dot_q8_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ggm
     for (int ib = 0; ib < n / 32; ib++, w += 34, x += 34) {
         int sumi = 0;
         for (int j = 0; j < 32; j++) sumi += (int8_t)w[2 + j] * (int8_t)x[2 + j];
-        sumf += sumi * (f16(w) * f16(x));
+        sumf += sumi * (g4_f16_at(w) * g4_f16_at(x));
     }
     return sumf;
 }
@@ -109,7 +108,7 @@ float g4_vec_dot_q4_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
             sumi1 += v1 * (int8_t)x[2 + j + 16];
         }
         const int sumi = sumi0 + sumi1;
-        sumf += sumi * f16(w) * f16(x);
+        sumf += sumi * g4_f16_at(w) * g4_f16_at(x);
     }
     return sumf;
 }
@@ -130,7 +129,7 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
             sumi1 += x1 * (int8_t)x[2 + j + 16];
         }
         const int sumi = sumi0 + sumi1;
-        sumf += (f16(w) * f16(x)) * sumi;
+        sumf += (g4_f16_at(w) * g4_f16_at(x)) * sumi;
     }
     return sumf;
 }
@@ -173,9 +172,9 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
         }
         /* fmaf: gcc contracts these two into FMAs in ggml's own build (-march=native, GNU C),
          * and with them the result is bit-identical to ggml's (tests/c/test_quant_act.c) */
-        const float d = f16(w) * y[i].d;
+        const float d = g4_f16_at(w) * y[i].d;
         for (int l = 0; l < 8; l++) sums[l] = fmaf(d, (float)aux32[l], sums[l]);
-        const float dmin = f16(w + 2) * y[i].d;
+        const float dmin = g4_f16_at(w + 2) * y[i].d;
         sumf = fmaf(-dmin, (float)sumi, sumf);
     }
     for (int l = 0; l < 8; l++) sumf += sums[l];
@@ -218,7 +217,7 @@ float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
                 a += 8;
             }
         }
-        const float d = f16(w + 208) * y[i].d;
+        const float d = g4_f16_at(w + 208) * y[i].d;
         for (int l = 0; l < 8; l++) sums[l] += d * aux32[l];
     }
     for (int l = 0; l < 8; l++) sumf += sums[l];

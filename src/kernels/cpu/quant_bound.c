@@ -12,7 +12,6 @@
 #include "base/half.h"
 #include "kernels/cpu/quant.h"
 
-static inline double f16d(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 /* The norms from integer moments: a group of n weights sharing scale s and offset o (weight
  * s q + o, its terms |s q| + |o|, q >= 0 but for Q8_0's signed q and zero o) adds
@@ -32,7 +31,7 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
     case G4_DT_Q8_0: {
         long q2 = 0;
         for (int j = 0; j < 32; j++) q2 += (int8_t)b[2 + j] * (int8_t)b[2 + j];
-        group(nm, f16d(b), 0, 32, 0, q2);
+        group(nm, g4_f16_at(b), 0, 32, 0, q2);
         break;
     }
     case G4_DT_Q4_0: case G4_DT_Q5_0: {
@@ -46,12 +45,12 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
             q1 += lo + hi;
             q2 += lo * lo + hi * hi;
         }
-        const double d = f16d(b);
+        const double d = g4_f16_at(b);
         group(nm, d, (q5 ? -16 : -8) * d, 32, q1, q2);
         break;
     }
     case G4_DT_Q4_K: {   /* d, dmin, scales[12], q[128]: sub-block 2g low nibbles, 2g + 1 high */
-        const double d = f16d(b), dmin = f16d(b + 2);
+        const double d = g4_f16_at(b), dmin = g4_f16_at(b + 2);
         for (int g = 0; g < 4; g++) {
             long l1 = 0, l2 = 0, h1 = 0, h2 = 0;
             for (int l = 0; l < 32; l++) {
@@ -67,7 +66,7 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
         break;
     }
     case G4_DT_Q6_K: {   /* ql[128], qh[64], int8 sc[16], d (quant_ref.c deq_q6_k's layout) */
-        const double d = f16d(b + 208);
+        const double d = g4_f16_at(b + 208);
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
         for (int h = 0; h < 2; h++, ql += 64, qh += 32, sc += 8)
@@ -112,7 +111,7 @@ void g4_act_norms(g4_dtype wdt, const float *x, const void *xq, int K, double nr
         double xh;   /* x̂_k = d q, exact in double */
         if (q8_0) {
             const uint8_t *blk = q + (size_t)(k / 32) * G4_Q8_0_BYTES;
-            xh = f16d(blk) * (int8_t)blk[2 + k % 32];
+            xh = g4_f16_at(blk) * (int8_t)blk[2 + k % 32];
         } else {
             const g4_block_q8_K *blk = (const g4_block_q8_K *)q + k / 256;
             xh = (double)blk->d * blk->qs[k % 256];

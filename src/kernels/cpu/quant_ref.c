@@ -7,15 +7,14 @@
 
 #include "kernels/cpu/quant.h"
 
-static inline float f16(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 static void deq_q8_0(const uint8_t *b, float *y) {   /* d, int8 q[32] */
-    const float d = f16(b);
+    const float d = g4_f16_at(b);
     for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
 static void deq_q4_0(const uint8_t *b, float *y) {   /* d, q[16]: low nibbles 0..15, high 16..31 */
-    const float d = f16(b);
+    const float d = g4_f16_at(b);
     const uint8_t *q = b + 2;
     for (int j = 0; j < 16; j++) {
         y[j] = (float)((q[j] & 0x0F) - 8) * d;
@@ -24,7 +23,7 @@ static void deq_q4_0(const uint8_t *b, float *y) {   /* d, q[16]: low nibbles 0.
 }
 
 static void deq_q5_0(const uint8_t *b, float *y) {   /* d, qh (32 fifth bits), q[16] */
-    const float d = f16(b);
+    const float d = g4_f16_at(b);
     const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
     const uint8_t *q = b + 6;
     for (int j = 0; j < 16; j++) {
@@ -43,7 +42,7 @@ void g4_q4_k_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
 }
 
 static void deq_q4_k(const uint8_t *b, float *y) {   /* d, dmin, scales[12], q[128] */
-    const float d = f16(b), min = f16(b + 2);
+    const float d = g4_f16_at(b), min = g4_f16_at(b + 2);
     const uint8_t *sc = b + 4, *q = b + 16;
     int is = 0;
     uint8_t s, m;
@@ -60,7 +59,7 @@ static void deq_q4_k(const uint8_t *b, float *y) {   /* d, dmin, scales[12], q[1
 }
 
 static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc[16], d */
-    const float d = f16(b + 208);
+    const float d = g4_f16_at(b + 208);
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
     for (int n = 0; n < 256; n += 128) {

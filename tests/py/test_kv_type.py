@@ -133,7 +133,10 @@ def test_bench_reports_the_smaller_cache(g4_bin):
 
 def test_logits_decode_from(g4_bin, tmp_path):
     """logits --decode-from K (bench/kv_types.py's teacher forcing): n - K + 1 rows, the first the
-    logits of a K-id prefill, the last those of the whole prompt; K past the prompt is refused"""
+    logits of a K-id prefill, the last those of the whole prompt prefilled in chunks of K (a q8_0
+    cache turns a last-bit difference of a key, such as another chunking's summation order gives,
+    into a whole rounding step; decoding the rest one at a time after a K-id chunk computes what
+    K-id chunks compute, bit for bit, on every kernel path); K past the prompt is refused"""
     fixture = FIXTURES / "g4-cond-tiny"
     ids = max((c["prompt_ids"] for c in _cases("g4-cond-tiny")), key=len)[:40]
     assert len(ids) == 40
@@ -144,7 +147,7 @@ def test_logits_decode_from(g4_bin, tmp_path):
         assert r.returncode == 0, r.stderr.decode()
         rows = np.fromfile(out, dtype="<f4").reshape(11, -1)
         first = _logits(g4_bin, tmp_path, fixture, ids[:30], "--kv-type", kv)
-        last = _logits(g4_bin, tmp_path, fixture, ids, "--kv-type", kv)
+        last = _logits(g4_bin, tmp_path, fixture, ids, "--kv-type", kv, "--prefill-chunk", 30)
         for got, want in ((rows[0], first), (rows[-1], last)):
             assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
     r = run_g4(g4_bin, "logits", "-m", fixture, "--prompt-ids", "2,5,6", "-o", tmp_path / "x", "--decode-from", 4)

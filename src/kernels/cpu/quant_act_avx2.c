@@ -279,8 +279,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
         const uint8_t *b = row + (size_t)i * 210;
         if (NT == 1) g4_prefetch_ahead(b, 210);   /* decode */
         const float dw = f16(b + 208);
-        const int8_t *sc = (const int8_t *)(b + 192);
-        const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
         __m256i sumi[4];
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
@@ -301,8 +300,13 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             q[1] = _mm256_or_si256(_mm256_and_si256(q4bits2, m15), q4h_1);
             q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15), q4h_2);
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15), q4h_3);
-            for (int k = 0; k < 4; k++)   /* quants 32k..32k+31 of this half: scales 8j+2k (first 16), 8j+2k+1 */
-                s[k] = _mm256_set_m128i(_mm_set1_epi16(sc[8 * j + 2 * k + 1]), _mm_set1_epi16(sc[8 * j + 2 * k]));
+            /* quants 32k..32k+31 of this half: scales 8j+2k (first 16), 8j+2k+1, shuffled out of
+             * the widened scales 8j..8j+7 in both lanes (one shuffle each, as gk_tile_q6_k) */
+            const __m256i sj = j ? _mm256_permute4x64_epi64(scales_16, 0xEE) : _mm256_permute4x64_epi64(scales_16, 0x44);
+            for (int k = 0; k < 4; k++) {
+                const short i0 = (short)((4 * k + 1) << 8 | 4 * k), i1 = (short)((4 * k + 3) << 8 | (4 * k + 2));
+                s[k] = _mm256_shuffle_epi8(sj, _mm256_setr_epi16(i0, i0, i0, i0, i0, i0, i0, i0, i1, i1, i1, i1, i1, i1, i1, i1));
+            }
             for (int t = 0; t < NT; t++) {
                 const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 128 * j;
                 __m256i sum = sumi[t];

@@ -329,8 +329,8 @@ static inline int rows_group_size(int T, int most) {
     return (T + ng - 1) / ng;
 }
 
-/* The same sums over a 4-row block of long rows (8 KB and more: o_proj, down_proj) for 3 and more
- * activation rows, the columns taken in chunks, so that a group's chunk of x (ROWS_CHUNK_X bytes)
+/* The same sums over a 4-row block of long rows (8 KB and more: o_proj, down_proj) for more than
+ * PH_MAX_T activation rows, the columns taken in chunks, so that a group's chunk of x (ROWS_CHUNK_X bytes)
  * stays in L1 while it passes over the block's 4 rows: unchunked, a group's x (6 rows x 16-24 KB)
  * outgrows L1 and streams from L2 for every weight row, and the kernel waits on L2 rather than on
  * its FMAs (a third slower at 4-16 rows). A chain's accumulator goes to memory between chunks and
@@ -418,19 +418,20 @@ static void rows_chunked_block(const float *xp, int T, int ng, int K, int SC, co
         for (int t = 0; t < T; t++) y[(size_t)t * ldy + i] = hsum(_mm256_add_ps(acc[i][t][0], acc[i][t][1]));
 }
 
-/* The same sums over short rows (< 8 KB: q/k/v, gate/up, the LM head) for 4 and more activation
- * rows, one parity at a time: a (weight row, activation row) pair's even and odd chains are
+/* The same sums for 2 to 16 activation rows (long rows in column chunks: rows_phased), one
+ * parity at a time: a (weight row, activation row) pair's even and odd chains are
  * independent until their final hsum, so a pass runs all the even chains of a group of activation
  * rows over the whole row, and a later pass the odd ones. Half the accumulators per pass let
- * one weight row feed 8 activation rows (or 2 weight rows 4-6), so each 8-wide weight vector
+ * one weight row feed 8 activation rows (or 2 weight rows 1-6), so each 8-wide weight vector
  * serves up to 8 FMAs (eo_rows_group: 2 x 4 at 8 rows), and the weights widen with one AND: the
  * odd halves are the 32-bit lanes masked, the even ones the lanes of a load 2 bytes earlier
  * masked (the first step, which would read before the row, shifts instead).
  * Order: 16-row blocks; per block and group of activation rows, the even passes over its 16
  * rows (the group's even x, <= 24 KB, stays in L1 while the block's 48 KB stream through from
  * DRAM), then the odd passes (the block again, now from L2). Every pass prefetches its share of
- * the next block into L2, so the DRAM stream runs evenly under all of the block's FMAs. */
-enum { PH_MIN_T = 4, PH_MAX_T = 16, PH_MAX_TG = 8, PH_RB = 16 };
+ * the next block into L2, so the DRAM stream runs evenly under all of the block's FMAs (at 2
+ * and 3 rows, 1.4-2x eo_rows_group's speed, whose prefetch into L1 kept the stream behind). */
+enum { PH_MIN_T = 2, PH_MAX_T = 16, PH_MAX_TG = 8, PH_RB = 16 };
 
 /* x[t] (g rows of K) → xe, xo: per 16 columns each row's 8 even (xe) and 8 odd (xo) columns, the
  * rows side by side (xe[k / 16][t][8]), so a pass reads one contiguous range at constant offsets */
@@ -508,8 +509,8 @@ typedef void (*ph_pass_fn)(const float *xq, int S, const uint16_t *w, size_t K, 
                                    int from_start, const char *pf, int pf_shift) {                              \
         ph_pass(xq, TG, NW, S, w, K, 1, acc, ars, from_start, pf, pf_shift);                                    \
     }
-/* groups of 7-8 rows: one weight row a pass (7-8 chains); of 4-6: two (8-12 chains) */
-PH_PASS(8, 1) PH_PASS(7, 1) PH_PASS(6, 2) PH_PASS(5, 2) PH_PASS(4, 2)
+/* groups of 7-8 rows: one weight row a pass (7-8 chains); of 1-6: two (2-12 chains) */
+PH_PASS(8, 1) PH_PASS(7, 1) PH_PASS(6, 2) PH_PASS(5, 2) PH_PASS(4, 2) PH_PASS(3, 2) PH_PASS(2, 2) PH_PASS(1, 2)
 
 typedef struct { int t0, tg, nw; ph_pass_fn even, odd; } ph_group;
 
@@ -522,7 +523,10 @@ static void ph_group_init(ph_group *g, int t0, int tg) {
     case 7: g->even = ph_even_7_1; g->odd = ph_odd_7_1; break;
     case 6: g->even = ph_even_6_2; g->odd = ph_odd_6_2; break;
     case 5: g->even = ph_even_5_2; g->odd = ph_odd_5_2; break;
-    default: g->even = ph_even_4_2; g->odd = ph_odd_4_2; break;
+    case 4: g->even = ph_even_4_2; g->odd = ph_odd_4_2; break;
+    case 3: g->even = ph_even_3_2; g->odd = ph_odd_3_2; break;
+    case 2: g->even = ph_even_2_2; g->odd = ph_odd_2_2; break;
+    default: g->even = ph_even_1_2; g->odd = ph_odd_1_2; break;
     }
 }
 

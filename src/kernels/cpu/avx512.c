@@ -236,7 +236,9 @@ enum { ROWS_TG = 6 };   /* 2 weight rows x 6 activation rows x even/odd: 24 accu
 /* weight rows w and w + K (NW = 2, or w alone) against TG activation rows of xs (stride K): each
  * loaded x vector feeds both weight rows, so the loop is bound by the FMAs, not the loads. The
  * first group of a block prefetches the weights G4_PF_BYTES ahead (the block's rows are
- * consecutive, so linearly) into L1; later groups find them in L1/L2. */
+ * consecutive, so linearly) into L2, not L1: 32 KB ahead is a whole L1 on many cores, and there the
+ * prefetched lines evicted the block's (2-2.5x slower at 2-4 rows on such a core); later groups
+ * find them in L1/L2. */
 static inline __attribute__((always_inline)) void rows_pass(const float *xs, int TG, int NW, int K, const uint16_t *w,
                                                            float *y, int ldy, int pf) {
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
@@ -246,7 +248,7 @@ static inline __attribute__((always_inline)) void rows_pass(const float *xs, int
     for (int k = 0; k < K; k += 32) {
         __m512 we[2], wo[2];
         for (int r = 0; r < NW; r++) {
-            if (pf) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T0);
+            if (pf) _mm_prefetch((const char *)(w + (size_t)r * K + k) + G4_PF_BYTES, _MM_HINT_T1);
             const __m512i v = _mm512_loadu_si512(w + (size_t)r * K + k);
             we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
             wo[r] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));

@@ -195,14 +195,20 @@ def test_health_answers_stopping_during_the_grace(g4_bin):
     import threading
     s = Server(g4_bin, "--shutdown-grace", 30)
     res = {}
+    streaming = threading.Event()
 
     def stream():
         r = requests.post(s.url + "/v1/completions", timeout=120, stream=True,
                           json={"prompt": "hi", "max_tokens": 1500, "temperature": 0, "ignore_eos": True, "stream": True})
-        res["body"] = b"".join(r.iter_content(None))
+        chunks = []
+        for c in r.iter_content(None):
+            chunks.append(c)
+            streaming.set()
+        res["body"] = b"".join(chunks)
     t = threading.Thread(target=stream)
     t.start()
-    time.sleep(0.3)
+    # SIGTERM once tokens flow (a fixed delay let a fast machine finish the whole stream first)
+    assert streaming.wait(30), "".join(s.log)
     s.p.send_signal(signal.SIGTERM)
     t0 = time.time()
     saw = None

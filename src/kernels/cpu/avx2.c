@@ -267,7 +267,7 @@ float *g4_rows_scratch_avx2(size_t floats) {
     (void)pthread_once(&rows_once, rows_key_init);
     float *p = pthread_getspecific(rows_key);
     if (p && rows_cap >= floats) return p;
-    if (floats < (size_t)16 * EO_MAX_K) floats = (size_t)16 * EO_MAX_K;
+    if (floats < (size_t)16 * EO_MAX_K) floats = (size_t)16 * EO_MAX_K;   /* the floor: see above */
     free(p);
     rows_cap = 0;
     p = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
@@ -278,7 +278,7 @@ float *g4_rows_scratch_avx2(size_t floats) {
     if (p) rows_cap = floats;
     return p;
 }
-void g4_rows_scratch_reserve_avx2(void) { (void)g4_rows_scratch_avx2((size_t)16 * EO_MAX_K); }
+void g4_rows_scratch_reserve_avx2(void) { (void)g4_rows_scratch_avx2(1); }
 
 /* NW (1 or 2) weight rows from w (stride K) against TG activation rows of xs (even/odd split,
  * stride K); eo_block's TR = 1 chains per pair; results to y[t * ldy + r]. 2 x TG chains per
@@ -605,7 +605,7 @@ static void rows_phased(const float *x, int T, int K, const uint16_t *W, int n0,
  * for those last rows. The avx512 path uses it for rows of 8 KB and more. */
 void g4_rows_bf16_eo_avx2(const float *x, int T, int K, const uint16_t *W, int n0, int n1, float *y, int ldy,
                           g4_matmul_fn one_row) {
-    float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
+    float *xs = K % 16 == 0 && K <= EO_MAX_K ? g4_rows_scratch_avx2((size_t)T * K) : NULL;
     const int main_end = xs ? n0 + (n1 - n0) / 4 * 4 : n0;
     if (xs && T >= PH_MIN_T && T <= PH_MAX_T) {
         rows_phased(x, T, K, W, n0, main_end, y, ldy, xs);

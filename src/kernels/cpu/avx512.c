@@ -277,7 +277,7 @@ static void rows_group(const float *xs, int TG, int K, const uint16_t *w, float 
 
 void g4_matmul_rows_bf16_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const uint16_t *W = w;
-    float *xs = K % 32 == 0 && K < GEMV_MAX_K ? g4_rows_scratch_avx2((size_t)(T > 16 ? T : 16) * K) : NULL;
+    float *xs = K % 32 == 0 && K < GEMV_MAX_K ? g4_rows_scratch_avx2((size_t)T * K) : NULL;
     if (!xs) {   /* gemv_bf16 does not take these (or no scratch): avx2.c's order, as T = 1 has it */
         g4_rows_bf16_eo_avx2(x, T, K, W, n0, n1, y, ldy, g4_matmul_bf16_avx512);
         return;

@@ -12,7 +12,6 @@
 #include "base/half.h"
 #include "kernels/cpu/quant.h"
 
-
 /* The norms from integer moments: a group of n weights sharing scale s and offset o (weight
  * s q + o, its terms |s q| + |o|, q >= 0 but for Q8_0's signed q and zero o) adds
  * s² Σq² + 2 s o Σq + n o² to Σw² and s² Σq² + 2 |s o| Σq + n o² to Σa², where Σq and Σq² are

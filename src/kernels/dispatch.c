@@ -50,6 +50,14 @@ static int has_avx512bwvl(void) {
     return ((r[1] >> 30) & 1) && ((r[1] >> 31) & 1);
 }
 
+/* AVX-512 F/BW/VL and the VNNI int8 dot product (vpdpbusd). */
+static int has_avx512vnni(void) {
+    unsigned r[4];
+    if (!has_avx512bwvl()) return 0;
+    cpuid_count(7, 0, r);
+    return (r[2] >> 11) & 1;
+}
+
 /* AVX-512 F/BW/VL and the BF16 dot product. */
 static int has_avx512bf16(void) {
     unsigned r[4];
@@ -73,6 +81,7 @@ static int has_amx_bf16(void) {
 #else
 static int has_avx512f(void) { return 0; }
 static int has_avx512bwvl(void) { return 0; }
+static int has_avx512vnni(void) { return 0; }
 static int has_avx512bf16(void) { return 0; }
 static int has_amx_bf16(void) { return 0; }
 #endif
@@ -114,6 +123,11 @@ static void x512_init(void) {
         x512.avx512_table.matmul[G4_DT_Q6_K] = g4_mm_q6_k_avx512;
         x512.avx512_table.matmul_rows[G4_DT_Q4_K] = g4_mm_rows_q4_k_avx512;
         x512.avx512_table.matmul_rows[G4_DT_Q6_K] = g4_mm_rows_q6_k_avx512;
+    }
+    if (has_avx512vnni()) {   /* --act-q8 prefill over 32-weight blocks (quant_act_avx512.c); the same bits */
+        x512.avx512_table.matmul_q8[G4_DT_Q8_0] = g4_mmq_q8_0_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_Q4_0] = g4_mmq_q4_0_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_Q5_0] = g4_mmq_q5_0_avx512vnni;
     }
     x512.avx512_table.x_mr = G4_AVX512_XMR;
     const g4_kernels *base = &x512.avx512_table;

@@ -237,14 +237,13 @@ static void test_vs_ggml_avx2(void **state) {
     check_vs_ggml(k, "act_dots_x86.f32");
 }
 
-/* avx2 prefill (T >= 4 runs the GEMM tiles of up to 6 activation rows, in chunks of 30): every
- * (row, t) bit-identical to the one-row decode tile (ggml's vec_dot), for T at and around the
- * tile and chunk edges, row ranges not starting at 0, and K of 1 and 2 blocks */
-static void test_prefill_gemm_avx2(void **state) {
-    (void)state;
-    const g4_kernels *k = g4_kernels_avx2();
-    if (!k) skip();
-    const int Ts[] = {4, 5, 7, 13, 30, 31, 37, 64}, N = 21, n0 = 3;
+/* prefill (avx2: T >= 4 runs the GEMM tiles of up to 6 activation rows, in chunks of 30; avx512
+ * with VNNI: T >= 8 the 32-block types in chunks of 16 rows, 4 chunks a pass): every (row, t)
+ * bit-identical to the avx2 one-row decode tile (ggml's vec_dot), for T at and around the tile
+ * and chunk edges, row ranges not starting at 0, and K of 1 and 2 blocks */
+static void check_prefill_gemm(const g4_kernels *k) {
+    const g4_kernels *one = g4_kernels_avx2();
+    const int Ts[] = {4, 5, 7, 8, 13, 16, 17, 30, 31, 37, 64, 65, 83}, N = 21, n0 = 3;
     for (size_t ti = 0; ti < NTYPES; ti++)
         for (int K = 256; K <= COLS; K += 256) {
             const g4_dtype dt = types[ti];
@@ -260,7 +259,7 @@ static void test_prefill_gemm_avx2(void **state) {
                 k->quantize_act(dt, x, T, K, xq);
                 k->matmul_q8[dt](xq, T, K, wk, n0, N, y, N);
                 for (int t = 0; t < T; t++) {
-                    k->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
+                    one->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
                     for (int n = n0; n < N; n++)
                         if (y[t * N + n] != y1[n])
                             fail_msg("%s K %d T %d row %d x %d: %.9g, one row %.9g", g4_dtype_name(dt), K, T, n, t,
@@ -270,6 +269,27 @@ static void test_prefill_gemm_avx2(void **state) {
             }
             free(w), free(wk);
         }
+}
+
+static void test_prefill_gemm_avx2(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx2();
+    if (!k) skip();
+    check_prefill_gemm(k);
+}
+
+static void test_prefill_gemm_avx512(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx512();
+    if (!k) skip();
+    check_prefill_gemm(k);
+}
+
+static void test_matmul_avx512(void **state) {
+    (void)state;
+    const g4_kernels *k = g4_kernels_avx512();
+    if (!k) skip();
+    check_path(k);
 }
 
 static void test_matmul_scalar(void **state) {
@@ -295,6 +315,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_scalar),
         cmocka_unit_test(test_matmul_avx2),
         cmocka_unit_test(test_prefill_gemm_avx2),
+        cmocka_unit_test(test_prefill_gemm_avx512),
+        cmocka_unit_test(test_matmul_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* quant.h — ggml block-quantized weights: scalar dequantization bit-exact to ggml's
  * dequantize_row_* (quant_ref.c) and the matmul kernels over quantized weights × float32
  * activations, scalar (quant_ref.c) and AVX2 (quant_avx2.c); and × int8-quantized activations
- * (--act-q8), scalar (quant_act.c) and AVX2 (quant_act_avx2.c). Internal to src/kernels. */
+ * (--act-q8), scalar (quant_act.c), AVX2 (quant_act_avx2.c) and AVX512-VNNI (quant_act_avx512.c). Internal to src/kernels. */
 #ifndef G4_KERNELS_QUANT_H
 #define G4_KERNELS_QUANT_H
 
@@ -139,6 +139,11 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_q4_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
+/* AVX512-VNNI: prefill over the 32-weight blocks, bit-identical to the AVX2 entries above
+ * (quant_act_avx512.c); fewer rows go to those */
+void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, g4_mmq_q6_k_avx2
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_act_blocks_avx2.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -62,26 +63,6 @@ void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst)
 
 /* ---------------------------------------------------------------- 32-blocks × Q8_0 */
 
-enum { K_Q8_0, K_Q4_0, K_Q5_0 };
-
-/* a weight block's 32 quants as signed bytes */
-INLINE __m256i unpack32(int kind, const uint8_t *b) {
-    if (kind == K_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == K_Q4_0 ? 2 : 6)));
-    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-    if (kind == K_Q4_0) return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-    /* Q5_0: bit i of qh set -> +16; ggml ORs 0xF0 (i.e. -16) into the lanes whose bit is clear */
-    uint32_t qh;
-    memcpy(&qh, b + 2, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
-    bits = _mm256_or_si256(bits, _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL));
-    bits = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
-    return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
-}
-
 /* sum of the 32 int8 products, as 8 int32 partial sums converted to float (ggml's
  * mul_sum_i8_pairs_float: |x| · sign(y, x) through maddubs, then pairs through madd) */
 INLINE __m256 mul_sum_i8(__m256i ax, __m256i x, __m256i y) {
@@ -107,7 +88,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         }
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)b * bb;
-            const __m256i qx = unpack32(kind, blk), ax = _mm256_sign_epi8(qx, qx);
+            const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
             const __m256 dx = _mm256_set1_ps(f16(blk));
             /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
             for (int t = 0; t < NT; t++)
@@ -164,7 +145,7 @@ INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * bb;
-        const __m256i qx = unpack32(kind, blk), ax = _mm256_sign_epi8(qx, qx);
+        const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(f16(blk)), _mm256_loadu_ps(yd + (size_t)b * G32_TC));
         for (int t = 0; t < NT; t++) {
             const __m256i qy = _mm256_loadu_si256((const __m256i *)(x + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES + 2));
@@ -211,13 +192,13 @@ INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void
 }
 
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm32(K_Q8_0, 34, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(G4_ACT_K_Q8_0, 34, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm32(K_Q4_0, 18, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(G4_ACT_K_Q4_0, 18, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm32(K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(G4_ACT_K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */

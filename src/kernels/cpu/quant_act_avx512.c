@@ -1,0 +1,140 @@
+/* quant_act_avx512.c — the int8-activation prefill (--act-q8, T >= VNNI_MIN_T activation rows)
+ * over Q8_0 / Q4_0 / Q5_0 weights with AVX512-VNNI, bit-identical to the AVX2 tiles
+ * (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0.
+ *
+ * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l the exact sum
+ * of the 4 products of bytes 4l..4l+3; acc_l += (dx * dy_t) * float(lane l); at the end of the row
+ * one fixed tree of adds over the 8 lanes. Here a 512-bit register holds one lane l for 16
+ * activation rows at once: vpdpbusd multiplies the 4 activation bytes of each row (unsigned, offset
+ * by 128, transposed once per call into [block][l][t]) by the weight block's dword l broadcast
+ * (signed), starting from -128 * (that dword's byte sum), which takes the offset back out: the same
+ * integers as ggml's, 64 products per instruction where AVX2 takes two (maddubs, madd) per 32.
+ * The scale, the fmadd chain per lane and the final tree are ggml's operations on the same values,
+ * done for 16 rows at a time. Decode and short inputs keep the AVX2 tiles. */
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "kernels/cpu/pack_avx2.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_act_blocks_avx2.h"
+
+#define AI static inline __attribute__((always_inline))
+
+/* VNNI_MIN_T: fewer activation rows take the AVX2 tiles (a chunk is computed for 16 rows, padded);
+ * TC: rows per chunk (one 512-bit lane each); SC: chunks transposed per pass, so that a group of
+ * RG weight rows stays in L1/L2 while SC * TC activation rows pass over it */
+enum { VNNI_MIN_T = 8, TC = 16, SC = 4, RG = 16 };
+
+/* A chunk's bytes per block: [l][t][4] activation bytes (8 * 64), then [t] the blocks' d as float */
+enum { CHUNK_BLOCK_BYTES = 8 * 64 + TC * 4 };
+
+AI float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
+
+/* A store the compiler cannot see through, so that the dword broadcasts after it stay loads
+ * (vpbroadcastd m32, a load-port operation): from a register each took a shift and a broadcast,
+ * shuffle operations that share ports with the dot products */
+AI void store_opaque32(int32_t *p, __m256i v) { __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[8])p) : "x"(v)); }
+
+/* Rows [0, tn) of xq (Q8_0 blocks, row stride xb) as one chunk: per block, for each l the 16 rows'
+ * bytes 4l..4l+3 + 128 (rows past tn: 0 + 128, and d 0, so they add zeros) */
+static void chunk_build(const uint8_t *xq, size_t xb, int tn, int nb, uint8_t *chunk) {
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)xb));
+    const __mmask16 live = (__mmask16)((1u << tn) - 1);
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
+        const uint8_t *qs = xq + (size_t)b * G4_Q8_0_BYTES + 2;
+        for (int l = 0; l < 8; l++) {
+            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, qs + 4 * l, 1);
+            _mm512_store_si512(cb + 64 * l, _mm512_xor_si512(v, off));
+        }
+        float *d = (float *)(cb + 8 * 64);
+        for (int t = 0; t < TC; t++) d[t] = t < tn ? f16(xq + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES) : 0.0f;
+    }
+}
+
+/* One weight row's share of a block: its 32 quants and offsets stored for the broadcasts, and
+ * dx * dy_t for the 16 rows (the same float product as ggml's) */
+AI __m512 tile_row(int kind, const uint8_t *blk, const uint8_t *cb, int32_t q[8], int32_t c[8]) {
+    const __m256i qx = g4_act_unpack32_avx2(kind, blk);
+    store_opaque32(q, qx);
+    /* -128 * (the sum of each dword's 4 quants): takes the activation bytes' offset back out */
+    store_opaque32(c, _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), qx)));
+    return _mm512_mul_ps(_mm512_set1_ps(f16(blk)), _mm512_load_ps((const float *)(cb + 8 * 64)));
+}
+
+AI __m512 dot(__m512 acc, __m512 d, __m512i a, int32_t c, int32_t q) {
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_set1_epi32(c), a, _mm512_set1_epi32(q))), acc);
+}
+
+/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), for the 16 rows; results
+ * for rows t < tn to y[t * ldy] */
+AI void tile_store(const __m512 a[8], int tn, float *y, int ldy) {
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                                   _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+    float out[TC] __attribute__((aligned(64)));
+    _mm512_store_ps(out, s);
+    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
+}
+
+/* R (1 or 2) weight rows from w (stride rb) × one chunk's 16 activation rows: results for rows
+ * t < tn to y[t * ldy + r]. The accumulators as two arrays of 8 (GCC keeps those in registers,
+ * one array of 16 it left in memory). */
+AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, const uint8_t *chunk, int tn, float *y,
+             int ldy) {
+    __m512 a0[8], a1[8];
+    for (int l = 0; l < 8; l++) a0[l] = a1[l] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
+        int32_t q0[8], c0[8], q1[8], c1[8];
+        const __m512 d0 = tile_row(kind, w + (size_t)b * bb, cb, q0, c0);
+        const __m512 d1 = R == 2 ? tile_row(kind, w + rb + (size_t)b * bb, cb, q1, c1) : d0;
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++) {
+            const __m512i a = _mm512_load_si512(cb + 64 * l);
+            a0[l] = dot(a0[l], d0, a, c0[l], q0[l]);
+            if (R == 2) a1[l] = dot(a1[l], d1, a, c1[l], q1[l]);
+        }
+    }
+    tile_store(a0, tn, y, ldy);
+    if (R == 2) tile_store(a1, tn, y + 1, ldy);
+}
+
+AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
+             float *y, int ldy) {
+    const int nb = K / 32;
+    uint8_t *chunks = T < VNNI_MIN_T ? NULL : (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES / 4);
+    if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }
+    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES, cs = (size_t)nb * CHUNK_BLOCK_BYTES;
+    for (int t0 = 0; t0 < T; t0 += SC * TC) {
+        const int sn = T - t0 < SC * TC ? T - t0 : SC * TC, nc = (sn + TC - 1) / TC;
+        for (int ci = 0; ci < nc; ci++) {
+            const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
+            chunk_build((const uint8_t *)xq + (size_t)(t0 + ci * TC) * xb, xb, tn, nb, chunks + ci * cs);
+        }
+        for (int g0 = n0; g0 < n1; g0 += RG) {
+            const int g1 = g0 + RG < n1 ? g0 + RG : n1;
+            for (int ci = 0; ci < nc; ci++) {
+                const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
+                float *yc = y + (size_t)(t0 + ci * TC) * ldy;
+                int n = g0;
+                for (; n + 2 <= g1; n += 2)
+                    tile(kind, 2, (const uint8_t *)w + (size_t)n * rb, rb, bb, nb, chunks + ci * cs, tn, yc + n, ldy);
+                if (n < g1) tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, nb, chunks + ci * cs, tn, yc + n, ldy);
+            }
+        }
+    }
+}
+
+void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q8_0, 34, g4_mmq_q8_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q4_0, 18, g4_mmq_q4_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}

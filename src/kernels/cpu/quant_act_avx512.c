@@ -138,3 +138,113 @@ void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
+
+/* ---------------------------------------------------------------- Q4_K × Q8_K */
+
+/* ggml's x86 ggml_vec_dot_q4_K_q8_K per (weight row, activation row t, block of 256): 8 int32
+ * lanes, lane l = sum over the 8 sub-blocks k of sc_k * (the 4 products of its bytes 4l..4l+3,
+ * nibbles by activation bytes); acc_l += (d * dy_t) * float(lane l); beside it 4 lanes
+ * m_i = mins_2i * s_2i + mins_2i+1 * s_2i+1 (s_k the activation's sum over sub-block k),
+ * accm_i += (-dy_t * dmin) * float(m_i); at the end hsum8(acc) + hsum4(accm). Here as above for
+ * 16 activation rows a register: vpdpbusd takes the nibbles' dword (unsigned) broadcast against
+ * the 16 rows' activation bytes (signed, no offset), vpdpwssd multiplies that sum by sc_k into the
+ * lane's total (the sum fits 16 bits: at most 4 * 15 * 128), vpmaddwd gives the mins' products. */
+
+/* A chunk's bytes per block: [m][t][4] activation bytes (m = 16 j + 8 h + l, the dword of qs that
+ * sub-block 2j + h's lane l reads: 64 * 64), [t] d as float, [i][t] the int16 pair (s_2i, s_2i+1) */
+enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_BLOCK_BYTES = KCHUNK_S + 4 * TC * 4 };
+enum { KSC = 2 };   /* chunks per pass (a chunk is 4.3 KB per block) */
+
+static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk) {
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)(nb * sizeof(g4_block_q8_K))));
+    const __mmask16 live = (__mmask16)((1u << tn) - 1);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        const g4_block_q8_K *x0 = xq + b;
+        for (int m = 0; m < 64; m++)
+            _mm512_store_si512(cb + 64 * m, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, x0->qs + 4 * m, 1));
+        float *d = (float *)(cb + KCHUNK_D);
+        int16_t *sp = (int16_t *)(cb + KCHUNK_S);
+        for (int t = 0; t < TC; t++) {
+            const g4_block_q8_K *x = x0 + (size_t)t * nb;
+            d[t] = t < tn ? x->d : 0.0f;
+            for (int k = 0; k < 8; k++)   /* ggml's hadd of bsums: the int16 sum over sub-block k */
+                sp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]) : 0;
+        }
+    }
+}
+
+/* one weight row × one chunk's 16 activation rows: results for t < tn to y[t * ldy] */
+static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m512 acc[8], accm[4];
+    for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
+    for (int i = 0; i < 4; i++) accm[i] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (size_t)b * 144, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
+        g4_q4_k_scales(blk + 4, utmp);
+        int32_t sc[4], mn[4], nib[8][8];   /* int16 pairs (sc_2j, sc_2j+1), (mins_2i, mins_2i+1); nibbles */
+        __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[4])sc) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)utmp))));
+        __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[4])mn) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(utmp + 2)))));
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * j));
+            store_opaque32(nib[2 * j], _mm256_and_si256(q4, m4));
+            store_opaque32(nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+        }
+        const __m512 yd = _mm512_load_ps((const float *)(cb + KCHUNK_D));
+        __m512i sumi[8];
+        for (int l = 0; l < 8; l++) sumi[l] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            const __m512i s = _mm512_set1_epi32(sc[j]);
+            const uint8_t *cj = cb + 64 * 16 * j;   /* m = 16j + 8h + l */
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; l++) {
+                /* sub-blocks 2j and 2j+1's sums as the low and high 16 bits of one lane, so that one
+                 * vpdpwssd scales and adds both */
+                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(nib[2 * j][l]),
+                                                       _mm512_load_si512(cj + 64 * l));
+                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(nib[2 * j + 1][l]),
+                                                       _mm512_load_si512(cj + 64 * (8 + l)));
+                sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16)), s);
+            }
+        }
+        const __m512 d = _mm512_mul_ps(yd, _mm512_set1_ps(f16(blk))), dm = _mm512_mul_ps(yd, _mm512_set1_ps(-f16(blk + 2)));
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
+        for (int i = 0; i < 4; i++) {
+            const __m512i pr = _mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_S + 64 * i), _mm512_set1_epi32(mn[i]));
+            accm[i] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(pr), accm[i]);
+        }
+    }
+    /* ggml's hsum8(acc) + hsum4(accm) */
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+    const __m512 m = _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
+    float out[TC] __attribute__((aligned(64)));
+    _mm512_store_ps(out, _mm512_add_ps(s, m));
+    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
+}
+
+void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const int nb = K / 256;
+    uint8_t *chunks = T < VNNI_MIN_T ? NULL : (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4);
+    if (!chunks) { g4_mmq_q4_k_avx2(xq, T, K, w, n0, n1, y, ldy); return; }
+    const size_t rb = (size_t)nb * 144, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
+    for (int t0 = 0; t0 < T; t0 += KSC * TC) {
+        const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;
+        for (int ci = 0; ci < nc; ci++) {
+            const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
+            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, chunks + ci * cs);
+        }
+        for (int g0 = n0; g0 < n1; g0 += RG) {
+            const int g1 = g0 + RG < n1 ? g0 + RG : n1;
+            for (int ci = 0; ci < nc; ci++) {
+                const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
+                for (int n = g0; n < g1; n++)
+                    ktile_q4_k((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn, y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
+            }
+        }
+    }
+}

@@ -150,9 +150,9 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
  * the 16 rows' activation bytes (signed, no offset), vpdpwssd multiplies that sum by sc_k into the
  * lane's total (the sum fits 16 bits: at most 4 * 15 * 128), vpmaddwd gives the mins' products. */
 
-/* A chunk's bytes per block: [m][t][4] activation bytes (m = 16 j + 8 h + l, the dword of qs that
- * sub-block 2j + h's lane l reads: 64 * 64), [t] d as float, [i][t] the int16 pair (s_2i, s_2i+1) */
-enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_BLOCK_BYTES = KCHUNK_S + 4 * TC * 4 };
+/* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64), [t] d as float,
+ * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1) */
+enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4, KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
 enum { KSC = 2 };   /* chunks per pass (a chunk is 4.3 KB per block) */
 
 static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk) {
@@ -165,12 +165,13 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk
         for (int m = 0; m < 64; m++)
             _mm512_store_si512(cb + 64 * m, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, x0->qs + 4 * m, 1));
         float *d = (float *)(cb + KCHUNK_D);
-        int16_t *sp = (int16_t *)(cb + KCHUNK_S);
+        int16_t *sp = (int16_t *)(cb + KCHUNK_S), *bp = (int16_t *)(cb + KCHUNK_B);
         for (int t = 0; t < TC; t++) {
             const g4_block_q8_K *x = x0 + (size_t)t * nb;
             d[t] = t < tn ? x->d : 0.0f;
             for (int k = 0; k < 8; k++)   /* ggml's hadd of bsums: the int16 sum over sub-block k */
                 sp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]) : 0;
+            for (int k = 0; k < 16; k++) bp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? x->bsums[k] : 0;
         }
     }
 }
@@ -227,11 +228,72 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
     for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
 }
 
-void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+/* ggml's x86 ggml_vec_dot_q6_K_q8_K the same way: quants 0..63 (the -32 taken out through the
+ * activation's bsums, sumi_l starting at -32 * (bsums_2l sc_2l + bsums_2l+1 sc_2l+1)); lane l of
+ * quant vector (j, k) has scale sc[8j + 2k + (l >= 4)]; the sums (at most 4 * 63 * 128) of halves
+ * j = 0 and 1 share a lane's 16-bit halves for one vpdpwssd */
+static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    __m512 acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (size_t)b * 210, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        const int8_t *sc8 = (const int8_t *)(blk + 192);
+        int32_t q[8][8], sp[8], si[8];   /* quants [4j + k][l]; scale pairs (j = 0, j = 1) [2k + half]; init pairs */
+        for (int k = 0; k < 8; k++) {
+            sp[k] = (int32_t)((uint32_t)(uint16_t)sc8[k] | (uint32_t)(uint16_t)sc8[8 + k] << 16);
+            si[k] = (int32_t)((uint32_t)(uint16_t)sc8[2 * k] | (uint32_t)(uint16_t)sc8[2 * k + 1] << 16);
+        }
+        __asm__("" : : "m"(sp), "m"(si));
+        for (int j = 0; j < 2; j++) {
+            const __m256i q4bits1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j));
+            const __m256i q4bits2 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j + 32));
+            const __m256i H = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * j));
+            store_opaque32(q[4 * j], _mm256_or_si256(_mm256_and_si256(q4bits1, m15), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
+            store_opaque32(q[4 * j + 1], _mm256_or_si256(_mm256_and_si256(q4bits2, m15),
+                                                         _mm256_slli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(12)), 2)));
+            store_opaque32(q[4 * j + 2], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15),
+                                                         _mm256_and_si256(H, _mm256_set1_epi8(48))));
+            store_opaque32(q[4 * j + 3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15),
+                                                         _mm256_srli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(-64)), 2)));
+        }
+        __m512i sumi[8];
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++)
+            sumi[l] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                       _mm512_slli_epi32(_mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_B + 64 * l),
+                                                                           _mm512_set1_epi32(si[l])), 5));
+        for (int k = 0; k < 4; k++) {
+            const __m512i s0 = _mm512_set1_epi32(sp[2 * k]), s1 = _mm512_set1_epi32(sp[2 * k + 1]);
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; l++) {
+                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(q[k][l]),
+                                                       _mm512_load_si512(cb + 64 * (8 * k + l)));
+                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(q[4 + k][l]),
+                                                       _mm512_load_si512(cb + 64 * (32 + 8 * k + l)));
+                sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16)),
+                                              l < 4 ? s0 : s1);
+            }
+        }
+        const __m512 d = _mm512_mul_ps(_mm512_load_ps((const float *)(cb + KCHUNK_D)), _mm512_set1_ps(f16(blk + 208)));
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
+    }
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+    float out[TC] __attribute__((aligned(64)));
+    _mm512_store_ps(out, s);
+    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
+}
+
+typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);
+
+static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
+                  int n1, float *y, int ldy) {
     const int nb = K / 256;
     uint8_t *chunks = T < VNNI_MIN_T ? NULL : (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4);
-    if (!chunks) { g4_mmq_q4_k_avx2(xq, T, K, w, n0, n1, y, ldy); return; }
-    const size_t rb = (size_t)nb * 144, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
+    if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }
+    const size_t rb = (size_t)nb * bb, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
     for (int t0 = 0; t0 < T; t0 += KSC * TC) {
         const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;
         for (int ci = 0; ci < nc; ci++) {
@@ -243,8 +305,15 @@ void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
             for (int ci = 0; ci < nc; ci++) {
                 const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
                 for (int n = g0; n < g1; n++)
-                    ktile_q4_k((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn, y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
+                    tile((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn, y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
             }
         }
     }
+}
+
+void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kgemm(ktile_q4_k, 144, g4_mmq_q4_k_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kgemm(ktile_q6_k, 210, g4_mmq_q6_k_avx2, xq, T, K, w, n0, n1, y, ldy);
 }

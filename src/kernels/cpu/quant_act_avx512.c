@@ -87,17 +87,26 @@ AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, co
              int ldy) {
     __m512 a0[8], a1[8];
     for (int l = 0; l < 8; l++) a0[l] = a1[l] = _mm512_setzero_ps();
+    /* block b + 1's quants are stored while block b's dots run, so its broadcasts do not wait on
+     * the stores */
+    int32_t q0[2][8], c0[2][8], q1[2][8], c1[2][8];
+    __m512 d0 = tile_row(kind, w, chunk, q0[0], c0[0]);
+    __m512 d1 = R == 2 ? tile_row(kind, w + rb, chunk, q1[0], c1[0]) : d0;
     for (int b = 0; b < nb; b++) {
         const uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
-        int32_t q0[8], c0[8], q1[8], c1[8];
-        const __m512 d0 = tile_row(kind, w + (size_t)b * bb, cb, q0, c0);
-        const __m512 d1 = R == 2 ? tile_row(kind, w + rb + (size_t)b * bb, cb, q1, c1) : d0;
+        const int p = b & 1;
+        __m512 e0 = d0, e1 = d1;
+        if (b + 1 < nb) {
+            e0 = tile_row(kind, w + (size_t)(b + 1) * bb, cb + CHUNK_BLOCK_BYTES, q0[p ^ 1], c0[p ^ 1]);
+            if (R == 2) e1 = tile_row(kind, w + rb + (size_t)(b + 1) * bb, cb + CHUNK_BLOCK_BYTES, q1[p ^ 1], c1[p ^ 1]);
+        }
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) {
             const __m512i a = _mm512_load_si512(cb + 64 * l);
-            a0[l] = dot(a0[l], d0, a, c0[l], q0[l]);
-            if (R == 2) a1[l] = dot(a1[l], d1, a, c1[l], q1[l]);
+            a0[l] = dot(a0[l], d0, a, c0[p][l], q0[p][l]);
+            if (R == 2) a1[l] = dot(a1[l], d1, a, c1[p][l], q1[p][l]);
         }
+        d0 = e0, d1 = e1;
     }
     tile_store(a0, tn, y, ldy);
     if (R == 2) tile_store(a1, tn, y + 1, ldy);
@@ -176,37 +185,50 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk
     }
 }
 
-/* one weight row × one chunk's 16 activation rows: results for t < tn to y[t * ldy] */
-static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+/* A Q4_K block's scales and nibbles, stored for the tile's broadcasts (int16 pairs (sc_2j, sc_2j+1)
+ * and (mins_2i, mins_2i+1); nibbles of sub-block k by dword) */
+typedef struct {
+    int32_t sc[4], mn[4], nib[8][8];
+} q4_k_prep;
+
+AI void q4_k_prepare(const uint8_t *blk, q4_k_prep *p) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
+    g4_q4_k_scales(blk + 4, utmp);
+    __asm__("vmovdqu %1, %0" : "=m"(p->sc) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)utmp))));
+    __asm__("vmovdqu %1, %0" : "=m"(p->mn) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(utmp + 2)))));
+    for (int j = 0; j < 4; j++) {
+        const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * j));
+        store_opaque32(p->nib[2 * j], _mm256_and_si256(q4, m4));
+        store_opaque32(p->nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+    }
+}
+
+/* one weight row × one chunk's 16 activation rows: results for t < tn to y[t * ldy]; block b + 1
+ * prepared while block b's dots run (as tile's) */
+static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
     __m512 acc[8], accm[4];
     for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
     for (int i = 0; i < 4; i++) accm[i] = _mm512_setzero_ps();
+    q4_k_prep pp[2];
+    q4_k_prepare(row, &pp[0]);
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * 144, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
-        uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
-        g4_q4_k_scales(blk + 4, utmp);
-        int32_t sc[4], mn[4], nib[8][8];   /* int16 pairs (sc_2j, sc_2j+1), (mins_2i, mins_2i+1); nibbles */
-        __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[4])sc) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)utmp))));
-        __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[4])mn) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(utmp + 2)))));
-        for (int j = 0; j < 4; j++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * j));
-            store_opaque32(nib[2 * j], _mm256_and_si256(q4, m4));
-            store_opaque32(nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
-        }
+        if (b + 1 < nb) q4_k_prepare(blk + 144, &pp[(b + 1) & 1]);
+        const q4_k_prep *p = &pp[b & 1];
         const __m512 yd = _mm512_load_ps((const float *)(cb + KCHUNK_D));
         __m512i sumi[8];
         for (int l = 0; l < 8; l++) sumi[l] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
-            const __m512i s = _mm512_set1_epi32(sc[j]);
+            const __m512i s = _mm512_set1_epi32(p->sc[j]);
             const uint8_t *cj = cb + 64 * 16 * j;   /* m = 16j + 8h + l */
 #pragma GCC unroll 8
             for (int l = 0; l < 8; l++) {
                 /* sub-blocks 2j and 2j+1's sums as the low and high 16 bits of one lane, so that one
                  * vpdpwssd scales and adds both */
-                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(nib[2 * j][l]),
+                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(p->nib[2 * j][l]),
                                                        _mm512_load_si512(cj + 64 * l));
-                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(nib[2 * j + 1][l]),
+                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(p->nib[2 * j + 1][l]),
                                                        _mm512_load_si512(cj + 64 * (8 + l)));
                 sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16)), s);
             }
@@ -215,7 +237,7 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
         for (int i = 0; i < 4; i++) {
-            const __m512i pr = _mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_S + 64 * i), _mm512_set1_epi32(mn[i]));
+            const __m512i pr = _mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_S + 64 * i), _mm512_set1_epi32(p->mn[i]));
             accm[i] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(pr), accm[i]);
         }
     }
@@ -232,44 +254,53 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
  * activation's bsums, sumi_l starting at -32 * (bsums_2l sc_2l + bsums_2l+1 sc_2l+1)); lane l of
  * quant vector (j, k) has scale sc[8j + 2k + (l >= 4)]; the sums (at most 4 * 63 * 128) of halves
  * j = 0 and 1 share a lane's 16-bit halves for one vpdpwssd */
-static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+typedef struct {
+    int32_t q[8][8], sp[8], si[8];   /* quants [4j + k][l]; scale pairs (j = 0, j = 1) [2k + half]; init pairs */
+} q6_k_prep;
+
+AI void q6_k_prepare(const uint8_t *blk, q6_k_prep *p) {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    const int8_t *sc8 = (const int8_t *)(blk + 192);
+    for (int k = 0; k < 8; k++) {
+        p->sp[k] = (int32_t)((uint32_t)(uint16_t)sc8[k] | (uint32_t)(uint16_t)sc8[8 + k] << 16);
+        p->si[k] = (int32_t)((uint32_t)(uint16_t)sc8[2 * k] | (uint32_t)(uint16_t)sc8[2 * k + 1] << 16);
+    }
+    for (int j = 0; j < 2; j++) {
+        const __m256i q4bits1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j));
+        const __m256i q4bits2 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j + 32));
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * j));
+        store_opaque32(p->q[4 * j], _mm256_or_si256(_mm256_and_si256(q4bits1, m15), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
+        store_opaque32(p->q[4 * j + 1], _mm256_or_si256(_mm256_and_si256(q4bits2, m15),
+                                                        _mm256_slli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(12)), 2)));
+        store_opaque32(p->q[4 * j + 2], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15),
+                                                        _mm256_and_si256(H, _mm256_set1_epi8(48))));
+        store_opaque32(p->q[4 * j + 3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15),
+                                                        _mm256_srli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(-64)), 2)));
+    }
+}
+
+static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
     __m512 acc[8];
     for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
+    q6_k_prep pp[2];
+    q6_k_prepare(row, &pp[0]);
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * 210, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
-        const int8_t *sc8 = (const int8_t *)(blk + 192);
-        int32_t q[8][8], sp[8], si[8];   /* quants [4j + k][l]; scale pairs (j = 0, j = 1) [2k + half]; init pairs */
-        for (int k = 0; k < 8; k++) {
-            sp[k] = (int32_t)((uint32_t)(uint16_t)sc8[k] | (uint32_t)(uint16_t)sc8[8 + k] << 16);
-            si[k] = (int32_t)((uint32_t)(uint16_t)sc8[2 * k] | (uint32_t)(uint16_t)sc8[2 * k + 1] << 16);
-        }
-        __asm__("" : : "m"(sp), "m"(si));
-        for (int j = 0; j < 2; j++) {
-            const __m256i q4bits1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j));
-            const __m256i q4bits2 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j + 32));
-            const __m256i H = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * j));
-            store_opaque32(q[4 * j], _mm256_or_si256(_mm256_and_si256(q4bits1, m15), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
-            store_opaque32(q[4 * j + 1], _mm256_or_si256(_mm256_and_si256(q4bits2, m15),
-                                                         _mm256_slli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(12)), 2)));
-            store_opaque32(q[4 * j + 2], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15),
-                                                         _mm256_and_si256(H, _mm256_set1_epi8(48))));
-            store_opaque32(q[4 * j + 3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15),
-                                                         _mm256_srli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(-64)), 2)));
-        }
+        if (b + 1 < nb) q6_k_prepare(blk + 210, &pp[(b + 1) & 1]);
+        const q6_k_prep *p = &pp[b & 1];
         __m512i sumi[8];
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++)
             sumi[l] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                        _mm512_slli_epi32(_mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_B + 64 * l),
-                                                                           _mm512_set1_epi32(si[l])), 5));
+                                                                           _mm512_set1_epi32(p->si[l])), 5));
         for (int k = 0; k < 4; k++) {
-            const __m512i s0 = _mm512_set1_epi32(sp[2 * k]), s1 = _mm512_set1_epi32(sp[2 * k + 1]);
+            const __m512i s0 = _mm512_set1_epi32(p->sp[2 * k]), s1 = _mm512_set1_epi32(p->sp[2 * k + 1]);
 #pragma GCC unroll 8
             for (int l = 0; l < 8; l++) {
-                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(q[k][l]),
+                const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(p->q[k][l]),
                                                        _mm512_load_si512(cb + 64 * (8 * k + l)));
-                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(q[4 + k][l]),
+                const __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(p->q[4 + k][l]),
                                                        _mm512_load_si512(cb + 64 * (32 + 8 * k + l)));
                 sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16)),
                                               l < 4 ? s0 : s1);

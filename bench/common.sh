@@ -158,6 +158,7 @@ bf16_gguf() {
 # bench_model: the random-weight checkpoint at MODEL, written by make_bench_model.py if missing
 bench_model() {
   [ -f "$MODEL/config.json" ] && return 0
+  [ -f "$MODEL" ] && return 0   # a GGUF or .g4c file, taken as it is
   outside_repo "$MODEL" "MODEL=$MODEL is inside the repository; large files stay outside it"
   need_ref_py
   log "writing the benchmark checkpoint to $MODEL"

@@ -17,6 +17,8 @@
 #   LLAMA_BATCHED_BENCH=PATH (a llama-batched-bench built elsewhere, e.g. without AMX, to compare
 #   with gemma4c's avx2 / avx512 paths; default: built in LLAMA_CPP_DIR/build)
 #   G4_CPU_ISA=avx2|avx512|... (gemma4c's kernel path, recorded in the commands)
+#   G4_FLAGS="--act-q8" (more gemma4c bench flags, recorded in the commands)
+#   Quantized weights: MODEL=GGUF=path/to/file.gguf (both engines on the one file)
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"
@@ -35,13 +37,14 @@ record_g4_commit
 date -u +"%Y-%m-%d %H:%M UTC" > "$OUT/date.txt"
 LBB=${LLAMA_BATCHED_BENCH:-$LLAMA_CPP_DIR/build/bin/llama-batched-bench}
 [ -x "$LBB" ] || die "no llama-batched-bench at $LBB"
-{ echo "${G4_CPU_ISA:+G4_CPU_ISA=$G4_CPU_ISA }$(show_cmd "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN")--batch B $(show_cmd --reps "$REPS" --threads "$THREADS")"
+read -r -a G4_EXTRA <<< "${G4_FLAGS:-}"
+{ echo "${G4_CPU_ISA:+G4_CPU_ISA=$G4_CPU_ISA }$(show_cmd "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN")--batch B $(show_cmd --reps "$REPS" --threads "$THREADS" ${G4_EXTRA[@]+"${G4_EXTRA[@]}"})"
   echo "$(show_cmd "$LBB" -m "$GGUF")-c CTX $(show_cmd -b 2048 -ub 512 -npp 16 -ntg "$NGEN")-npl B $(show_cmd -t "$THREADS" --output-format jsonl)   # CTX = (16 + $NGEN) x B + 64"
 } > "$OUT/cmds.txt"
 
 run_g4() {  # round batch
   log "round $1/$ROUNDS: gemma4c --batch $2"
-  "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN" --batch "$2" --reps "$REPS" --threads "$THREADS" \
+  "$G4_BIN" bench -m "$MODEL" -p 0 -n "$NGEN" --batch "$2" --reps "$REPS" --threads "$THREADS" ${G4_EXTRA[@]+"${G4_EXTRA[@]}"} \
     > "$OUT/gemma4c-r$1-b$2.txt" 2> "$OUT/gemma4c-r$1-b$2.log" ||
     { tail -20 "$OUT/gemma4c-r$1-b$2.log" >&2; die "gemma4c bench failed (log: $OUT/gemma4c-r$1-b$2.log)"; }
   tail -1 "$OUT/gemma4c-r$1-b$2.txt" > "$OUT/gemma4c-r$1-b$2.json"

@@ -139,8 +139,8 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_q4_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
-/* AVX512-VNNI: prefill over every quantized type, bit-identical to the AVX2 entries above
- * (quant_act_avx512.c); fewer rows go to those */
+/* AVX512-VNNI: 12 or more activation rows over every quantized type, bit-identical to the AVX2
+ * entries above (quant_act_avx512.c), which take the rows short of a chunk */
 void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

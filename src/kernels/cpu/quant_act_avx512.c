@@ -1,16 +1,18 @@
-/* quant_act_avx512.c — the int8-activation prefill (--act-q8, T >= VNNI_MIN_T activation rows)
- * over Q8_0 / Q4_0 / Q5_0 weights with AVX512-VNNI, bit-identical to the AVX2 tiles
- * (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0.
+/* quant_act_avx512.c — the int8-activation matmul (--act-q8) of 12 or more activation rows (prefill,
+ * batched decode) over every quantized type with AVX512-VNNI, bit-identical to the AVX2 tiles
+ * (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
- * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l the exact sum
- * of the 4 products of bytes 4l..4l+3; acc_l += (dx * dy_t) * float(lane l); at the end of the row
- * one fixed tree of adds over the 8 lanes. Here a 512-bit register holds one lane l for 16
- * activation rows at once: vpdpbusd multiplies the 4 activation bytes of each row (unsigned, offset
- * by 128, transposed once per call into [block][l][t]) by the weight block's dword l broadcast
- * (signed), starting from -128 * (that dword's byte sum), which takes the offset back out: the same
- * integers as ggml's, 64 products per instruction where AVX2 takes two (maddubs, madd) per 32.
- * The scale, the fmadd chain per lane and the final tree are ggml's operations on the same values,
- * done for 16 rows at a time. Decode and short inputs keep the AVX2 tiles. */
+ * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
+ * integer sum over the bytes 4l..4l+3 of the block's vectors; acc_l += (dx * dy_t) * float(lane l);
+ * at the end of the row one fixed tree of adds over the 8 lanes. Here a 512-bit register holds one
+ * lane l for 16 activation rows at once: the activation rows' bytes are transposed once per call
+ * into [block][dword][t], and vpdpbusd multiplies a weight dword, broadcast, by the 16 rows' bytes,
+ * 64 products per instruction where AVX2 takes two (maddubs, madd) per 32. The integers are ggml's
+ * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
+ * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
+ * fmadd chains per lane and the final trees, done for 16 rows at a time. A block's weights are
+ * unpacked and stored for the broadcasts one block ahead of the dots that read them. Decode and
+ * short inputs keep the AVX2 tiles. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdint.h>
@@ -21,10 +23,14 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* VNNI_MIN_T: fewer activation rows take the AVX2 tiles (a chunk is computed for 16 rows, padded);
- * TC: rows per chunk (one 512-bit lane each); SC: chunks transposed per pass, so that a group of
- * RG weight rows stays in L1/L2 while SC * TC activation rows pass over it */
-enum { VNNI_MIN_T = 8, TC = 16, SC = 4, RG = 16 };
+/* TC: rows per chunk (one 512-bit lane each; a last chunk of VNNI_PAD_MIN or more rows is padded to
+ * TC, fewer take the AVX2 tiles, which a padded chunk would cost more than); SC: chunks transposed
+ * per pass, so that a group of RG weight rows stays in L1/L2 while SC * TC activation rows pass
+ * over it */
+enum { TC = 16, VNNI_PAD_MIN = 12, SC = 4, RG = 16 };
+
+/* The rows [0, returned) the VNNI kernels take: whole chunks, and a last one of VNNI_PAD_MIN or more */
+static int vnni_rows(int T) { return T % TC >= VNNI_PAD_MIN ? T : T / TC * TC; }
 
 /* A chunk's bytes per block: [l][t][4] activation bytes (8 * 64), then [t] the blocks' d as float */
 enum { CHUNK_BLOCK_BYTES = 8 * 64 + TC * 4 };
@@ -114,10 +120,13 @@ AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, co
 
 AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
              float *y, int ldy) {
-    const int nb = K / 32;
-    uint8_t *chunks = T < VNNI_MIN_T ? NULL : (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES / 4);
-    if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }
+    const int nb = K / 32, tv = vnni_rows(T);
     const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES, cs = (size_t)nb * CHUNK_BLOCK_BYTES;
+    uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES / 4) : NULL;
+    const int t_avx2 = chunks ? tv : 0;
+    if (t_avx2 < T) avx2((const uint8_t *)xq + (size_t)t_avx2 * xb, T - t_avx2, K, w, n0, n1, y + (size_t)t_avx2 * ldy, ldy);
+    if (!chunks) return;
+    T = tv;
     for (int t0 = 0; t0 < T; t0 += SC * TC) {
         const int sn = T - t0 < SC * TC ? T - t0 : SC * TC, nc = (sn + TC - 1) / TC;
         for (int ci = 0; ci < nc; ci++) {
@@ -148,7 +157,7 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
     gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 
-/* ---------------------------------------------------------------- Q4_K × Q8_K */
+/* ---------------------------------------------------------------- K-quants × Q8_K */
 
 /* ggml's x86 ggml_vec_dot_q4_K_q8_K per (weight row, activation row t, block of 256): 8 int32
  * lanes, lane l = sum over the 8 sub-blocks k of sc_k * (the 4 products of its bytes 4l..4l+3,
@@ -156,13 +165,15 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
  * m_i = mins_2i * s_2i + mins_2i+1 * s_2i+1 (s_k the activation's sum over sub-block k),
  * accm_i += (-dy_t * dmin) * float(m_i); at the end hsum8(acc) + hsum4(accm). Here as above for
  * 16 activation rows a register: vpdpbusd takes the nibbles' dword (unsigned) broadcast against
- * the 16 rows' activation bytes (signed, no offset), vpdpwssd multiplies that sum by sc_k into the
- * lane's total (the sum fits 16 bits: at most 4 * 15 * 128), vpmaddwd gives the mins' products. */
+ * the 16 rows' activation bytes (signed, no offset); the sums of sub-blocks 2j and 2j+1 (each fits
+ * 16 bits: at most 4 * 15 * 128) share a lane's two halves, and one vpdpwssd multiplies them by
+ * (sc_2j, sc_2j+1) into the lane's total; vpmaddwd gives the mins' products. */
 
 /* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64), [t] d as float,
  * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1) */
-enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4, KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
-enum { KSC = 2 };   /* chunks per pass (a chunk is 4.3 KB per block) */
+enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4,
+       KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
+enum { KSC = 2 };   /* chunks per pass (a chunk is 4.9 KB per block) */
 
 static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk) {
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -321,9 +332,13 @@ typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int t
 
 static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
                   int n1, float *y, int ldy) {
-    const int nb = K / 256;
-    uint8_t *chunks = T < VNNI_MIN_T ? NULL : (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4);
-    if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }
+    const int nb = K / 256, tv = vnni_rows(T);
+    uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
+    const int t_avx2 = chunks ? tv : 0;
+    if (t_avx2 < T)
+        avx2((const g4_block_q8_K *)xq + (size_t)t_avx2 * nb, T - t_avx2, K, w, n0, n1, y + (size_t)t_avx2 * ldy, ldy);
+    if (!chunks) return;
+    T = tv;
     const size_t rb = (size_t)nb * bb, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
     for (int t0 = 0; t0 < T; t0 += KSC * TC) {
         const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;

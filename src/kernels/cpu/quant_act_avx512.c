@@ -118,8 +118,59 @@ AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, co
     if (R == 2) tile_store(a1, tn, y + 1, ldy);
 }
 
+/* Decode (one activation row): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
+ * weights as the unsigned operand — Q4_0 / Q5_0's quants before their offset (8, 16), Q8_0's + 128 —
+ * and the accumulator starting at -offset * (the activation dword's byte sum), computed once a
+ * block for the NR weight rows: one vpdpbusd where AVX2 takes sign, sign, maddubs and madd */
+AI __m256i dec_weights(int kind, const uint8_t *b) {
+    if (kind == G4_ACT_K_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+    if (kind == G4_ACT_K_Q4_0) return nib;
+    uint32_t qh;   /* Q5_0: bit i of qh is weight i's fifth bit */
+    memcpy(&qh, b + 2, 4);
+    return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
+}
+
+AI void dec_tile(int kind, int NR, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, int nb, float *y) {
+    const int shift = kind == G4_ACT_K_Q8_0 ? 7 : kind == G4_ACT_K_Q4_0 ? 3 : 4;   /* offset 128, 8, 16 */
+    __m256 acc[4];
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        if (NR == 4) g4_prefetch_ahead(w + (size_t)b * 4 * bb, 4 * bb);   /* the 4 rows: contiguous */
+        const uint8_t *xb = x + (size_t)b * G4_Q8_0_BYTES;
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)(xb + 2));
+        const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), shift));
+        const __m256 dy = _mm256_set1_ps(g4_f16_f32_avx2[xb[0] | xb[1] << 8]);
+        for (int r = 0; r < NR; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+            const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
+            /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
+            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_f16_f32_avx2[blk[0] | blk[1] << 8]), dy);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
+        }
+    }
+    for (int r = 0; r < NR; r++) {   /* ggml's hsum of 8 lanes */
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        y[r] = _mm_cvtss_f32(h);
+    }
+}
+
+AI void dec(int kind, size_t bb, const void *xq, int K, const void *w, int n0, int n1, float *y) {
+    const int nb = K / 32;
+    const size_t rb = (size_t)nb * bb;
+    int n = n0;
+    for (; n + 4 <= n1; n += 4) dec_tile(kind, 4, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
+    for (; n < n1; n++) dec_tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
+}
+
 AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
              float *y, int ldy) {
+    if (T == 1) { dec(kind, bb, xq, K, w, n0, n1, y); return; }
     const int nb = K / 32, tv = vnni_rows(T);
     const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES, cs = (size_t)nb * CHUNK_BLOCK_BYTES;
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES / 4) : NULL;

@@ -99,7 +99,7 @@ FUZZ_SECS       ?= 60
 FUZZ_SMOKE_SECS ?= 10
 FUZZ_CC         ?= clang
 FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_KERNEL_CFLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16
+FUZZ_KERNEL_CFLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx512bf16 -mamx-tile -mamx-bf16
 FUZZ_TARGETS    := $(patsubst fuzz/%.c,build-fuzz/%,$(sort $(wildcard fuzz/fuzz_*.c)))
 .PHONY: fuzz-build fuzz-smoke fuzz-lib
 fuzz-lib:

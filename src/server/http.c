@@ -733,12 +733,6 @@ g4_status g4_http_start(g4_srv *s, int *port) {
     return G4_OK;
 }
 
-void g4_http_quiesce(g4_srv *s) {
-    if (!s->daemon) return;
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
-}
-
 void g4_http_stop(g4_srv *s) {
     if (!s->http) return;
     http_stop(s->http);   /* lets streams end, resumes every suspended connection, stops the daemon */

@@ -226,12 +226,13 @@ int g4_server_main(const g4_server_opts *o) {
         }
     }
     /* During the grace the server still accepts: /health answers 503 "stopping" and new work 503,
-     * while the requests in flight finish; then it stops accepting. */
+     * while the requests in flight finish; then the daemon stops (MHD_stop_daemon from this thread:
+     * MHD_quiesce_daemon here raced the daemon's epoll thread, which took the listen socket out of
+     * its epoll set at the same time and aborted the process when it lost) */
     if (s->state != G4_SRV_FAILED) s->state = G4_SRV_STOPPING;
     if (have_loader) pthread_join(lt, NULL);
     if (s->state == G4_SRV_READY) s->state = G4_SRV_STOPPING;   /* loaded after the signal */
     if (s->sched) g4_sched_shutdown(s->sched, o->shutdown_grace_s);
-    g4_http_quiesce(s);
     g4_http_stop(s);
     g4_sched_free(s->sched);
     g4_drafter_free(s->mtp);

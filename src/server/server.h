@@ -334,9 +334,8 @@ typedef struct {
 
 /* Binds and starts serving (routes answer 503 until READY); *port gets the bound port. */
 g4_status g4_http_start(g4_srv *s, int *port);
-/* Stops accepting new connections (in-flight ones continue). */
-void g4_http_quiesce(g4_srv *s);
-/* Closes every connection and joins the HTTP threads. */
+/* Lets the last streams end, closes every connection, stops the daemon (its listen socket with it)
+ * and joins the HTTP threads. */
 void g4_http_stop(g4_srv *s);
 
 #endif

@@ -101,6 +101,8 @@ AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, co
     for (int b = 0; b < nb; b++) {
         const uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
         const int p = b & 1;
+        g4_prefetch_ahead(w + (size_t)b * bb, bb);   /* weights from DRAM: the rows' stream, ahead */
+        if (R == 2) g4_prefetch_ahead(w + rb + (size_t)b * bb, bb);
         __m512 e0 = d0, e1 = d1;
         if (b + 1 < nb) {
             e0 = tile_row(kind, w + (size_t)(b + 1) * bb, cb + CHUNK_BLOCK_BYTES, q0[p ^ 1], c0[p ^ 1]);
@@ -276,6 +278,7 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
     q4_k_prepare(row, &pp[0]);
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * 144, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        g4_prefetch_ahead(blk, 144);
         if (b + 1 < nb) q4_k_prepare(blk + 144, &pp[(b + 1) & 1]);
         const q4_k_prep *p = &pp[b & 1];
         const __m512 yd = _mm512_load_ps((const float *)(cb + KCHUNK_D));
@@ -348,6 +351,7 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
     q6_k_prepare(row, &pp[0]);
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * 210, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        g4_prefetch_ahead(blk, 210);
         if (b + 1 < nb) q6_k_prepare(blk + 210, &pp[(b + 1) & 1]);
         const q6_k_prep *p = &pp[b & 1];
         __m512i sumi[8];

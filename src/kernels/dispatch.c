@@ -124,7 +124,7 @@ static void x512_init(void) {
         x512.avx512_table.matmul_rows[G4_DT_Q4_K] = g4_mm_rows_q4_k_avx512;
         x512.avx512_table.matmul_rows[G4_DT_Q6_K] = g4_mm_rows_q6_k_avx512;
     }
-    if (has_avx512vnni()) {   /* --act-q8 prefill (quant_act_avx512.c); the same bits */
+    if (has_avx512vnni()) {   /* --act-q8 (quant_act_avx512.c); the same bits */
         x512.avx512_table.matmul_q8[G4_DT_Q8_0] = g4_mmq_q8_0_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_Q4_0] = g4_mmq_q4_0_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_Q5_0] = g4_mmq_q5_0_avx512vnni;

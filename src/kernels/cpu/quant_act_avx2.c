@@ -16,13 +16,6 @@
 
 INLINE float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
 
-INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 INLINE float hsum4(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -96,7 +89,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         }
     }
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = hsum8(acc[r][t]);
+        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = g4_act_hsum8_avx2(acc[r][t]);
 }
 
 /* Weight rows in groups of 16 (about 27 KB of Q8_0 at K = 1536: they stay in L1/L2 while every
@@ -152,7 +145,7 @@ INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), mul_sum_i8(ax, qx, qy), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = hsum8(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]);
 }
 
 /* activation rows in chunks of G32_TC, weight rows in groups of 16 (in L1/L2 while the chunk's
@@ -247,7 +240,7 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = hsum8(acc[t]) + hsum4(acc_m[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + hsum4(acc_m[t]);
 }
 
 /* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
@@ -303,7 +296,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = hsum8(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]);
 }
 
 /* Weight rows in groups of 8 (Q4_K at K = 1536: 7 KB) held in cache while all activation
@@ -393,7 +386,7 @@ INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
     }
     for (int t = 0; t < NT; t++) {
         const __m256 m = acc_m[t / 2];
-        y[(size_t)t * ldy] = hsum8(acc[t]) + hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m));
+        y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]) + hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m));
     }
 }
 
@@ -432,7 +425,7 @@ INLINE void gk_tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
-    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = hsum8(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]);
 }
 
 /* activation rows in chunks of GK_TC (their d and sums gathered once), weight rows in groups of

@@ -76,11 +76,15 @@ AI __m512 dot(__m512 acc, __m512 d, __m512i a, int32_t c, int32_t q) {
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_set1_epi32(c), a, _mm512_set1_epi32(q))), acc);
 }
 
-/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), for the 16 rows; results
- * for rows t < tn to y[t * ldy] */
-AI void tile_store(const __m512 a[8], int tn, float *y, int ldy) {
-    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
-                                   _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)) (g4_act_hsum8_avx2), for
+ * the 16 rows */
+AI __m512 sum8(const __m512 a[8]) {
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                         _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+}
+
+/* the results of rows t < tn to y[t * ldy] */
+AI void store_rows(__m512 s, int tn, float *y, int ldy) {
     float out[TC] __attribute__((aligned(64)));
     _mm512_store_ps(out, s);
     for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
@@ -116,8 +120,8 @@ AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, co
         }
         d0 = e0, d1 = e1;
     }
-    tile_store(a0, tn, y, ldy);
-    if (R == 2) tile_store(a1, tn, y + 1, ldy);
+    store_rows(sum8(a0), tn, y, ldy);
+    if (R == 2) store_rows(sum8(a1), tn, y + 1, ldy);
 }
 
 /* Decode (one activation row): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
@@ -154,12 +158,7 @@ AI void dec_tile(int kind, int NR, const uint8_t *w, size_t rb, size_t bb, const
             acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
         }
     }
-    for (int r = 0; r < NR; r++) {   /* ggml's hsum of 8 lanes */
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        y[r] = _mm_cvtss_f32(h);
-    }
+    for (int r = 0; r < NR; r++) y[r] = g4_act_hsum8_avx2(acc[r]);
 }
 
 AI void dec(int kind, size_t bb, const void *xq, int K, const void *w, int n0, int n1, float *y) {
@@ -307,12 +306,8 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
         }
     }
     /* ggml's hsum8(acc) + hsum4(accm) */
-    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
-                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
     const __m512 m = _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
-    float out[TC] __attribute__((aligned(64)));
-    _mm512_store_ps(out, _mm512_add_ps(s, m));
-    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
+    store_rows(_mm512_add_ps(sum8(acc), m), tn, y, ldy);
 }
 
 /* ggml's x86 ggml_vec_dot_q6_K_q8_K the same way: quants 0..63 (the -32 taken out through the
@@ -376,11 +371,7 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
     }
-    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
-                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
-    float out[TC] __attribute__((aligned(64)));
-    _mm512_store_ps(out, s);
-    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
+    store_rows(sum8(acc), tn, y, ldy);
 }
 
 typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);

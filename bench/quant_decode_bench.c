@@ -1,9 +1,11 @@
 /* quant_decode_bench.c — one thread, the exact decode kernels over quantized weights, old entry
  * points (quant_avx2.c) against the avx2 table's (quant_legacy_avx2.c for Q8_0 / Q4_0 / Q5_0), or
  * the table G4_CPU_ISA names where it is set (avx512: quant_legacy_avx512.c for those three),
+ * G4_K (a multiple of 256) sets K, the rows then 2048 * 1536 / K,
  * at T activation rows: ns per weight block and GB/s of weights, the matrix in cache (2048 x
  * 1536) so that the figure is the kernel's compute rate, which must exceed a core's share of
  * the memory bandwidth. Thread CPU time, best of 7 alternating repetitions.
+ * With G4_ROWS=1 the new side is the table's matmul_rows (several decoding slots) instead of matmul.
  * Usage: quant_decode_bench [T...]   (default 1 2 4 8 16)
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/quant_decode_bench.c build/libgemma4c.a \
  *          -ljansson -lmicrohttpd -lz -lm -pthread (+ the Makefile's LDLIBS) */
@@ -22,14 +24,16 @@ static double cpu_now(void) {
 }
 
 int main(int argc, char **argv) {
-    enum { K = 1536, N = 2048 };
+    const int K = getenv("G4_K") ? atoi(getenv("G4_K")) : 1536, N = 2048 * 1536 / K;   /* the same bytes at any K */
     const g4_kernels *k = getenv("G4_CPU_ISA") ? g4_kernels_get() : g4_kernels_avx2();
     if (!k || !g4_kernels_avx2()) { fprintf(stderr, "no AVX2\n"); return 2; }
+    const int rows = getenv("G4_ROWS") && atoi(getenv("G4_ROWS"));
     int Ts[8] = {1, 2, 4, 8, 16}, nT = 5;
     if (argc > 1) for (nT = 0; nT < argc - 1 && nT < 8; nT++) Ts[nT] = atoi(argv[nT + 1]);
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
     const g4_matmul_fn old[] = {g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2};
-    printf("one thread, [%d x %d] in cache, best of 7 (thread CPU time); old = quant_avx2.c, new = the %s table\n", N, K, k->name);
+    printf("one thread, [%d x %d] in cache, best of 7 (thread CPU time); old = quant_avx2.c, new = the %s table's %s\n", N, K, k->name,
+           rows ? "matmul_rows" : "matmul");
     uint32_t s = 1;
     for (int a = 0; a < nT; a++) {
         const int T = Ts[a] < 1 ? 1 : Ts[a];
@@ -50,7 +54,7 @@ int main(int argc, char **argv) {
             const int reps = 20;
             for (int r = 0; r < 7; r++)
                 for (int v = 0; v < 2; v++) {
-                    const g4_matmul_fn f = v ? k->matmul[dt] : old[d];
+                    const g4_matmul_fn f = v ? (rows ? k->matmul_rows[dt] : k->matmul[dt]) : old[d];
                     const double t0 = cpu_now();
                     for (int i = 0; i < reps; i++) f(x, T, K, wq, 0, N, y, N);
                     const double te = (cpu_now() - t0) / reps;

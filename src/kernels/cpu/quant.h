@@ -67,7 +67,7 @@ void g4_mm_rows_q4_k_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q6_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* The avx512 table's Q4_K / Q6_K decode (quant_k_avx512.c, AVX-512 F/BW/VL): matmul (T < 4 on 16
  * lanes, prefill the AVX2 kernels above) and matmul_rows (any T, each row bit-identical to matmul
- * on that row alone). */
+ * on that row alone; 8 activation rows share each dequantized weight vector). */
 void g4_mm_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

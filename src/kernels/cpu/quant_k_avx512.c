@@ -1,14 +1,14 @@
-/* quant_k_avx512.c — exact decode (1-3 activation rows) over Q4_K and Q6_K weights on AVX-512
- * F/BW/VL: the AVX2 kernels' float contract (quant_avx2.c: float32 activations, per sub-block the
- * float32 sum of q * x, then the sub-block's scale / min applied by multiply-adds), on 16 lanes.
- * The widening is the cost on AVX2 (more than the float work), so here it is done on whole
- * vectors: Q4_K's nibbles as 16 bytes zero-extended to 16 int32 lanes straight from memory (a
- * mask and a shift give two sub-blocks' lanes); Q6_K's six-bit quants assembled 64 bytes per
- * operation, minus 32 in the bytes (so no per-call sums of x for its offset), then sign-extended.
- * The lanes sum in another order than AVX2's 8, so the results differ from the avx2 path's in the
- * last bits (tests/c/test_quant.c bounds both against dequantize-then-dot); each (row, t) result is
- * the same chain of operations whatever T, the row range or the thread count (row invariance,
- * tests/c/test_rows_invariant.c). Prefill (T >= 4) stays on the AVX2 kernels and their GEMM. */
+/* quant_k_avx512.c — exact decode (1-16 activation rows) over Q4_K and Q6_K weights on AVX-512
+ * F/BW/VL: float32 activations times each weight as g4_dequant_row gives it, summed by FMA in one
+ * chain of 16 lanes per (weight row, activation row). A weight is made in registers and shared by
+ * every activation row of the call: Q4_K's nibbles index a sub-block's table of its 16 weights
+ * (vpermps), Q6_K's six-bit quants are assembled 64 bytes per operation, minus 32 in the bytes,
+ * then widened and scaled. The AVX2 kernels (quant_avx2.c) apply a sub-block's scale after its
+ * sum instead, so the two paths differ in the last bits (tests/c/test_quant.c bounds both against
+ * dequantize-then-dot and checks this file's chain bit for bit); each (row, t) result is the same
+ * chain whatever T, the row range or the thread count (row invariance,
+ * tests/c/test_rows_invariant.c). Prefill (T >= 4 through matmul) stays on the AVX2 kernels and
+ * their GEMM. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdint.h>
@@ -41,59 +41,72 @@ static inline float hsum16(__m512 v) {
 static inline void store_opaque16(float *p, __m512 v) { __asm__("vmovups %1, %0" : "=m"(*(float(*)[16])p) : "v"(v)); }
 static inline void store_opaque64(uint8_t *p, __m512i v) { __asm__("vmovdqu64 %1, %0" : "=m"(*(uint8_t(*)[64])p) : "v"(v)); }
 
-enum { PRE_MAX = 8192 };   /* Q4_K's per-call sums of x on the stack: 8 per block and row, 3 rows */
-
-/* Q4_K's pre: per t, the sum of each 32 x (8 per 256-block, dotted with the block's mins) */
-static void pre_q4_k(const float *x, int ldx, int T, int nb, float *pre) {
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < 8 * nb; j++) {
-            const float *xj = x + (size_t)t * ldx + 32 * j;
-            pre[(size_t)t * 8 * nb + j] = hsum16(_mm512_add_ps(ld(xj), ld(xj + 16)));
-        }
-}
-
-/* A Q4_K block's d sc_j and dmin m_j (j < 8) as 16 floats, stored for the kernel's broadcasts */
+/* A block's scales stored for the kernel's broadcasts: Q4_K's d sc_j (j < 8), then dmin m_j */
 AI void q4_k_scales(const uint8_t *blk, float dsc[16]) { store_opaque16(dsc, g4_q4_k_scales16_avx512(blk)); }
 
-/* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l
- * in its low nibble, 64g + 32 + l in its high): one weight row x T activation rows (stride ldx),
- * nb blocks; out[t] = sum_j d sc_j (q_j . x_j) - dmin m_j sum(x_j). Four chains per t (the
- * sub-block's parity and g's), the mins in a fifth of 8 lanes. */
-AI void q4_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx, const float *pre, size_t ldp,
-                  float *out) {
-    /* the low nibble as float by a table lookup (vpermps reads the index's low 4 bits: no mask, no
-     * conversion), the high by a shift and a conversion: the work split between ports 0 and 5 */
-    const __m512 nib = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512 acc[3][4];
-    __m256 accm[3];
-    for (int t = 0; t < T; t++) {
-        for (int c = 0; c < 4; c++) acc[t][c] = _mm512_setzero_ps();
-        accm[t] = _mm256_setzero_ps();
+/* Q6_K's d sc_j (j < 16), exact in float (11 by 8 significant bits) */
+AI void q6_k_scales(const uint8_t *blk, float dsc[16]) {
+    store_opaque16(dsc, _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
+}
+
+/* Each pass below takes NW weight rows (stride rb) by T activation rows (stride ldx) over nb
+ * blocks: out[r * T + t] = sum_k w_k x_k, w_k the weight as g4_dequant_row gives it, summed in one
+ * chain per (r, t) of 16 lanes (lane l: k = l, 16 + l, 32 + l, ... in order, one FMA each), then
+ * the fixed tree hsum16. Every (r, t) result is that one chain whatever NW and T (row invariance).
+ * The NW x T tile shares each dequantized weight vector among T activation rows and each
+ * activation vector among NW weight rows (T rows of x outgrow L1 at real K and stream from L2). */
+#define TILE_ZERO(acc)                                                                                      \
+    for (int r = 0; r < NW; r++)                                                                            \
+        for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps()
+#define TILE_FMA(acc, wv, k)                                                                                \
+    for (int t = 0; t < T; t++) {                                                                           \
+        __m512 xv = ld(x + (size_t)t * ldx + (k));                                                          \
+        if (NW > 1) __asm__("" : "+v"(xv)); /* one load for the NW weight rows, not one folded into each */ \
+        for (int r = 0; r < NW; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);                   \
     }
+#define TILE_OUT(acc)                                                                                       \
+    for (int r = 0; r < NW; r++)                                                                            \
+        for (int t = 0; t < T; t++) out[r * T + t] = hsum16(acc[r][t])
+
+/* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l in
+ * its low nibble, 64g + 32 + l in its high): a sub-block's 16 possible weights (d sc) * q - dmin m
+ * (g4_dequant_row's operations) as a table that vpermps indexes by the quant (it reads an index's
+ * low 4 bits: no mask, no conversion), so 16 nibbles become their weights in one operation. */
+AI void q4_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
+    const __m512 nib = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * 144, *qs = blk + 16;
-        g4_prefetch_ahead(blk, 144);
-        float dsc[16];   /* d sc_j (j < 8), then dmin m_j */
-        q4_k_scales(blk, dsc);
-        const __m256 dm = _mm256_loadu_ps(dsc + 8);
-        for (int t = 0; t < T; t++) accm[t] = _mm256_fnmadd_ps(dm, _mm256_loadu_ps(pre + t * ldp + 8 * b), accm[t]);
+        float dsc[4][16];
+        for (int r = 0; r < NW; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 144;
+            g4_prefetch_ahead(blk, 144);
+            q4_k_scales(blk, dsc[r]);
+        }
+#pragma GCC unroll 4
         for (int g = 0; g < 4; g++) {
-            const __m512i v0 = _mm512_cvtepu8_epi32(ld16(qs + 32 * g)), v1 = _mm512_cvtepu8_epi32(ld16(qs + 32 * g + 16));
-            const __m512 lo0 = _mm512_permutexvar_ps(v0, nib), lo1 = _mm512_permutexvar_ps(v1, nib),
-                         hi0 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v0, 4)), hi1 = _mm512_cvtepi32_ps(_mm512_srli_epi32(v1, 4));
-            const __m512 slo = _mm512_set1_ps(dsc[2 * g]), shi = _mm512_set1_ps(dsc[2 * g + 1]);
-            for (int t = 0; t < T; t++) {
-                const float *xg = x + (size_t)t * ldx + 256 * b + 64 * g;
-                const __m512 a = _mm512_fmadd_ps(lo1, ld(xg + 16), _mm512_mul_ps(lo0, ld(xg)));
-                const __m512 h = _mm512_fmadd_ps(hi1, ld(xg + 48), _mm512_mul_ps(hi0, ld(xg + 32)));
-                acc[t][2 * (g & 1)] = _mm512_fmadd_ps(slo, a, acc[t][2 * (g & 1)]);
-                acc[t][2 * (g & 1) + 1] = _mm512_fmadd_ps(shi, h, acc[t][2 * (g & 1) + 1]);
+            __m512 tl[4], th[4], wv[4];
+            __m512i v0[4], v1[4];
+            for (int r = 0; r < NW; r++) {
+                const uint8_t *qs = w + (size_t)r * rb + (size_t)b * 144 + 16 + 32 * g;
+                tl[r] = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dsc[r][2 * g]), nib), _mm512_set1_ps(dsc[r][8 + 2 * g]));
+                th[r] = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dsc[r][2 * g + 1]), nib), _mm512_set1_ps(dsc[r][9 + 2 * g]));
+                v0[r] = _mm512_cvtepu8_epi32(ld16(qs));
+                v1[r] = _mm512_cvtepu8_epi32(ld16(qs + 16));
             }
+            const int k = 256 * b + 64 * g;
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(v0[r], tl[r]);
+            TILE_FMA(acc, wv, k);
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(v1[r], tl[r]);
+            TILE_FMA(acc, wv, k + 16);
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(_mm512_srli_epi32(v0[r], 4), th[r]);
+            TILE_FMA(acc, wv, k + 32);
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(_mm512_srli_epi32(v1[r], 4), th[r]);
+            TILE_FMA(acc, wv, k + 48);
         }
     }
-    for (int t = 0; t < T; t++)
-        out[t] = hsum16(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]))) +
-                 hsum8(accm[t]);
+    TILE_OUT(acc);
 }
 
 /* Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32), weight 128h + 32k + l
@@ -101,82 +114,84 @@ AI void q4_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx
  * scale sc[8h + 2k + l / 16]. A half's 128 quants as two 64-byte vectors: k = 0, 1 from ql's low
  * nibbles and qh shifted left by 4 / 2 (per 256-bit half), k = 2, 3 from the high nibbles and qh
  * shifted right by 0 / 2 (16-bit shifts; the masks drop the bits that cross a byte). Byte 16j + i
- * of the pair is weight 128h + 16j + i, of sub-block 8h + j: 16 lanes, one sub-block. */
-AI void q6_k_pass(const int T, const uint8_t *w, int nb, const float *x, int ldx, float *out) {
+ * of the pair is weight 128h + 16j + i, of sub-block 8h + j: 16 lanes, one sub-block; its weights
+ * (d sc) * (q - 32), g4_dequant_row's operations. */
+AI void q6_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), c32 = _mm512_set1_epi8(32);
     const __m512i sl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1),
                   sr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    __m512 acc[3][4];
-    for (int t = 0; t < T; t++)
-        for (int c = 0; c < 4; c++) acc[t][c] = _mm512_setzero_ps();
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * 210;
-        g4_prefetch_ahead(blk, 210);
-        float dsc[16];
-        uint8_t qb[128] __attribute__((aligned(64)));
-        store_opaque16(dsc, _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
+        float dsc[4][16];
+        uint8_t qb[4][128] __attribute__((aligned(64)));
+        for (int r = 0; r < NW; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 210;
+            g4_prefetch_ahead(blk, 210);
+            q6_k_scales(blk, dsc[r]);
+        }
         for (int h = 0; h < 2; h++) {
-            const __m512i L = _mm512_loadu_si512(blk + 64 * h),
-                          H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
-            /* (A & m4) | B: ternary-logic 0xEA */
-            const __m512i q01 = _mm512_ternarylogic_epi32(L, m4, _mm512_and_si512(_mm512_sllv_epi16(H, sl), m30), 0xEA),
-                          q23 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), m4,
-                                                          _mm512_and_si512(_mm512_srlv_epi16(H, sr), m30), 0xEA);
-            store_opaque64(qb, _mm512_sub_epi8(q01, c32));
-            store_opaque64(qb + 64, _mm512_sub_epi8(q23, c32));
+            for (int r = 0; r < NW; r++) {
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 210;
+                const __m512i L = _mm512_loadu_si512(blk + 64 * h),
+                              H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
+                /* (A & m4) | B: ternary-logic 0xEA */
+                const __m512i q01 = _mm512_ternarylogic_epi32(L, m4, _mm512_and_si512(_mm512_sllv_epi16(H, sl), m30), 0xEA),
+                              q23 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), m4,
+                                                              _mm512_and_si512(_mm512_srlv_epi16(H, sr), m30), 0xEA);
+                store_opaque64(qb[r], _mm512_sub_epi8(q01, c32));
+                store_opaque64(qb[r] + 64, _mm512_sub_epi8(q23, c32));
+            }
             for (int j = 0; j < 8; j++) {
-                const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(qb + 16 * j)))),
-                             s = _mm512_set1_ps(dsc[8 * h + j]);
-                for (int t = 0; t < T; t++)
-                    acc[t][j & 3] = _mm512_fmadd_ps(s, _mm512_mul_ps(q, ld(x + (size_t)t * ldx + 256 * b + 128 * h + 16 * j)),
-                                                    acc[t][j & 3]);
+                __m512 wv[4];
+                for (int r = 0; r < NW; r++)
+                    wv[r] = _mm512_mul_ps(_mm512_set1_ps(dsc[r][8 * h + j]),
+                                          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(qb[r] + 16 * j)))));
+                TILE_FMA(acc, wv, 256 * b + 128 * h + 16 * j);
             }
         }
     }
-    for (int t = 0; t < T; t++)
-        out[t] = hsum16(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+    TILE_OUT(acc);
 }
 
-/* T (1-3) activation rows x weight rows [n0, n1), one weight row per pass; Q4_K's K in segments
- * whose sums fit pre at T = 3 (one segment up to 341 blocks: every real K; past that each row's
- * segments are added in order, the same for any T). */
-static void dec_q4_k(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int nb = K / 256, seg = PRE_MAX / (3 * 8);
-    const size_t rb = (size_t)nb * 144;
-    float pre[PRE_MAX], out[3];
-    for (int b0 = 0; b0 < nb; b0 += seg) {
-        const int sn = nb - b0 < seg ? nb - b0 : seg;
-        const float *xs = x + (size_t)b0 * 256;
-        const uint8_t *ws = (const uint8_t *)w + (size_t)b0 * 144;
-        const size_t ldp = (size_t)sn * 8;
-        pre_q4_k(xs, K, T, sn, pre);
-        for (int n = n0; n < n1; n++) {
-            const uint8_t *wr = ws + (size_t)n * rb;
-            if (T == 1) q4_k_pass(1, wr, sn, xs, K, pre, ldp, out);
-            else if (T == 2) q4_k_pass(2, wr, sn, xs, K, pre, ldp, out);
-            else q4_k_pass(3, wr, sn, xs, K, pre, ldp, out);
-            for (int t = 0; t < T; t++) {
-                float *yy = y + (size_t)t * ldy + n;
-                *yy = b0 ? *yy + out[t] : out[t];
-            }
-        }
+/* T (1-8) activation rows x weight rows [n0, n1) in tiles of NW(T) weight rows (at most 24
+ * chains in registers; at least 4 at T = 1 for the FMA latency); the last rows one at a time */
+#define DEFINE_DEC(NAME, PASS, BB)                                                                          \
+    static void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {     \
+        const int nb = K / 256, NW = T <= 2 ? 4 : T <= 4 ? 3 : 2;                                           \
+        const size_t rb = (size_t)nb * BB;                                                                \
+        float out[4 * 8];                                                                                   \
+        for (int n = n0; n < n1;) {                                                                         \
+            const uint8_t *wr = (const uint8_t *)w + (size_t)n * rb;                                       \
+            const int nw = n1 - n >= NW ? NW : 1;                                                           \
+            switch (nw * 16 + T) {                                                                          \
+            case 4 * 16 + 1: PASS(4, 1, wr, rb, nb, x, K, out); break;                                      \
+            case 4 * 16 + 2: PASS(4, 2, wr, rb, nb, x, K, out); break;                                      \
+            case 3 * 16 + 3: PASS(3, 3, wr, rb, nb, x, K, out); break;                                      \
+            case 3 * 16 + 4: PASS(3, 4, wr, rb, nb, x, K, out); break;                                      \
+            case 2 * 16 + 5: PASS(2, 5, wr, rb, nb, x, K, out); break;                                      \
+            case 2 * 16 + 6: PASS(2, 6, wr, rb, nb, x, K, out); break;                                      \
+            case 2 * 16 + 7: PASS(2, 7, wr, rb, nb, x, K, out); break;                                      \
+            case 2 * 16 + 8: PASS(2, 8, wr, rb, nb, x, K, out); break;                                      \
+            case 16 + 1: PASS(1, 1, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 2: PASS(1, 2, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 3: PASS(1, 3, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 4: PASS(1, 4, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 5: PASS(1, 5, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 6: PASS(1, 6, wr, rb, nb, x, K, out); break;                                          \
+            case 16 + 7: PASS(1, 7, wr, rb, nb, x, K, out); break;                                          \
+            default: PASS(1, 8, wr, rb, nb, x, K, out); break;                                              \
+            }                                                                                               \
+            for (int r = 0; r < nw; r++)                                                                    \
+                for (int t = 0; t < T; t++) y[(size_t)t * ldy + n + r] = out[r * T + t];                    \
+            n += nw;                                                                                        \
+        }                                                                                                   \
     }
-}
+DEFINE_DEC(dec_q4_k, q4_k_pass, 144)
+DEFINE_DEC(dec_q6_k, q6_k_pass, 210)
 
-static void dec_q6_k(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int nb = K / 256;
-    const size_t rb = (size_t)nb * 210;
-    float out[3];
-    for (int n = n0; n < n1; n++) {
-        const uint8_t *wr = (const uint8_t *)w + (size_t)n * rb;
-        if (T == 1) q6_k_pass(1, wr, nb, x, K, out);
-        else if (T == 2) q6_k_pass(2, wr, nb, x, K, out);
-        else q6_k_pass(3, wr, nb, x, K, out);
-        for (int t = 0; t < T; t++) y[(size_t)t * ldy + n] = out[t];
-    }
-}
-
-/* kernels.h matmul: decode here, 3 activation rows at a time; prefill (T >= 4) the AVX2 path's */
+/* kernels.h matmul: decode here; prefill (T >= 4) the AVX2 path's */
 #define MM_K512(NAME, AVX2, DEC)                                                                  \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
         if (T >= 4) {                                                                           \
@@ -188,15 +203,15 @@ static void dec_q6_k(const float *x, int T, int K, const void *w, int n0, int n1
 MM_K512(g4_mm_q4_k_avx512, g4_mm_q4_k_avx2, dec_q4_k)
 MM_K512(g4_mm_q6_k_avx512, g4_mm_q6_k_avx2, dec_q6_k)
 
-/* kernels.h matmul_rows: any T through the decode above, 3 rows at a time over blocks of
+/* kernels.h matmul_rows: any T through the decode above, 8 rows at a time over blocks of
  * ROWS_RB weight rows (160 KB: 32 Q6_K rows of K 6144), so a block stays in L2 while every
  * group of activation rows passes over it and the weights come from DRAM once */
 enum { ROWS_RB = 32 };
 #define MM_ROWS(NAME, DEC)                                                                       \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
         for (int n = n0; n < n1; n += ROWS_RB)                                                  \
-            for (int t0 = 0; t0 < T; t0 += 3)                                                   \
-                DEC(x + (size_t)t0 * K, T - t0 < 3 ? T - t0 : 3, K, w, n, n1 - n < ROWS_RB ? n1 : n + ROWS_RB, \
+            for (int t0 = 0; t0 < T; t0 += 8)                                                   \
+                DEC(x + (size_t)t0 * K, T - t0 < 8 ? T - t0 : 8, K, w, n, n1 - n < ROWS_RB ? n1 : n + ROWS_RB, \
                     y + (size_t)t0 * ldy, ldy);                                                 \
     }
 MM_ROWS(g4_mm_rows_q4_k_avx512, dec_q4_k)

@@ -18,7 +18,7 @@
 #   with gemma4c's avx2 / avx512 paths; default: built in LLAMA_CPP_DIR/build)
 #   G4_CPU_ISA=avx2|avx512|... (gemma4c's kernel path, recorded in the commands)
 #   G4_FLAGS="--act-q8" (more gemma4c bench flags, recorded in the commands)
-#   Quantized weights: MODEL=GGUF=path/to/file.gguf (both engines on the one file)
+#   Quantized weights: MODEL=path/to/file.gguf GGUF=path/to/file.gguf (both engines on the one file)
 set -euo pipefail
 
 . "$(dirname "$0")/common.sh"

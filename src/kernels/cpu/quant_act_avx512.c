@@ -1,18 +1,21 @@
-/* quant_act_avx512.c — the int8-activation matmul (--act-q8) of 12 or more activation rows (prefill,
- * batched decode) over every quantized type with AVX512-VNNI, bit-identical to the AVX2 tiles
- * (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
+/* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: inputs of several
+ * activation rows (prefill, batched decode) over every quantized type, and one row over Q8_0 /
+ * Q4_0 / Q5_0; bit-identical to the AVX2 tiles (quant_act_avx2.c) and so to ggml's x86
+ * ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
  * integer sum over the bytes 4l..4l+3 of the block's vectors; acc_l += (dx * dy_t) * float(lane l);
  * at the end of the row one fixed tree of adds over the 8 lanes. Here a 512-bit register holds one
  * lane l for 16 activation rows at once: the activation rows' bytes are transposed once per call
  * into [block][dword][t], and vpdpbusd multiplies a weight dword, broadcast, by the 16 rows' bytes,
- * 64 products per instruction where AVX2 takes two (maddubs, madd) per 32. The integers are ggml's
+ * 64 products per instruction where AVX2 takes two (maddubs, madd) per 32. Over the 32-weight
+ * blocks the same kernels run on 256-bit registers too, 8 rows a chunk (quant_act_vnni_tiles.h
+ * holds both widths), for 6-9 rows past whole chunks of 16 (vnni_plan). The integers are ggml's
  * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
  * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
- * fmadd chains per lane and the final trees, done for 16 rows at a time. A block's weights are
- * unpacked and stored for the broadcasts one block ahead of the dots that read them. Decode and
- * short inputs keep the AVX2 tiles. */
+ * fmadd chains per lane and the final trees, done for a chunk's rows at a time. A block's weights
+ * are unpacked and stored for the broadcasts one block ahead of the dots that read them. The rows
+ * vnni_plan gives no chunk keep the AVX2 tiles. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdint.h>
@@ -23,17 +26,24 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* TC: rows per chunk (one 512-bit lane each; a last chunk of VNNI_PAD_MIN or more rows is padded to
- * TC, fewer take the AVX2 tiles, which a padded chunk would cost more than); SC: chunks transposed
- * per pass, so that a group of RG weight rows stays in L1/L2 while SC * TC activation rows pass
- * over it */
-enum { TC = 16, VNNI_PAD_MIN = 12, SC = 4, RG = 16 };
+/* TC: rows per chunk of the 512-bit kernels; SC / KSC: chunks transposed per pass (a K-quant
+ * chunk is 4.9 KB per block), so that a group of RG weight rows stays in L1/L2 while their rows
+ * pass over it */
+enum { TC = 16, SC = 4, KSC = 2, RG = 16 };
 
-/* The rows [0, returned) the VNNI kernels take: whole chunks, and a last one of VNNI_PAD_MIN or more */
-static int vnni_rows(int T) { return T % TC >= VNNI_PAD_MIN ? T : T / TC * TC; }
-
-/* A chunk's bytes per block: [l][t][4] activation bytes (8 * 64), then [t] the blocks' d as float */
-enum { CHUNK_BLOCK_BYTES = 8 * 64 + TC * 4 };
+/* Which rows take which chunk kernels, by what each costs against the AVX2 tiles (one core,
+ * bench/quant_act_bench.c): [0, t16) chunks of 16 rows, a last one of pad16 or more rows padded;
+ * [t16, t8) one chunk of 8 rows on 256-bit registers (pad8 to 8 rows, padded; 0 for none); [t8, T)
+ * the AVX2 tiles. Over the 32-weight blocks a padded 16-row chunk costs about what 10 rows take on
+ * 8-row chunk + AVX2 tiles, a padded 8-row chunk what 5-6 rows take on the AVX2 tiles; over the
+ * K-quants the AVX2 tiles run near the 256-bit VNNI kernel's rate (62-66 against 59-70 GMAC/s at
+ * 8 rows), so those take no 8-row chunks and pad from 12 rows as before. */
+static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
+    const int r = T % TC;
+    *t16 = r >= pad16 ? T : T - r;
+    const int r8 = T - *t16;
+    *t8 = *t16 + (pad8 && r8 >= pad8 ? (r8 < 8 ? r8 : 8) : 0);
+}
 
 AI float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
 
@@ -42,174 +52,70 @@ AI float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8));
  * shuffle operations that share ports with the dot products */
 AI void store_opaque32(int32_t *p, __m256i v) { __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[8])p) : "x"(v)); }
 
-/* Rows [0, tn) of xq (Q8_0 blocks, row stride xb) as one chunk: per block, for each l the 16 rows'
- * bytes 4l..4l+3 + 128 (rows past tn: 0 + 128, and d 0, so they add zeros) */
-static void chunk_build(const uint8_t *xq, size_t xb, int tn, int nb, uint8_t *chunk) {
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32((int)xb));
-    const __mmask16 live = (__mmask16)((1u << tn) - 1);
-    const __m512i off = _mm512_set1_epi8((char)0x80);
-    for (int b = 0; b < nb; b++) {
-        uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
-        const uint8_t *qs = xq + (size_t)b * G4_Q8_0_BYTES + 2;
-        for (int l = 0; l < 8; l++) {
-            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, qs + 4 * l, 1);
-            _mm512_store_si512(cb + 64 * l, _mm512_xor_si512(v, off));
-        }
-        float *d = (float *)(cb + 8 * 64);
-        for (int t = 0; t < TC; t++) d[t] = t < tn ? f16(xq + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES) : 0.0f;
-    }
-}
-
-/* One weight row's share of a block: its 32 quants and offsets stored for the broadcasts, and
- * dx * dy_t for the 16 rows (the same float product as ggml's) */
-AI __m512 tile_row(int kind, const uint8_t *blk, const uint8_t *cb, int32_t q[8], int32_t c[8]) {
+/* One weight row's 32 quants of a block and their offsets, stored for the tile's broadcasts */
+AI void tile_quants(int kind, const uint8_t *blk, int32_t q[8], int32_t c[8]) {
     const __m256i qx = g4_act_unpack32_avx2(kind, blk);
     store_opaque32(q, qx);
     /* -128 * (the sum of each dword's 4 quants): takes the activation bytes' offset back out */
     store_opaque32(c, _mm256_sub_epi32(_mm256_setzero_si256(),
                                        _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), qx)));
-    return _mm512_mul_ps(_mm512_set1_ps(f16(blk)), _mm512_load_ps((const float *)(cb + 8 * 64)));
 }
 
-AI __m512 dot(__m512 acc, __m512 d, __m512i a, int32_t c, int32_t q) {
-    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_set1_epi32(c), a, _mm512_set1_epi32(q))), acc);
-}
+/* ---------------------------------------------------------------- the chunk kernels, both widths */
 
-/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)) (g4_act_hsum8_avx2), for
- * the 16 rows */
-AI __m512 sum8(const __m512 a[8]) {
-    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
-                         _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-}
+#define NM(x) x##_w16
+#define W 16
+#define VB 64
+#define VI __m512i
+#define VF __m512
+#define VMASK __mmask16
+#define V_ZI() _mm512_setzero_si512()
+#define V_ZF() _mm512_setzero_ps()
+#define V_SET1I(x) _mm512_set1_epi32(x)
+#define V_SET1B(x) _mm512_set1_epi8(x)
+#define V_SET1F(x) _mm512_set1_ps(x)
+#define V_LDI(p) _mm512_load_si512((const void *)(p))
+#define V_LDF(p) _mm512_load_ps((const void *)(p))
+#define V_STI(p, v) _mm512_store_si512((void *)(p), v)
+#define V_STF(p, v) _mm512_store_ps(p, v)
+#define V_XORI _mm512_xor_si512
+#define V_MULLO _mm512_mullo_epi32
+#define V_IOTA _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define V_GATHER(m, idx, base) _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, base, 1)
+#define V_DPBUSD _mm512_dpbusd_epi32
+#define V_CVT _mm512_cvtepi32_ps
+#define V_FMA _mm512_fmadd_ps
+#define V_MULF _mm512_mul_ps
+#define V_ADDF _mm512_add_ps
+#include "kernels/cpu/quant_act_vnni_tiles.h"
 
-/* the results of rows t < tn to y[t * ldy] */
-AI void store_rows(__m512 s, int tn, float *y, int ldy) {
-    float out[TC] __attribute__((aligned(64)));
-    _mm512_store_ps(out, s);
-    for (int t = 0; t < tn; t++) y[(size_t)t * ldy] = out[t];
-}
+#define NM(x) x##_w8
+#define W 8
+#define VB 32
+#define VI __m256i
+#define VF __m256
+#define VMASK __mmask8
+#define V_ZI() _mm256_setzero_si256()
+#define V_ZF() _mm256_setzero_ps()
+#define V_SET1I(x) _mm256_set1_epi32(x)
+#define V_SET1B(x) _mm256_set1_epi8(x)
+#define V_SET1F(x) _mm256_set1_ps(x)
+#define V_LDI(p) _mm256_load_si256((const __m256i *)(p))
+#define V_LDF(p) _mm256_load_ps((const float *)(p))
+#define V_STI(p, v) _mm256_store_si256((__m256i *)(p), v)
+#define V_STF(p, v) _mm256_store_ps(p, v)
+#define V_XORI _mm256_xor_si256
+#define V_MULLO _mm256_mullo_epi32
+#define V_IOTA _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
+#define V_GATHER(m, idx, base) _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), m, idx, base, 1)
+#define V_DPBUSD _mm256_dpbusd_epi32
+#define V_CVT _mm256_cvtepi32_ps
+#define V_FMA _mm256_fmadd_ps
+#define V_MULF _mm256_mul_ps
+#define V_ADDF _mm256_add_ps
+#include "kernels/cpu/quant_act_vnni_tiles.h"
 
-/* R (1 or 2) weight rows from w (stride rb) × one chunk's 16 activation rows: results for rows
- * t < tn to y[t * ldy + r]. The accumulators as two arrays of 8 (GCC keeps those in registers,
- * one array of 16 it left in memory). */
-AI void tile(int kind, int R, const uint8_t *w, size_t rb, size_t bb, int nb, const uint8_t *chunk, int tn, float *y,
-             int ldy) {
-    __m512 a0[8], a1[8];
-    for (int l = 0; l < 8; l++) a0[l] = a1[l] = _mm512_setzero_ps();
-    /* block b + 1's quants are stored while block b's dots run, so its broadcasts do not wait on
-     * the stores */
-    int32_t q0[2][8], c0[2][8], q1[2][8], c1[2][8];
-    __m512 d0 = tile_row(kind, w, chunk, q0[0], c0[0]);
-    __m512 d1 = R == 2 ? tile_row(kind, w + rb, chunk, q1[0], c1[0]) : d0;
-    for (int b = 0; b < nb; b++) {
-        const uint8_t *cb = chunk + (size_t)b * CHUNK_BLOCK_BYTES;
-        const int p = b & 1;
-        g4_prefetch_ahead(w + (size_t)b * bb, bb);   /* weights from DRAM: the rows' stream, ahead */
-        if (R == 2) g4_prefetch_ahead(w + rb + (size_t)b * bb, bb);
-        __m512 e0 = d0, e1 = d1;
-        if (b + 1 < nb) {
-            e0 = tile_row(kind, w + (size_t)(b + 1) * bb, cb + CHUNK_BLOCK_BYTES, q0[p ^ 1], c0[p ^ 1]);
-            if (R == 2) e1 = tile_row(kind, w + rb + (size_t)(b + 1) * bb, cb + CHUNK_BLOCK_BYTES, q1[p ^ 1], c1[p ^ 1]);
-        }
-#pragma GCC unroll 8
-        for (int l = 0; l < 8; l++) {
-            const __m512i a = _mm512_load_si512(cb + 64 * l);
-            a0[l] = dot(a0[l], d0, a, c0[p][l], q0[p][l]);
-            if (R == 2) a1[l] = dot(a1[l], d1, a, c1[p][l], q1[p][l]);
-        }
-        d0 = e0, d1 = e1;
-    }
-    store_rows(sum8(a0), tn, y, ldy);
-    if (R == 2) store_rows(sum8(a1), tn, y + 1, ldy);
-}
-
-/* Decode (one activation row): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
- * weights as the unsigned operand — Q4_0 / Q5_0's quants before their offset (8, 16), Q8_0's + 128 —
- * and the accumulator starting at -offset * (the activation dword's byte sum), computed once a
- * block for the NR weight rows: one vpdpbusd where AVX2 takes sign, sign, maddubs and madd */
-AI __m256i dec_weights(int kind, const uint8_t *b) {
-    if (kind == G4_ACT_K_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
-    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-    if (kind == G4_ACT_K_Q4_0) return nib;
-    uint32_t qh;   /* Q5_0: bit i of qh is weight i's fifth bit */
-    memcpy(&qh, b + 2, 4);
-    return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
-}
-
-AI void dec_tile(int kind, int NR, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, int nb, float *y) {
-    const int shift = kind == G4_ACT_K_Q8_0 ? 7 : kind == G4_ACT_K_Q4_0 ? 3 : 4;   /* offset 128, 8, 16 */
-    __m256 acc[4];
-    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
-    for (int b = 0; b < nb; b++) {
-        if (NR == 4) g4_prefetch_ahead(w + (size_t)b * 4 * bb, 4 * bb);   /* the 4 rows: contiguous */
-        const uint8_t *xb = x + (size_t)b * G4_Q8_0_BYTES;
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)(xb + 2));
-        const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), shift));
-        const __m256 dy = _mm256_set1_ps(g4_f16_f32_avx2[xb[0] | xb[1] << 8]);
-        for (int r = 0; r < NR; r++) {
-            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
-            const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
-            /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
-            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_f16_f32_avx2[blk[0] | blk[1] << 8]), dy);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
-        }
-    }
-    for (int r = 0; r < NR; r++) y[r] = g4_act_hsum8_avx2(acc[r]);
-}
-
-AI void dec(int kind, size_t bb, const void *xq, int K, const void *w, int n0, int n1, float *y) {
-    const int nb = K / 32;
-    const size_t rb = (size_t)nb * bb;
-    int n = n0;
-    for (; n + 4 <= n1; n += 4) dec_tile(kind, 4, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
-    for (; n < n1; n++) dec_tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
-}
-
-AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
-             float *y, int ldy) {
-    if (T == 1) { dec(kind, bb, xq, K, w, n0, n1, y); return; }
-    const int nb = K / 32, tv = vnni_rows(T);
-    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES, cs = (size_t)nb * CHUNK_BLOCK_BYTES;
-    uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES / 4) : NULL;
-    const int t_avx2 = chunks ? tv : 0;
-    if (t_avx2 < T) avx2((const uint8_t *)xq + (size_t)t_avx2 * xb, T - t_avx2, K, w, n0, n1, y + (size_t)t_avx2 * ldy, ldy);
-    if (!chunks) return;
-    T = tv;
-    for (int t0 = 0; t0 < T; t0 += SC * TC) {
-        const int sn = T - t0 < SC * TC ? T - t0 : SC * TC, nc = (sn + TC - 1) / TC;
-        for (int ci = 0; ci < nc; ci++) {
-            const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
-            chunk_build((const uint8_t *)xq + (size_t)(t0 + ci * TC) * xb, xb, tn, nb, chunks + ci * cs);
-        }
-        for (int g0 = n0; g0 < n1; g0 += RG) {
-            const int g1 = g0 + RG < n1 ? g0 + RG : n1;
-            for (int ci = 0; ci < nc; ci++) {
-                const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
-                float *yc = y + (size_t)(t0 + ci * TC) * ldy;
-                int n = g0;
-                for (; n + 2 <= g1; n += 2)
-                    tile(kind, 2, (const uint8_t *)w + (size_t)n * rb, rb, bb, nb, chunks + ci * cs, tn, yc + n, ldy);
-                if (n < g1) tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, nb, chunks + ci * cs, tn, yc + n, ldy);
-            }
-        }
-    }
-}
-
-void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_ACT_K_Q8_0, 34, g4_mmq_q8_0_avx2, xq, T, K, w, n0, n1, y, ldy);
-}
-void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_ACT_K_Q4_0, 18, g4_mmq_q4_0_avx2, xq, T, K, w, n0, n1, y, ldy);
-}
-void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
-}
-
-/* ---------------------------------------------------------------- K-quants × Q8_K */
+/* ---------------------------------------------------------------- K-quants × Q8_K (16-row chunks) */
 
 /* ggml's x86 ggml_vec_dot_q4_K_q8_K per (weight row, activation row t, block of 256): 8 int32
  * lanes, lane l = sum over the 8 sub-blocks k of sc_k * (the 4 products of its bytes 4l..4l+3,
@@ -225,7 +131,6 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
  * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1) */
 enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4,
        KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
-enum { KSC = 2 };   /* chunks per pass (a chunk is 4.9 KB per block) */
 
 static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk) {
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -305,9 +210,9 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
             accm[i] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(pr), accm[i]);
         }
     }
-    /* ggml's hsum8(acc) + hsum4(accm) */
+    /* ggml's hsum8_w16(acc) + hsum4(accm) */
     const __m512 m = _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
-    store_rows(_mm512_add_ps(sum8(acc), m), tn, y, ldy);
+    store_rows_w16(_mm512_add_ps(sum8_w16(acc), m), tn, y, ldy);
 }
 
 /* ggml's x86 ggml_vec_dot_q6_K_q8_K the same way: quants 0..63 (the -32 taken out through the
@@ -371,14 +276,87 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
     }
-    store_rows(sum8(acc), tn, y, ldy);
+    store_rows_w16(sum8_w16(acc), tn, y, ldy);
+}
+
+/* ---------------------------------------------------------------- the entries */
+
+/* Decode (one activation row): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
+ * weights as the unsigned operand — Q4_0 / Q5_0's quants before their offset (8, 16), Q8_0's + 128 —
+ * and the accumulator starting at -offset * (the activation dword's byte sum), computed once a
+ * block for the NR weight rows: one vpdpbusd where AVX2 takes sign, sign, maddubs and madd */
+AI __m256i dec_weights(int kind, const uint8_t *b) {
+    if (kind == G4_ACT_K_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+    if (kind == G4_ACT_K_Q4_0) return nib;
+    uint32_t qh;   /* Q5_0: bit i of qh is weight i's fifth bit */
+    memcpy(&qh, b + 2, 4);
+    return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
+}
+
+AI void dec_tile(int kind, int NR, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, int nb, float *y) {
+    const int shift = kind == G4_ACT_K_Q8_0 ? 7 : kind == G4_ACT_K_Q4_0 ? 3 : 4;   /* offset 128, 8, 16 */
+    __m256 acc[4];
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        if (NR == 4) g4_prefetch_ahead(w + (size_t)b * 4 * bb, 4 * bb);   /* the 4 rows: contiguous */
+        const uint8_t *xb = x + (size_t)b * G4_Q8_0_BYTES;
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)(xb + 2));
+        const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), shift));
+        const __m256 dy = _mm256_set1_ps(g4_f16_f32_avx2[xb[0] | xb[1] << 8]);
+        for (int r = 0; r < NR; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+            const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
+            /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
+            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_f16_f32_avx2[blk[0] | blk[1] << 8]), dy);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
+        }
+    }
+    for (int r = 0; r < NR; r++) y[r] = g4_act_hsum8_avx2(acc[r]);
+}
+
+AI void dec(int kind, size_t bb, const void *xq, int K, const void *w, int n0, int n1, float *y) {
+    const int nb = K / 32;
+    const size_t rb = (size_t)nb * bb;
+    int n = n0;
+    for (; n + 4 <= n1; n += 4) dec_tile(kind, 4, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
+    for (; n < n1; n++) dec_tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
+}
+
+AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
+             float *y, int ldy) {
+    if (T == 1) { dec(kind, bb, xq, K, w, n0, n1, y); return; }
+    const int nb = K / 32;
+    const size_t xb = (size_t)nb * G4_Q8_0_BYTES;
+    int t16, t8;
+    vnni_plan(T, 10, 6, &t16, &t8);
+    uint8_t *chunks = t8 ? (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES_w16 / 4) : NULL;
+    if (!chunks) t16 = t8 = 0;
+    if (t8 < T) avx2((const uint8_t *)xq + (size_t)t8 * xb, T - t8, K, w, n0, n1, y + (size_t)t8 * ldy, ldy);
+    if (t16) gemm_part_w16(kind, bb, xq, xb, t16, nb, w, n0, n1, y, ldy, chunks);
+    if (t8 > t16) gemm_part_w8(kind, bb, (const uint8_t *)xq + (size_t)t16 * xb, xb, t8 - t16, nb, w, n0, n1, y + (size_t)t16 * ldy, ldy, chunks);
+}
+
+void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q8_0, 34, g4_mmq_q8_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q4_0, 18, g4_mmq_q4_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 
 typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);
 
 static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
                   int n1, float *y, int ldy) {
-    const int nb = K / 256, tv = vnni_rows(T);
+    const int nb = K / 256;
+    int tv, t8;
+    vnni_plan(T, 12, 0, &tv, &t8);
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
     const int t_avx2 = chunks ? tv : 0;
     if (t_avx2 < T)

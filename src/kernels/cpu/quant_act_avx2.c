@@ -71,7 +71,9 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
     const uint8_t *rows = w + (size_t)n * rb;   /* the NR rows: contiguous, 4 * bb bytes per block step */
     for (int b = 0; b < nb; b++) {
-        if (NT == 1 && NR == 4) g4_prefetch_ahead(rows + (size_t)b * 4 * bb, 4 * bb);   /* decode */
+        /* the first pass over these rows reads them from DRAM (decode of one sequence or a few):
+         * the NR rows' linear range, ahead; later passes find them in cache */
+        if (t0 == 0) g4_prefetch_ahead(rows + (size_t)b * NR * bb, (size_t)NR * bb);
         __m256i qy[4];
         __m256 dy[4];
         for (int t = 0; t < NT; t++) {
@@ -205,7 +207,7 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); acc_m[t] = _mm_setzero_ps(); }
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = row + (size_t)i * 144;
-        if (NT == 1) g4_prefetch_ahead(b, 144);   /* decode: rows one after another, one stream */
+        if (t0 == 0) g4_prefetch_ahead(b, 144);   /* the first pass reads the rows from DRAM, one after another */
         const float dw = f16(b), dmw = f16(b + 2);
         uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
         g4_q4_k_scales(b + 4, utmp);
@@ -251,7 +253,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = row + (size_t)i * 210;
-        if (NT == 1) g4_prefetch_ahead(b, 210);   /* decode */
+        if (t0 == 0) g4_prefetch_ahead(b, 210);   /* the first pass */
         const float dw = f16(b + 208);
         const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
         __m256i sumi[4];

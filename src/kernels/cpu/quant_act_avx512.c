@@ -10,7 +10,7 @@
  * into [block][dword][t], and vpdpbusd multiplies a weight dword, broadcast, by the 16 rows' bytes,
  * 64 products per instruction where AVX2 takes two (maddubs, madd) per 32. Over the 32-weight
  * blocks the same kernels run on 256-bit registers too, 8 rows a chunk (quant_act_vnni_tiles.h
- * holds both widths), for 6-9 rows past whole chunks of 16 (vnni_plan). The integers are ggml's
+ * holds both widths), for 7-9 rows past whole chunks of 16 (vnni_plan). The integers are ggml's
  * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
  * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
  * fmadd chains per lane and the final trees, done for a chunk's rows at a time. A block's weights
@@ -31,13 +31,14 @@
  * pass over it */
 enum { TC = 16, SC = 4, KSC = 2, RG = 16 };
 
-/* Which rows take which chunk kernels, by what each costs against the AVX2 tiles (one core,
- * bench/quant_act_bench.c): [0, t16) chunks of 16 rows, a last one of pad16 or more rows padded;
- * [t16, t8) one chunk of 8 rows on 256-bit registers (pad8 to 8 rows, padded; 0 for none); [t8, T)
- * the AVX2 tiles. Over the 32-weight blocks a padded 16-row chunk costs about what 10 rows take on
- * 8-row chunk + AVX2 tiles, a padded 8-row chunk what 5-6 rows take on the AVX2 tiles; over the
- * K-quants the AVX2 tiles run near the 256-bit VNNI kernel's rate (62-66 against 59-70 GMAC/s at
- * 8 rows), so those take no 8-row chunks and pad from 12 rows as before. */
+/* Which rows take which chunk kernels, by what each costs (one core, bench/quant_act_bench.c):
+ * [0, t16) chunks of 16 rows, a last one of pad16 or more rows padded; [t16, t8) one chunk of 8 rows
+ * on 256-bit registers (pad8 to 8 rows, padded; 0 for none); [t8, T) the rest. Over the 32-weight
+ * blocks the rest (at most DEC_MAX_ROWS rows) take the decode tiles below, and a padded 16-row
+ * chunk costs about what 10 rows take on an 8-row chunk and those; over the K-quants the rest take
+ * the AVX2 tiles, which run near the rate of a 256-bit VNNI kernel (62-66 against 59-70 GMAC/s at
+ * 8 rows), so those take no 8-row chunks and pad from 12 rows. */
+enum { DEC_MAX_ROWS = 6 };
 static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
     const int r = T % TC;
     *t16 = r >= pad16 ? T : T - r;
@@ -281,7 +282,7 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
 
 /* ---------------------------------------------------------------- the entries */
 
-/* Decode (one activation row): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
+/* Decode (1-6 activation rows): ggml's 8 lanes in a 256-bit register, as the AVX2 tile, with the
  * weights as the unsigned operand — Q4_0 / Q5_0's quants before their offset (8, 16), Q8_0's + 128 —
  * and the accumulator starting at -offset * (the activation dword's byte sum), computed once a
  * block for the NR weight rows: one vpdpbusd where AVX2 takes sign, sign, maddubs and madd */
@@ -296,46 +297,78 @@ AI __m256i dec_weights(int kind, const uint8_t *b) {
     return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
 }
 
-AI void dec_tile(int kind, int NR, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, int nb, float *y) {
+AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, size_t xb, int nb,
+                 int pf, float *y, int ldy) {
     const int shift = kind == G4_ACT_K_Q8_0 ? 7 : kind == G4_ACT_K_Q4_0 ? 3 : 4;   /* offset 128, 8, 16 */
-    __m256 acc[4];
-    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+    __m256 acc[4][3];
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        if (NR == 4) g4_prefetch_ahead(w + (size_t)b * 4 * bb, 4 * bb);   /* the 4 rows: contiguous */
-        const uint8_t *xb = x + (size_t)b * G4_Q8_0_BYTES;
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)(xb + 2));
-        const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), shift));
-        const __m256 dy = _mm256_set1_ps(g4_f16_f32_avx2[xb[0] | xb[1] << 8]);
+        if (pf) g4_prefetch_ahead(w + (size_t)b * NR * bb, (size_t)NR * bb);   /* the NR rows: contiguous */
+        __m256i qy[3], c[3];
+        __m256 dy[3];
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *xbl = x + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES;
+            qy[t] = _mm256_loadu_si256((const __m256i *)(xbl + 2));
+            c[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                    _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy[t]), shift));
+            dy[t] = _mm256_set1_ps(g4_f16_f32_avx2[xbl[0] | xbl[1] << 8]);
+        }
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
-            const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
-            /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
-            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_f16_f32_avx2[blk[0] | blk[1] << 8]), dy);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
+            const __m256i wu = dec_weights(kind, blk);
+            const __m256 dx = _mm256_set1_ps(g4_f16_f32_avx2[blk[0] | blk[1] << 8]);
+            for (int t = 0; t < NT; t++) {
+                const __m256i s = _mm256_dpbusd_epi32(c[t], wu, qy[t]);
+                /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), _mm256_cvtepi32_ps(s), acc[r][t]);
+            }
         }
     }
-    for (int r = 0; r < NR; r++) y[r] = g4_act_hsum8_avx2(acc[r]);
+    for (int r = 0; r < NR; r++)
+        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + r] = g4_act_hsum8_avx2(acc[r][t]);
 }
 
-AI void dec(int kind, size_t bb, const void *xq, int K, const void *w, int n0, int n1, float *y) {
-    const int nb = K / 32;
+/* T (1-6) activation rows (stride xb) x weight rows [n0, n1) through dec_tile, up to 3 rows a
+ * tile (4 as 2 + 2); several rows go per group of 16 weight rows, which stays in cache while the
+ * later tiles pass over it (the first reads it from DRAM, prefetching) */
+AI void dec_rows(int kind, size_t bb, const uint8_t *xq, size_t xb, int T, int nb, const void *w, int n0, int n1,
+                 float *y, int ldy) {
     const size_t rb = (size_t)nb * bb;
-    int n = n0;
-    for (; n + 4 <= n1; n += 4) dec_tile(kind, 4, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
-    for (; n < n1; n++) dec_tile(kind, 1, (const uint8_t *)w + (size_t)n * rb, rb, bb, xq, nb, y + n);
+    const int G = T == 1 ? n1 - n0 : 16;
+    for (int g0 = n0; g0 < n1; g0 += G) {
+        const int g1 = n1 - g0 < G ? n1 : g0 + G;
+        for (int t0 = 0; t0 < T;) {
+            const int tn = T - t0 == 4 ? 2 : T - t0 < 3 ? T - t0 : 3, pf = t0 == 0;
+            const uint8_t *x = xq + (size_t)t0 * xb;
+            float *yt = y + (size_t)t0 * ldy;
+            int n = g0;
+#define DEC_ROWS_CASE(NT)                                                                                   \
+    case NT:                                                                                                \
+        for (; n + 4 <= g1; n += 4) dec_tile(kind, 4, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, pf, yt + n, ldy); \
+        for (; n < g1; n++) dec_tile(kind, 1, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, pf, yt + n, ldy); \
+        break;
+            switch (tn) {
+                DEC_ROWS_CASE(1)
+                DEC_ROWS_CASE(2)
+                DEC_ROWS_CASE(3)
+            }
+#undef DEC_ROWS_CASE
+            t0 += tn;
+        }
+    }
 }
 
 AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0, int n1,
              float *y, int ldy) {
-    if (T == 1) { dec(kind, bb, xq, K, w, n0, n1, y); return; }
     const int nb = K / 32;
     const size_t xb = (size_t)nb * G4_Q8_0_BYTES;
+    if (T <= DEC_MAX_ROWS) { dec_rows(kind, bb, xq, xb, T, nb, w, n0, n1, y, ldy); return; }
     int t16, t8;
-    vnni_plan(T, 10, 6, &t16, &t8);
-    uint8_t *chunks = t8 ? (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES_w16 / 4) : NULL;
-    if (!chunks) t16 = t8 = 0;
-    if (t8 < T) avx2((const uint8_t *)xq + (size_t)t8 * xb, T - t8, K, w, n0, n1, y + (size_t)t8 * ldy, ldy);
+    vnni_plan(T, 10, 7, &t16, &t8);
+    uint8_t *chunks = (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES_w16 / 4);
+    if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }   /* out of memory: the AVX2 tiles need none */
+    if (t8 < T) dec_rows(kind, bb, (const uint8_t *)xq + (size_t)t8 * xb, xb, T - t8, nb, w, n0, n1, y + (size_t)t8 * ldy, ldy);
     if (t16) gemm_part_w16(kind, bb, xq, xb, t16, nb, w, n0, n1, y, ldy, chunks);
     if (t8 > t16) gemm_part_w8(kind, bb, (const uint8_t *)xq + (size_t)t16 * xb, xb, t8 - t16, nb, w, n0, n1, y + (size_t)t16 * ldy, ldy, chunks);
 }

@@ -4,11 +4,14 @@
  * is read once per call; its 32 quants become two 16-lane float vectors in registers, dotted with
  * every activation row. Inputs of more rows keep the AVX2 entry (the dequantized-panel GEMM).
  *
- * The float contract is the AVX2 kernel's (quant_legacy_avx2.c), at 16 lanes instead of 8: per
- * block s = q[0:16] * x[0:16] + q[16:32] * x[16:32] lane by lane (q the signed quant, exact in
- * float), acc += d * s, and acc's 16 lanes summed at the end of the row by one fixed tree (hsum4).
- * Q4_0 / Q5_0 quants are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x)
- * term. The order differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's tolerance.
+ * Q8_0 / Q5_0: the AVX2 kernel's float contract (quant_legacy_avx2.c), at 16 lanes instead of 8:
+ * per block s = q[0:16] * x[0:16] + q[16:32] * x[16:32] lane by lane (q the signed quant, exact in
+ * float), acc += d * s. Q4_0: per block acc += w[0:16] * x[0:16], then + w[16:32] * x[16:32], w the
+ * dequantized weight d * (q - 8) (exact, so the same products as d * (q * x) up to rounding). Either
+ * way acc's 16 lanes are summed at the end of the row by one fixed tree (hsum4); Q4_0 / Q5_0
+ * quants are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x) term. The
+ * order differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's
+ * tolerance.
  *
  * Row invariance: every (weight row, activation row) result is that one chain whatever the number
  * of rows in the call, the row range or the thread count, so a row decoded beside others (slots, a
@@ -39,15 +42,18 @@ AI void q8_0_w(const uint8_t *blk, __m512 w[2]) {
     w[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18))));
 }
 
-/* Q4_0 (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble): the 16
- * bytes zero-extended into int32 lanes; a float permute reads only an index's low 4 bits, so the
- * low nibbles index a table of the 16 signed values as they are, the high ones after a shift (the
- * mask, the conversion and the offset in one operation) */
-AI void q4_0_w(const uint8_t *blk, __m512 w[2]) {
+/* Q4_0 (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble): the
+ * block's 32 weights d * (q - 8) (exact in float: 11 by 4 significant bits), the values
+ * g4_dequant_row gives. The 16 bytes zero-extended into int32 lanes; a float permute reads only an
+ * index's low 4 bits, so the low nibbles index the block's table of its 16 possible weights as they
+ * are, the high ones after a shift (the mask, the conversion, the offset and the scale in one
+ * operation) */
+AI void q4_0_wd(const uint8_t *blk, __m512 w[2]) {
     const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512 tab = _mm512_mul_ps(bcast_f16(blk), lut);
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-    w[0] = _mm512_permutexvar_ps(v, lut);
-    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+    w[0] = _mm512_permutexvar_ps(v, tab);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab);
 }
 
 /* Q5_0 (22 B: f16 d, qh[4], q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble;
@@ -85,7 +91,11 @@ AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks into
- * y[t * ldy + r]. pf: prefetch the weight stream (the first pass over these rows) */
+ * y[t * ldy + r]. pf: prefetch the weight stream (the first pass over these rows). Q8_0 / Q5_0:
+ * per block s = q[0:16] * x[0:16] + q[16:32] * x[16:32], acc += d * s (one multiply a block
+ * and row fewer than the form below at one row, where these kernels are bound by the FMA ports).
+ * Q4_0: the block's weights d * (q - 8) (exact in float) straight from a table, acc += w * x,
+ * 16 weights an FMA: the table costs what the scale did, and the weights serve all TN rows. */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              int pf, float *y, int ldy) {
     const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
@@ -94,11 +104,21 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         if (pf) prefetch_l2(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
+        if (kind == K_Q4_0) {
+            __m512 wv[4][2];
+            for (int r = 0; r < R; r++) q4_0_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
+            for (int t = 0; t < TN; t++) {
+                const float *xb = x + (size_t)t * ldx + 32 * b;
+                __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
+                if (R > 1) __asm__("" : "+v"(x0), "+v"(x1));   /* one load for the R rows, not one folded into each FMA */
+                for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r][1], x1, _mm512_fmadd_ps(wv[r][0], x0, acc[r][t]));
+            }
+            continue;
+        }
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
             __m512 q[2];
             if (kind == K_Q8_0) q8_0_w(blk, q);
-            else if (kind == K_Q4_0) q4_0_w(blk, q);
             else q5_0_w(blk, q);
             const __m512 d = bcast_f16(blk);
             for (int t = 0; t < TN; t++) {

@@ -1,7 +1,7 @@
-/* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: inputs of several
- * activation rows (prefill, batched decode) over every quantized type, and one row over Q8_0 /
- * Q4_0 / Q5_0; bit-identical to the AVX2 tiles (quant_act_avx2.c) and so to ggml's x86
- * ggml_vec_dot_*_q8_0 / *_q8_K.
+/* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
+ * Q8_0 / Q4_0 / Q5_0 (1-6 rows on decode tiles, more on chunks of rows), inputs of 12 or more rows
+ * (prefill, batched decode) over Q4_K / Q6_K; bit-identical to the AVX2 tiles (quant_act_avx2.c)
+ * and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
  * integer sum over the bytes 4l..4l+3 of the block's vectors; acc_l += (dx * dy_t) * float(lane l);
@@ -14,8 +14,8 @@
  * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
  * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
  * fmadd chains per lane and the final trees, done for a chunk's rows at a time. A block's weights
- * are unpacked and stored for the broadcasts one block ahead of the dots that read them. The rows
- * vnni_plan gives no chunk keep the AVX2 tiles. */
+ * are unpacked and stored for the broadcasts one block ahead of the dots that read them. K-quant
+ * rows that vnni_plan gives no chunk keep the AVX2 tiles. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdint.h>

@@ -139,8 +139,9 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_q4_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
-/* AVX512-VNNI: 12 or more activation rows over every quantized type, bit-identical to the AVX2
- * entries above (quant_act_avx512.c), which take the rows short of a chunk */
+/* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of
+ * activation rows over Q8_0 / Q4_0 / Q5_0, 12 or more over Q4_K / Q6_K (the AVX2 entries take
+ * shorter K-quant inputs and the K-quant rows short of a chunk) */
 void g4_mmq_q8_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

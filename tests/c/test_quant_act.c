@@ -238,13 +238,15 @@ static void test_vs_ggml_avx2(void **state) {
 }
 
 /* decode and prefill (avx2: T >= 4 runs the GEMM tiles of up to 6 activation rows, in chunks of
- * 30; avx512 with VNNI: one row on its own tiles, more in chunks of 16 rows, 4 (K-quants 2) a pass,
- * a last chunk of 12-15 rows padded and one of fewer rows on the avx2 tiles): every (row, t)
- * bit-identical to the avx2 one-row decode tile (ggml's vec_dot), for T at and around the tile
- * and chunk edges, row ranges not starting at 0, and K of 1 and 2 blocks */
+ * 30; avx512 with VNNI, quant_act_avx512.c vnni_plan: chunks of 16 rows, 4 (K-quants 2) a pass, a
+ * last one padded from 10 rows (K-quants 12); over the 32-weight blocks 7-9 rows past them on a
+ * chunk of 8 and up to 6 on the decode tiles (3 rows a tile), K-quant rows short of a chunk on
+ * the avx2 tiles): every (row, t) bit-identical to the avx2 one-row decode tile (ggml's vec_dot),
+ * for T at and around the tile and chunk edges, row ranges not starting at 0, and K of 1 and 2
+ * blocks */
 static void check_prefill_gemm(const g4_kernels *k) {
     const g4_kernels *one = g4_kernels_avx2();
-    const int Ts[] = {1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 16, 17, 28, 30, 31, 37, 64, 65, 83}, N = 21, n0 = 3;
+    const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 25, 26, 28, 30, 31, 37, 64, 65, 83}, N = 21, n0 = 3;
     for (size_t ti = 0; ti < NTYPES; ti++)
         for (int K = 256; K <= COLS; K += 256) {
             const g4_dtype dt = types[ti];

@@ -25,6 +25,11 @@ static inline void g4_prefetch_ahead(const void *p, size_t n) {
     for (size_t l = 0; l < n; l += 64) __builtin_prefetch((const char *)p + G4_PF_BYTES + l, 0, 2);
 }
 
+/* A vector value the compiler must hold in a register as it is at this point: it can neither fold
+ * the value's load into every operation that reads it (a load per use where one was meant to
+ * serve several) nor reassociate the arithmetic that produced it */
+#define G4_IN_REGISTER(v) __asm__("" : "+v"(v))
+
 /* One row of n elements (n a multiple of the block size) of quantized type dt → float32, in
  * exactly ggml's arithmetic order (no FMA contraction), so results are bit-identical. */
 void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst);

@@ -69,7 +69,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
     __m256 acc[4][4];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
-    const uint8_t *rows = w + (size_t)n * rb;   /* the NR rows: contiguous, 4 * bb bytes per block step */
+    const uint8_t *rows = w + (size_t)n * rb;   /* the NR rows: contiguous, NR * bb bytes per block step */
     for (int b = 0; b < nb; b++) {
         /* the first pass over these rows reads them from DRAM (decode of one sequence or a few):
          * the NR rows' linear range, ahead; later passes find them in cache */
@@ -337,10 +337,6 @@ MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
  * spilled (GCC), 4 shares the unpacking less. */
 enum { GK_NT = 6, GK_TC = 30, GK_NB = 64, GK_RG = 16 };
 
-/* a running sum kept in its register, step by step: GCC otherwise reassociates the integer adds
- * into a tree whose partial sums spill */
-#define GK_KEEP(v) __asm__("" : "+x"(v))
-
 typedef struct {
     __m256i q8s[GK_TC / 2][GK_NB];   /* Q4_K: [t pair][block], the per-32 sums of rows 2p | 2p + 1 */
     float yd[GK_NB][GK_TC + 2];      /* [block][t]: the activation block's d (+2: 8-lane loads) */
@@ -373,7 +369,7 @@ INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
                 const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
                 const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
-                GK_KEEP(sumi[t]);
+                G4_IN_REGISTER(sumi[t]);   /* step by step: GCC reassociated the adds into a tree whose partial sums spilled */
             }
         }
         /* y.d * d and -y.d * dmin for the tile's rows at once (the same products one at a time) */
@@ -419,7 +415,7 @@ INLINE void gk_tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
                 for (int t = 0; t < NT; t++) {
                     const int8_t *q8 = x[(size_t)t * nb + i].qs + 128 * j + 32 * k;
                     sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s, _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8))));
-                    GK_KEEP(sumi[t]);
+                    G4_IN_REGISTER(sumi[t]);
                 }
             }
         }

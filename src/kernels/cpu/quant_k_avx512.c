@@ -61,7 +61,7 @@ AI void q6_k_scales(const uint8_t *blk, float dsc[16]) {
 #define TILE_FMA(acc, wv, k)                                                                                \
     for (int t = 0; t < T; t++) {                                                                           \
         __m512 xv = ld(x + (size_t)t * ldx + (k));                                                          \
-        if (NW > 1) __asm__("" : "+v"(xv)); /* one load for the NW weight rows, not one folded into each */ \
+        if (NW > 1) G4_IN_REGISTER(xv); /* one load for the NW weight rows, not one folded into each */     \
         for (int r = 0; r < NW; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);                   \
     }
 #define TILE_OUT(acc)                                                                                       \

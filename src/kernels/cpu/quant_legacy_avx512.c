@@ -110,7 +110,10 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
                 __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
-                if (R > 1) __asm__("" : "+v"(x0), "+v"(x1));   /* one load for the R rows, not one folded into each FMA */
+                if (R > 1) {   /* one load for the R rows, not one folded into each FMA */
+                    G4_IN_REGISTER(x0);
+                    G4_IN_REGISTER(x1);
+                }
                 for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r][1], x1, _mm512_fmadd_ps(wv[r][0], x0, acc[r][t]));
             }
             continue;

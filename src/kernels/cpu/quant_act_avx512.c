@@ -43,7 +43,7 @@ static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
     const int r = T % TC;
     *t16 = r >= pad16 ? T : T - r;
     const int r8 = T - *t16;
-    *t8 = *t16 + (pad8 && r8 >= pad8 ? (r8 < 8 ? r8 : 8) : 0);
+    if (t8) *t8 = *t16 + (pad8 && r8 >= pad8 ? (r8 < 8 ? r8 : 8) : 0);
 }
 
 AI float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
@@ -129,11 +129,12 @@ AI void tile_quants(int kind, const uint8_t *blk, int32_t q[8], int32_t c[8]) {
  * (sc_2j, sc_2j+1) into the lane's total; vpmaddwd gives the mins' products. */
 
 /* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64), [t] d as float,
- * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1) */
+ * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1)
+ * (kchunk_build fills the region of the weight type at hand, q4_k or not) */
 enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4,
        KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
 
-static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk) {
+static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int q4_k, uint8_t *chunk) {
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)(nb * sizeof(g4_block_q8_K))));
     const __mmask16 live = (__mmask16)((1u << tn) - 1);
@@ -147,9 +148,11 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, uint8_t *chunk
         for (int t = 0; t < TC; t++) {
             const g4_block_q8_K *x = x0 + (size_t)t * nb;
             d[t] = t < tn ? x->d : 0.0f;
-            for (int k = 0; k < 8; k++)   /* ggml's hadd of bsums: the int16 sum over sub-block k */
-                sp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]) : 0;
-            for (int k = 0; k < 16; k++) bp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? x->bsums[k] : 0;
+            if (q4_k)   /* ggml's hadd of bsums: the int16 sum over sub-block k */
+                for (int k = 0; k < 8; k++)
+                    sp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]) : 0;
+            else
+                for (int k = 0; k < 16; k++) bp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? x->bsums[k] : 0;
         }
     }
 }
@@ -385,11 +388,11 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 
 typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);
 
-static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
+static void kgemm(ktile_fn tile, int q4_k, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
                   int n1, float *y, int ldy) {
     const int nb = K / 256;
-    int tv, t8;
-    vnni_plan(T, 12, 0, &tv, &t8);
+    int tv;
+    vnni_plan(T, 12, 0, &tv, NULL);   /* no 8-row chunks over the K-quants */
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
     const int t_avx2 = chunks ? tv : 0;
     if (t_avx2 < T)
@@ -401,7 +404,7 @@ static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq
         const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;
         for (int ci = 0; ci < nc; ci++) {
             const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
-            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, chunks + ci * cs);
+            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, q4_k, chunks + ci * cs);
         }
         for (int g0 = n0; g0 < n1; g0 += RG) {
             const int g1 = g0 + RG < n1 ? g0 + RG : n1;
@@ -415,8 +418,8 @@ static void kgemm(ktile_fn tile, size_t bb, g4_matmul_q8_fn avx2, const void *xq
 }
 
 void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kgemm(ktile_q4_k, 144, g4_mmq_q4_k_avx2, xq, T, K, w, n0, n1, y, ldy);
+    kgemm(ktile_q4_k, 1, 144, g4_mmq_q4_k_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kgemm(ktile_q6_k, 210, g4_mmq_q6_k_avx2, xq, T, K, w, n0, n1, y, ldy);
+    kgemm(ktile_q6_k, 0, 210, g4_mmq_q6_k_avx2, xq, T, K, w, n0, n1, y, ldy);
 }

@@ -17,7 +17,8 @@
 #define ROWS 4
 #define COLS 512
 
-static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K,
+                                 G4_DT_Q5_K};
 
 static void *load(g4_dtype dt, const char *ext, size_t want) {
     char path[256];
@@ -36,6 +37,8 @@ static void test_sizes(void **state) {
     assert_int_equal(g4_dtype_row_bytes(G4_DT_Q5_0, 512), 16 * 22);
     assert_int_equal(g4_dtype_row_bytes(G4_DT_Q4_K, 512), 2 * 144);
     assert_int_equal(g4_dtype_row_bytes(G4_DT_Q6_K, 512), 2 * 210);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q5_K, 512), 2 * 176);
+    assert_string_equal(g4_dtype_name(G4_DT_Q5_K), "Q5_K");
     assert_int_equal(g4_dtype_row_bytes(G4_DT_BF16, 512), 1024);
     assert_string_equal(g4_dtype_name(G4_DT_Q4_K), "Q4_K");
 }
@@ -165,7 +168,7 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
     }
     for (size_t b = 0; b < nbytes / bb; b++) {   /* f16 scales in [2^-9, 2^-8), either sign */
         uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : 0);
-        for (int k = 0; k < (dt == G4_DT_Q4_K ? 2 : 1); k++) {
+        for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K ? 2 : 1); k++) {   /* d (, dmin) */
             *seed = *seed * 1664525u + 1013904223u;
             const uint16_t h = (uint16_t)(0x1800 | ((*seed >> 8) & 0x3ff) | (((*seed >> 20) & 1) << 15));
             p[2 * k] = (uint8_t)h;
@@ -178,14 +181,14 @@ static void test_decode_rows(void **state) {
     (void)state;
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
     const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
-    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256};
-    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256};
-    const int maxT[] = {TM, TM, TM, 3, 3};   /* the rows each kernel keeps row-invariant */
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K};
+    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256};
+    const int maxT[] = {TM, TM, TM, 3, 3, TM};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
     for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 6; i++) {
             const g4_dtype dt = dts[i];
             const int TT = maxT[i];
             for (int kk = 0; kk < 2; kk++) {
@@ -278,31 +281,37 @@ static void test_legacy_avx512_tolerance(void **state) {
                   worst_exact);
 }
 
-/* The avx512 table's Q4_K / Q6_K decode (quant_k_avx512.c) is, bit for bit, its stated chain:
- * per (weight row, activation row) 16 lanes, lane l summing w[16i + l] * x[16i + l] by FMA in
- * i order over g4_dequant_row's weights, then halves added down 16 -> 8 -> 4 -> 2 -> 1. Checked
- * through matmul (T 1-3) and matmul_rows (T 1-16: tiles of 1-4 weight rows by 1-8 activation
- * rows, 11 weight rows so that every tile width leaves a remainder); and its distance from the
- * dot in double, printed. */
-static float k512_chain(const float *w, const float *x, int K) {
+/* The K-quant decodes that multiply dequantized weights are, bit for bit, their stated chain: per
+ * (weight row, activation row) L lanes (16: the avx512 table's Q4_K / Q6_K / Q5_K,
+ * quant_k_avx512.c; 8: the avx2 table's Q5_K, quant_q5_k_avx2.c), lane l summing
+ * w[L i + l] * x[L i + l] by FMA in i order over g4_dequant_row's weights, then halves added down
+ * to one. Checked through matmul (T 1-3) and matmul_rows (T 1-16: tiles of 1-4 weight rows by 1-8
+ * activation rows, 11 weight rows so that every tile width leaves a remainder); and their distance
+ * from the dot in double, printed. */
+static float lane_chain(const float *w, const float *x, int K, int L) {
     float v[16] = {0};
-    for (int k = 0; k < K; k += 16)
-        for (int l = 0; l < 16; l++) v[l] = fmaf(w[k + l], x[k + l], v[l]);
-    for (int h = 8; h >= 1; h /= 2)
+    for (int k = 0; k < K; k += L)
+        for (int l = 0; l < L; l++) v[l] = fmaf(w[k + l], x[k + l], v[l]);
+    for (int h = L / 2; h >= 1; h /= 2)
         for (int l = 0; l < h; l++) v[l] = v[l] + v[l + h];
     return v[0];
 }
 
-static void test_k_avx512_chain(void **state) {
+static void test_k_dequant_chain(void **state) {
     (void)state;
-    const g4_kernels *k = g4_kernels_avx512(), *avx2 = g4_kernels_avx2();
-    if (!k || !avx2 || k->matmul_rows[G4_DT_Q4_K] == avx2->matmul_rows[G4_DT_Q4_K]) skip();
+    const g4_kernels *k512 = g4_kernels_avx512(), *avx2 = g4_kernels_avx2();
+    if (!avx2) skip();
+    /* AVX-512 F without BW/VL keeps the AVX2 K-quant kernels: the 16-lane cases are skipped */
+    const int has512 = k512 && k512->matmul_rows[G4_DT_Q4_K] != avx2->matmul_rows[G4_DT_Q4_K];
     enum { N = 11, TM = 16, K = 5 * 256 };
-    const g4_dtype dts[] = {G4_DT_Q4_K, G4_DT_Q6_K};
+    const struct { int lanes; g4_dtype dt; } cases[] = {
+        {16, G4_DT_Q4_K}, {16, G4_DT_Q6_K}, {16, G4_DT_Q5_K}, {8, G4_DT_Q5_K}};
     unsigned seed = 23;
     double worst = 0;
-    for (int i = 0; i < 2; i++) {
-        const g4_dtype dt = dts[i];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const g4_kernels *k = cases[i].lanes == 16 ? k512 : avx2;
+        if (cases[i].lanes == 16 && !has512) continue;
+        const g4_dtype dt = cases[i].dt;
         const size_t rb = g4_dtype_row_bytes(dt, K);
         uint8_t *w = malloc(N * rb);
         float *wf = malloc((size_t)N * K * sizeof(float)), *x = malloc((size_t)TM * K * sizeof(float));
@@ -316,9 +325,9 @@ static void test_k_avx512_chain(void **state) {
                 (rows ? k->matmul_rows : k->matmul)[dt](x, T, K, w, 0, N, y, N);
                 for (int t = 0; t < T; t++)
                     for (int n = 0; n < N; n++) {
-                        const float want = k512_chain(wf + (size_t)n * K, x + (size_t)t * K, K);
+                        const float want = lane_chain(wf + (size_t)n * K, x + (size_t)t * K, K, cases[i].lanes);
                         if (memcmp(&want, &y[t * N + n], sizeof want))
-                            fail_msg("%s %s T=%d t=%d n=%d: %.9g, the chain gives %.9g", g4_dtype_name(dt),
+                            fail_msg("%s %s %s T=%d t=%d n=%d: %.9g, the chain gives %.9g", k->name, g4_dtype_name(dt),
                                      rows ? "matmul_rows" : "matmul", T, t, n, y[t * N + n], want);
                         double ref = 0, mag = 0;
                         for (int j = 0; j < K; j++) {
@@ -332,12 +341,12 @@ static void test_k_avx512_chain(void **state) {
         free(wf);
         free(x);
     }
-    print_message("avx512 Q4_K / Q6_K decode: %.2g of sum |xw| from the dot in double\n", worst);
+    print_message("dequantized-weight K-quant decode: %.2g of sum |xw| from the dot in double\n", worst);
     assert_true(worst < 1e-6);
 }
 
 /* The exact decode's float results are pinned bit for bit: the AVX2 decode of every quantized type
- * and the AVX-512 Q4_K / Q6_K decode (T = 1-3, two K each) hashed over fixed
+ * and the AVX-512 Q4_K / Q6_K / Q5_K decode (T = 1-3, two K each) hashed over fixed
  * random blocks and activations. A rewrite of how
  * the kernels unpack quants must keep every float operation and its order (docs/numerics.md:
  * exact mode is bit-identical before and after); a deliberate change of the summation order
@@ -370,6 +379,10 @@ static void test_decode_bits_pinned(void **state) {
         {2, G4_DT_Q4_K, 342 * 256, 0x7a881e9fd54be0f2ull},
         {2, G4_DT_Q6_K, 3 * 256, 0xa7a490c7011943dcull},
         {2, G4_DT_Q6_K, 171 * 256, 0x41273fcca518cf18ull},
+        {1, G4_DT_Q5_K, 3 * 256, 0xfd93f35cc9a1fbd5ull},   /* quant_q5_k_avx2.c (8 lanes) */
+        {1, G4_DT_Q5_K, 61 * 256, 0x97a80cc809c83614ull},
+        {2, G4_DT_Q5_K, 3 * 256, 0x66059892c429e240ull},   /* quant_k_avx512.c (16 lanes) */
+        {2, G4_DT_Q5_K, 61 * 256, 0xd953382aef50ccd7ull},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -420,7 +433,7 @@ static void test_f16_table(void **state) {
 static void test_prefill_panels(void **state) {
     (void)state;
     enum { N = 37, K = 1024, T = 40 };
-    static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+    static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K};
     const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
     if (!avx2) skip();
     unsigned seed = 11;
@@ -435,7 +448,7 @@ static void test_prefill_panels(void **state) {
         for (int r = 0; r < 16; r++) g4_dequant_row(dt, w + r * rb, K, deq + r * K);
         /* the AVX-512 decoders where the CPU has them; panels of 512 columns, then of one K-quant
          * block or of 3 32-weight blocks (a Q8_0 pair and a single, a Q4_0 group of 3) */
-        const int kc2 = dt == G4_DT_Q4_K || dt == G4_DT_Q6_K ? 256 : 96;
+        const int kc2 = g4_dtype_block(dt) == 256 ? 256 : 96;
         for (int isa = 0; isa < (avx512 ? 2 : 1); isa++)
             for (int kc = 512, pass = 0; pass < 2; pass++, kc = kc2)
                 for (int k0 = 0; k0 + kc <= K; k0 += kc) {
@@ -472,7 +485,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_prefill),
         cmocka_unit_test(test_decode_rows),
         cmocka_unit_test(test_legacy_avx512_tolerance),
-        cmocka_unit_test(test_k_avx512_chain),
+        cmocka_unit_test(test_k_dequant_chain),
         cmocka_unit_test(test_decode_bits_pinned),
         cmocka_unit_test(test_f16_table),
         cmocka_unit_test(test_prefill_panels),

@@ -5,8 +5,11 @@ tokenizer and chat template all come from the file.
 
   * bf16: greedy tokens and last-position logits equal transformers' on the HF fixture (its
     goldens.json; logits within 1e-4 relative), for prefill chunks 1, 7 and 64.
-  * Q8_0, exact semantics: equal to transformers running the HF fixture with the GGUF's Q8_0
-    tensors dequantized in float32 (q8_0_goldens.json, record_gemma4_gguf_goldens.py).
+  * Q8_0 and Q5_K_M, exact semantics: equal to transformers running the HF fixture with the GGUF's
+    quantized tensors dequantized in float32 (q8_0_goldens.json, q5_k_m_goldens.json,
+    record_gemma4_gguf_goldens.py). The Q5_K_M file (llama-quantize's recipe on g4-causal-k256,
+    whose matrices are all 256 wide or a multiple: Q5_K, with Q6_K for the embedding and some
+    v / down) runs on every kernel path the CPU has.
   * Q8_0 against llama.cpp (llamacpp_greedy.json, record_llamacpp_greedy.py): llama.cpp's CPU
     matmuls round the activations to Q8_0 (and to bf16 for bf16 weights), gemma4c keeps them
     float32, so on these chaotic random-weight models the logits differ by up to ~1.2 (of ~10) and
@@ -15,6 +18,7 @@ tokenizer and chat template all come from the file.
     tokens identical up to llama.cpp's first step whose top-1 margin is below that bound.
 """
 import json
+import os
 
 import numpy as np
 import pytest
@@ -30,6 +34,8 @@ HF = {f: json.loads((FIXTURES / f / "goldens.json").read_text())["cases"] for f 
 BF16 = [(f"{p}-bf16.gguf", fx, c) for p, fx in (("cond", "g4-cond-tiny"), ("causal", "g4-causal-tiny")) for c in HF[fx]]
 Q8 = json.loads((G / "q8_0_goldens.json").read_text())["files"]
 Q8_CASES = [(name, c) for name, f in Q8.items() for c in f["cases"]]
+Q5K = json.loads((G / "q5_k_m_goldens.json").read_text())["files"]
+Q5K_CASES = [(name, c) for name, f in Q5K.items() for c in f["cases"]]
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
 LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c in f["cases"]]
 
@@ -70,6 +76,37 @@ def test_q8_0_matches_dequantized_reference(g4_bin, tmp_path, name, case, chunk)
     want = np.fromfile(G / case["logits_file"], dtype="<f4")
     rel = np.abs(got - want).max() / np.abs(want).max()
     assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+
+
+_FLAGS = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+Q5K_ISAS = ["scalar"] + (["avx2"] if " avx2" in _FLAGS and " fma" in _FLAGS else []) + ["native"]
+
+
+@pytest.mark.parametrize("isa", Q5K_ISAS)
+@pytest.mark.parametrize("chunk", [1, 64])
+@pytest.mark.parametrize("name,case", Q5K_CASES, ids=[f"{n}:{c['name']}" for n, c in Q5K_CASES])
+def test_q5_k_m_matches_dequantized_reference(g4_bin, tmp_path, name, case, chunk, isa):
+    env = {"G4_CPU_ISA": isa} if isa != "native" else None
+    r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, case["prompt_ids"])), "-n",
+               len(case["greedy"]), "--ids", "--ignore-eos", "--prefill-chunk", chunk, "--ctx", 512, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == case["greedy"]
+    out = tmp_path / "logits.f32"
+    r = run_g4(g4_bin, "logits", "-m", G / name, "--prompt-ids", ",".join(map(str, case["prompt_ids"])), "-o", out,
+               "--prefill-chunk", chunk, "--ctx", 512, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    got, want = np.fromfile(out, dtype="<f4"), np.fromfile(G / case["logits_file"], dtype="<f4")
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
+
+
+@pytest.mark.parametrize("flag", [["--act-q8"], ["--numerics", "ggml"]])
+def test_q5_k_has_no_int8_kernel(g4_bin, flag):
+    """--act-q8 (and --numerics ggml, which implies it) has no Q5_K kernel: a clear error, not a
+    silent exact run of those matrices"""
+    r = run_g4(g4_bin, "run", "-m", G / "causal-k256-q5_k_m.gguf", "--prompt-ids", "2,10", "-n", 1, *flag)
+    assert r.returncode != 0
+    assert b"Q5_K weights have no int8 kernel" in r.stderr, r.stderr.decode()
 
 
 @pytest.mark.parametrize("name,case", LC_CASES, ids=[f"{n}:{c['name']}" for n, c in LC_CASES])

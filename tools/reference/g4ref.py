@@ -59,6 +59,15 @@ FIXTURES = {
         max_shard_size="1MB", spelling="per_layer_config", mm=False,
         initializer_range=0.1, embed_std=0.035, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7),
     ),
+    # Every matrix's input width a multiple of 256 (hidden 256, heads of 128 / 256, intermediate 512),
+    # so that llama.cpp's K-quant recipes (Q5_K_M) keep their types instead of falling back.
+    "g4-causal-k256": dict(
+        arch="causal", seed=4007, vocab_size=512, hidden_size=256, intermediate_size=512,
+        layer_types=[S, F], num_attention_heads=2, num_key_value_heads=1,
+        head_dim=128, global_head_dim=256, num_global_key_value_heads=1, sliding_window=16,
+        max_shard_size=None, spelling="per_layer_config", mm=False,
+        initializer_range=0.1, embed_std=0.01, final_norm_scale=8.0, qk_norm_range=(0.4, 0.7),
+    ),
     # Published-checkpoint spelling (global_head_dim / num_global_key_value_heads instead of
     # per_layer_config), tiny vision + audio embedders present (tensors a text-only engine must
     # tolerate), an irregular layer pattern, 4 query heads / 2 sliding KV heads.

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Converts the random-weight Gemma 4 fixtures to GGUF with llama.cpp's own converter
-(convert_hf_to_gguf.py and its bundled gguf-py), bf16 and Q8_0, into tests/fixtures/g4-gguf/.
+(convert_hf_to_gguf.py and its bundled gguf-py), bf16 and Q8_0, into tests/fixtures/g4-gguf/; a
+type the converter does not write (q5_k_m) is made from its bf16 file by the checkout's built
+llama-quantize (build/bin/llama-quantize, cmake target llama-quantize) with that recipe.
 Nothing of llama.cpp is copied into this repo: pass a llama.cpp checkout (argument or
 LLAMA_CPP_DIR) and the converter runs from there.
 
@@ -16,6 +18,8 @@ Two shims, both applied to a temporary copy of the fixture, never to the convert
 
 usage: "$G4_REF_PY" tools/reference/make_gemma4_gguf.py [LLAMA_CPP_DIR] [--out DIR]
        [--fixtures g4-cond-tiny g4-causal-tiny] [--types bf16 q8_0]
+       "$G4_REF_PY" tools/reference/make_gemma4_gguf.py --fixtures g4-causal-k256 --types q5_k_m
+convert.json keeps the entries of files not made by this run.
 """
 import argparse
 import json
@@ -53,7 +57,8 @@ runpy.run_path(lc + "/convert_hf_to_gguf.py", run_name="__main__")
 '''
 
 # fixture -> the GGUF name prefix
-FIXTURES = {"g4-cond-tiny": "cond", "g4-causal-tiny": "causal"}
+FIXTURES = {"g4-cond-tiny": "cond", "g4-causal-tiny": "causal", "g4-causal-k256": "causal-k256"}
+QUANTIZE = {"q5_k_m": "Q5_K_M"}   # llama-quantize recipes, from the bf16 conversion
 RENAME = {"Gemma4UnifiedForCausalLM": "Gemma4ForCausalLM"}
 
 
@@ -82,6 +87,17 @@ def convert(lc, fixture, outtype, out, tmp):
         raise SystemExit(f"converter failed on {fixture} ({outtype})")
 
 
+def quantize(lc, fixture, recipe, out, tmp):
+    src = pathlib.Path(tmp) / f"{fixture}-bf16.gguf"
+    if not src.exists():
+        convert(lc, fixture, "bf16", src, tmp)
+    exe = pathlib.Path(lc) / "build" / "bin" / "llama-quantize"
+    p = subprocess.run([str(exe), str(src), str(out), recipe], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
+        raise SystemExit(f"llama-quantize failed on {fixture} ({recipe})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("llama_cpp", nargs="?", default=os.environ.get("LLAMA_CPP_DIR"))
@@ -98,11 +114,17 @@ def main():
         for f in a.fixtures:
             for t in a.types:
                 dst = out / f"{FIXTURES[f]}-{t}.gguf"
-                convert(a.llama_cpp, f, t, dst, tmp)
+                if t in QUANTIZE:
+                    quantize(a.llama_cpp, f, QUANTIZE[t], dst, tmp)
+                else:
+                    convert(a.llama_cpp, f, t, dst, tmp)
                 made.append((f, t, dst.name, dst.stat().st_size))
                 print(f"{f} {t} -> {dst} ({dst.stat().st_size} bytes)")
+    made_names = {n for _, _, n, _ in made}
+    old = json.loads((out / "convert.json").read_text())["files"] if (out / "convert.json").exists() else []
     info = {"llama_cpp_commit": git_commit(a.llama_cpp),
-            "files": [{"fixture": f, "outtype": t, "file": n, "bytes": s} for f, t, n, s in made]}
+            "files": [e for e in old if e["file"] not in made_names]
+                     + [{"fixture": f, "outtype": t, "file": n, "bytes": s} for f, t, n, s in made]}
     (out / "convert.json").write_text(json.dumps(info, indent=1) + "\n")
 
 

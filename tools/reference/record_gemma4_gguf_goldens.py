@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Float32 reference for the Q8_0 Gemma 4 GGUF fixtures (tests/fixtures/g4-gguf/*-q8_0.gguf):
+"""Float32 reference for the quantized Gemma 4 GGUF fixtures (tests/fixtures/g4-gguf/*-q8_0.gguf,
+causal-k256-q5_k_m.gguf):
 transformers runs the HF fixture with every quantized tensor of the GGUF dequantized (gguf-py's
 reference dequantize, the published block format) in place of its bf16 weight, in float32 — the
 exact semantics gemma4c computes on a quantized file. The norms, layer scalars and RoPE of the GGUF
 are the HF values unchanged (F32 copies of bf16), so only the quantized matrices are swapped.
-Writes tests/fixtures/g4-gguf/q8_0_goldens.json and q8_0_logits_<file>_<case>.f32 (last prompt
-position, after the softcap) for the prompts of the HF fixture's goldens.json, 64 greedy tokens each
-(EOS neither stops nor is suppressed).
+Writes tests/fixtures/g4-gguf/<group>_goldens.json and <group>_logits_<file>_<case>.f32 (last
+prompt position, after the softcap; group q8_0 or q5_k_m) for the prompts of the HF fixture's
+goldens.json, 64 greedy tokens each (EOS neither stops nor is suppressed).
 
 A multimodal placeholder id (<|image|>, ...) in a prompt or continuation is embedded as <pad> by
 Gemma4UnifiedForConditionalGeneration but as itself by llama.cpp and gemma4c on a GGUF; such cases
 are flagged "placeholder_hit" and the test skips them.
 
-usage: "$G4_REF_PY" tools/reference/record_gemma4_gguf_goldens.py
+usage: "$G4_REF_PY" tools/reference/record_gemma4_gguf_goldens.py [--groups q8_0 q5_k_m]
 """
+import argparse
 import json
 import pathlib
 
@@ -26,7 +28,8 @@ from transformers import AutoConfig, GenerationConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "g4-gguf"
-FILES = {"cond-q8_0.gguf": "g4-cond-tiny", "causal-q8_0.gguf": "g4-causal-tiny"}
+GROUPS = {"q8_0": {"cond-q8_0.gguf": "g4-cond-tiny", "causal-q8_0.gguf": "g4-causal-tiny"},
+          "q5_k_m": {"causal-k256-q5_k_m.gguf": "g4-causal-k256"}}
 MAP = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
        "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
        "ffn_down": "mlp.down_proj"}
@@ -41,11 +44,18 @@ def hf_name(gname, base):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=list(GROUPS))
+    for group in ap.parse_args().groups:
+        record(group, GROUPS[group])
+
+
+def record(group, files):
     torch.set_num_threads(1)
     result = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
-              "note": "float32 forward of the HF fixture with the GGUF's Q8_0 tensors dequantized in place",
+              "note": "float32 forward of the HF fixture with the GGUF's quantized tensors dequantized in place",
               "files": {}}
-    for fname, fixture in FILES.items():
+    for fname, fixture in files.items():
         d = ROOT / "tests" / "fixtures" / fixture
         cfg = AutoConfig.from_pretrained(d)
         cls = getattr(transformers, cfg.architectures[0])
@@ -75,7 +85,7 @@ def main():
             for c in json.loads((d / "goldens.json").read_text())["cases"]:
                 x = torch.tensor([c["prompt_ids"]], dtype=torch.long)
                 logits = model(input_ids=x, use_cache=False).logits[0, -1].float().numpy()
-                lf = f"q8_0_logits_{fname.split('-')[0]}_{c['name']}.f32"
+                lf = f"{group}_logits_{fname.rsplit('-', 1)[0]}_{c['name']}.f32"
                 logits.astype("<f4").tofile(OUT / lf)
                 g = model.generate(input_ids=x, generation_config=gen, output_logits=True, return_dict_in_generate=True)
                 greedy = g.sequences[0, len(c["prompt_ids"]):].tolist()
@@ -88,7 +98,7 @@ def main():
                               "min_step_margin": min(margins), "placeholder_hit": hit})
                 print(fname, c["name"], "min margin %.4g" % min(margins), "placeholder" if hit else "")
         result["files"][fname] = {"fixture": fixture, "tensors_dequantized": swapped, "cases": cases}
-    (OUT / "q8_0_goldens.json").write_text(json.dumps(result, indent=1) + "\n")
+    (OUT / f"{group}_goldens.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

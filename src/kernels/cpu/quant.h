@@ -43,7 +43,8 @@ void g4_mm_q4_0_ref(const float *x, int T, int K, const void *w, int n0, int n1,
 void g4_mm_q5_0_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q6_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
-#define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref
+void g4_mm_q5_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -63,7 +64,8 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
 /* The same panels on AVX-512F (quant_panel_avx512.c: Q4_K, Q6_K, Q8_0 and Q4_0 decoded k-major;
  * Q5_0 by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
-#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2
+#define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
+                              g4_mm_q5_k_avx2
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
  * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
@@ -77,6 +79,8 @@ void g4_mm_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int 
 void g4_mm_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* The AVX2 decode's block scales: every f16 as float (256 KB; a model's scales span a few
  * exponents, so the lines they use stay in cache), so that a block's scale reaches the FMA as one broadcast load with
  * no vector operation (converting it in registers took two to four, next to the ~17 that bound a
@@ -92,7 +96,11 @@ void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
-                           g4_mm_rows_q6_k_avx2
+                           g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2
+/* Q5_K (quant_q5_k_avx2.c): decode as dequantized weights on 8 lanes, row-invariant at any T;
+ * inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel GEMM */
+void g4_mm_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* AVX-512F (quant_legacy_avx512.c), the avx512 table's: the same row invariance up to
  * G4_QDEC_MAX_ROWS rows, 16 lanes; more rows take the AVX2 entries above */
 void g4_mm_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

@@ -155,6 +155,59 @@ AI void q6_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
     TILE_OUT(acc);
 }
 
+/* Q5_K (176 B: d, dmin, 12 B of six-bit scales / mins, qh[32], q[128]): sub-block j's weight l
+ * (j < 8, l < 32) has the low (j even) or high (j odd) nibble of q[32 (j / 2) + l] and fifth bit j
+ * of qh[l]. A sub-block pair's 64 five-bit quants are assembled as bytes in weight order, 64 per
+ * operation (16-bit shifts by half: the low nibbles and bit 2g into bytes 0-31, the high nibbles
+ * and bit 2g + 1 into bytes 32-63; the masks drop the bits that cross a byte), then widened and
+ * made weights (d sc) q - dmin m, g4_dequant_row's operations (d sc q is exact in float: 11 + 6 + 5
+ * significant bits, so one fmsub rounds as they do). */
+/* A Q5_K block's scales (as Q4_K's: the same 16 bytes of d, dmin and scales) and its 256 quants
+ * as bytes in weight order */
+AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[16]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m16 = _mm512_set1_epi8(0x10);
+    const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    q4_k_scales(blk, dsc);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)));
+    for (int g = 0; g < 4; g++) {
+        const __m512i L = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 48 + 32 * g)));
+        const __m512i hs = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * g)), _mm256_set1_epi16((short)(2 * g + 1)), 1);
+        const __m512i bit = _mm512_slli_epi16(_mm512_srlv_epi16(qh, hs), 4);
+        /* (bit & m16) | the masked nibble: ternary-logic 0xEA */
+        store_opaque64(qb + 64 * g, _mm512_ternarylogic_epi32(bit, m16, _mm512_and_si512(_mm512_srlv_epi16(L, nib_shift), m4), 0xEA));
+    }
+}
+
+AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
+    /* block b + 1 is unpacked while block b's products run, so that its widening loads do not wait
+     * on the stores just made (the AVX2 kernel's one-row decode was 1.6x slower where they did) */
+    float dsc[2][4][16];
+    uint8_t qb[2][4][256] __attribute__((aligned(64)));
+    for (int r = 0; r < NW; r++) q5_k_unpack(w + (size_t)r * rb, qb[0][r], dsc[0][r]);
+    for (int b = 0; b < nb; b++) {
+        const int p = b & 1;
+        if (b + 1 < nb)
+            for (int r = 0; r < NW; r++) {
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * 176;
+                g4_prefetch_ahead(blk, 176);
+                q5_k_unpack(blk, qb[p ^ 1][r], dsc[p ^ 1][r]);
+            }
+        for (int j = 0; j < 8; j++)
+            for (int c = 0; c < 2; c++) {
+                __m512 wv[4];
+                for (int r = 0; r < NW; r++)
+                    wv[r] = _mm512_fmsub_ps(_mm512_set1_ps(dsc[p][r][j]),
+                                            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(qb[p][r] + 32 * j + 16 * c)))),
+                                            _mm512_set1_ps(dsc[p][r][8 + j]));
+                TILE_FMA(acc, wv, 256 * b + 32 * j + 16 * c);
+            }
+    }
+    TILE_OUT(acc);
+}
+
 /* T (1-8) activation rows x weight rows [n0, n1) in tiles of NW(T) weight rows (at most 24
  * chains in registers; at least 4 at T = 1 for the FMA latency); the last rows one at a time */
 #define DEFINE_DEC(NAME, PASS, BB)                                                                          \
@@ -190,6 +243,7 @@ AI void q6_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
     }
 DEFINE_DEC(dec_q4_k, q4_k_pass, 144)
 DEFINE_DEC(dec_q6_k, q6_k_pass, 210)
+DEFINE_DEC(dec_q5_k, q5_k_pass, 176)
 
 /* kernels.h matmul: decode here; prefill (T >= 4) the AVX2 path's */
 #define MM_K512(NAME, AVX2, DEC)                                                                  \
@@ -216,3 +270,11 @@ enum { ROWS_RB = 32 };
     }
 MM_ROWS(g4_mm_rows_q4_k_avx512, dec_q4_k)
 MM_ROWS(g4_mm_rows_q6_k_avx512, dec_q6_k)
+MM_ROWS(g4_mm_rows_q5_k_avx512, dec_q5_k)
+
+/* Q5_K's matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry's panel GEMM (as
+ * the legacy types' do), the rest this decode, 8 rows at a time */
+void g4_mm_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    if (T > G4_QDEC_MAX_ROWS) g4_mm_q5_k_avx2(x, T, K, w, n0, n1, y, ldy);
+    else g4_mm_rows_q5_k_avx512(x, T, K, w, n0, n1, y, ldy);
+}

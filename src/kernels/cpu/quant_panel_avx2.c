@@ -65,6 +65,30 @@ static void deq_q4_k(const uint8_t *b, float *y) {
     }
 }
 
+/* (d * sc) * q - (dmin * m), Q5_K (176 B: d, dmin, 12 B of scales and mins, qh[32], q[128]): Q4_K's
+ * nibbles plus 16 where bit j of qh[l] is set (sub-block j's weight l) */
+static void deq_q5_k(const uint8_t *b, float *y) {
+    uint32_t u[4];
+    g4_q4_k_scales(b + 4, u);
+    const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+    float dsc[8], dmn[8];
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(b), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+    _mm256_storeu_ps(dmn, _mm256_mul_ps(bcast_f16(b + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10);
+    const uint8_t *q = b + 48;
+    for (int g = 0; g < 4; g++, q += 32, y += 64) {
+        const __m256 d1 = _mm256_set1_ps(dsc[2 * g]), m1 = _mm256_set1_ps(dmn[2 * g]);
+        const __m256 d2 = _mm256_set1_ps(dsc[2 * g + 1]), m2 = _mm256_set1_ps(dmn[2 * g + 1]);
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = u8x8(q + 8 * c), h = u8x8(b + 16 + 8 * c);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_slli_epi32(_mm256_srli_epi32(h, 2 * g), 4), m16)),
+                          hi = _mm256_or_si256(_mm256_srli_epi32(v, 4), _mm256_and_si256(_mm256_slli_epi32(_mm256_srli_epi32(h, 2 * g + 1), 4), m16));
+            _mm256_storeu_ps(y + 8 * c, _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(lo)), m1));
+            _mm256_storeu_ps(y + 32 + 8 * c, _mm256_sub_ps(_mm256_mul_ps(d2, _mm256_cvtepi32_ps(hi)), m2));
+        }
+    }
+}
+
 /* (d * sc) * (q - 32), Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32),
  * weight 128h + 32k + l is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4,
  * with scale sc[8h + 2k + l / 16] */
@@ -104,6 +128,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
     case G4_DT_Q4_0: DEQ_ROWS(deq_q4_0, 32, 18) break;
     case G4_DT_Q5_0: DEQ_ROWS(deq_q5_0, 32, 22) break;
     case G4_DT_Q4_K: DEQ_ROWS(deq_q4_k, 256, 144) break;
+    case G4_DT_Q5_K: DEQ_ROWS(deq_q5_k, 256, 176) break;
     default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);

@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
- * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q6_K} operation for operation (so float results are
+ * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q5_K,q6_K} operation for operation (so float results are
  * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
  * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
 #include <stdlib.h>
@@ -58,6 +58,27 @@ static void deq_q4_k(const uint8_t *b, float *y) {   /* d, dmin, scales[12], q[1
     }
 }
 
+/* d, dmin, scales[12], qh[32], q[128]: Q4_K's nibbles, each with a fifth bit (bit j of qh[l] for
+ * sub-block j's weight l) worth 16 */
+static void deq_q5_k(const uint8_t *b, float *y) {
+    const float d = g4_f16_at(b), min = g4_f16_at(b + 2);
+    const uint8_t *sc = b + 4, *qh = b + 16, *ql = b + 48;
+    int is = 0;
+    uint8_t s, m, u1 = 1, u2 = 2;
+    for (int j = 0; j < 256; j += 64) {
+        g4_q4_k_scale_min(is + 0, sc, &s, &m);
+        const float d1 = d * s, m1 = min * m;
+        g4_q4_k_scale_min(is + 1, sc, &s, &m);
+        const float d2 = d * s, m2 = min * m;
+        for (int l = 0; l < 32; l++) *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; l++) *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+        ql += 32;
+        is += 2;
+        u1 = (uint8_t)(u1 << 2);
+        u2 = (uint8_t)(u2 << 2);
+    }
+}
+
 static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc[16], d */
     const float d = g4_f16_at(b + 208);
     const uint8_t *ql = b, *qh = b + 128;
@@ -84,7 +105,7 @@ static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc
 void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
     void (*f)(const uint8_t *, float *) = dt == G4_DT_Q8_0 ? deq_q8_0 : dt == G4_DT_Q4_0 ? deq_q4_0
                                         : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
-                                        : dt == G4_DT_Q6_K ? deq_q6_k : NULL;
+                                        : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k : NULL;
     if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
@@ -119,3 +140,4 @@ MM_REF(g4_mm_q4_0_ref, G4_DT_Q4_0)
 MM_REF(g4_mm_q5_0_ref, G4_DT_Q5_0)
 MM_REF(g4_mm_q4_k_ref, G4_DT_Q4_K)
 MM_REF(g4_mm_q6_k_ref, G4_DT_Q6_K)
+MM_REF(g4_mm_q5_k_ref, G4_DT_Q5_K)

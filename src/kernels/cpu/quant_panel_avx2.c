@@ -43,15 +43,20 @@ static inline __attribute__((always_inline)) void deq_q_0(const uint8_t *b, floa
 static void deq_q4_0(const uint8_t *b, float *y) { deq_q_0(b, y, 0); }
 static void deq_q5_0(const uint8_t *b, float *y) { deq_q_0(b, y, 1); }
 
-/* (d * sc) * q - (dmin * m) per 32-weight sub-block, Q4_K (144 B: d, dmin, 12 B of six-bit scales
- * and mins, q[128]; q[32g + l] holds weight 64g + l in its low nibble, 64g + 32 + l in its high) */
-static void deq_q4_k(const uint8_t *b, float *y) {
+/* A Q4_K / Q5_K block's d * sc_j and dmin * m_j (j < 8; the same 16 bytes of d, dmin and scales) */
+static void k_scales(const uint8_t *b, float dsc[8], float dmn[8]) {
     uint32_t u[4];
     g4_q4_k_scales(b + 4, u);
     const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
-    float dsc[8], dmn[8];
     _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(b), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
     _mm256_storeu_ps(dmn, _mm256_mul_ps(bcast_f16(b + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
+}
+
+/* (d * sc) * q - (dmin * m) per 32-weight sub-block, Q4_K (144 B: d, dmin, 12 B of six-bit scales
+ * and mins, q[128]; q[32g + l] holds weight 64g + l in its low nibble, 64g + 32 + l in its high) */
+static void deq_q4_k(const uint8_t *b, float *y) {
+    float dsc[8], dmn[8];
+    k_scales(b, dsc, dmn);
     const __m256i m4 = _mm256_set1_epi32(0x0F);
     const uint8_t *q = b + 16;
     for (int g = 0; g < 4; g++, q += 32, y += 64) {
@@ -68,12 +73,8 @@ static void deq_q4_k(const uint8_t *b, float *y) {
 /* (d * sc) * q - (dmin * m), Q5_K (176 B: d, dmin, 12 B of scales and mins, qh[32], q[128]): Q4_K's
  * nibbles plus 16 where bit j of qh[l] is set (sub-block j's weight l) */
 static void deq_q5_k(const uint8_t *b, float *y) {
-    uint32_t u[4];
-    g4_q4_k_scales(b + 4, u);
-    const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
     float dsc[8], dmn[8];
-    _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(b), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
-    _mm256_storeu_ps(dmn, _mm256_mul_ps(bcast_f16(b + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
+    k_scales(b, dsc, dmn);
     const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10);
     const uint8_t *q = b + 48;
     for (int g = 0; g < 4; g++, q += 32, y += 64) {

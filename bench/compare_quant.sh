@@ -14,7 +14,7 @@
 # Knobs (environment), besides bench/common.sh's (THREADS PROMPTS NGEN MODEL GGUF G4_BENCH_DATA
 #   LLAMA_CPP_DIR LLAMA_GIT G4_BIN G4_REF_PY QUICK OUT SAVE RESULTS): ROUNDS=2 REPS=2
 #   TYPES="q8_0 q4_0 q4_k" (add bf16 for the baseline: HF directory and bf16 GGUF; q5_k: Q5_K_M,
-#   GGUF only — no pack type, no --act-q8 kernel)
+#   GGUF only — gemma4c pack writes no Q5_K)
 #   QDIR=$G4_BENCH_DATA/g4-quant (the quantized GGUF files and packs)
 #   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
 #   ACTQ8=1: also gemma4c on the GGUF with --act-q8 (int8 activations, as llama.cpp) in every round
@@ -101,7 +101,7 @@ run_llama() {  # type round
 run_g4() {  # kind(gguf|pack|aq8) type round; aq8 = the GGUF with --act-q8
   local m=${GGUF_OF[$2]} extra=(); [ "$1" = pack ] && m=$(pack_of "$2"); [ "$1" = aq8 ] && extra=(--act-q8)
   [ "$1" = pack ] && { [ "${PACKS:-1}" = 0 ] || [ "$2" = q5_k ]; } && return
-  [ "$1" = aq8 ] && { [ "${ACTQ8:-0}" != 1 ] || [ "$2" = q5_k ]; } && return
+  [ "$1" = aq8 ] && [ "${ACTQ8:-0}" != 1 ] && return
   log "round $3: gemma4c bench $m ${extra[*]}"
   "$G4_BIN" bench -m "$m" "${G4_ARGS[@]}" "${extra[@]}" > "$OUT/g4$1-$2-r$3.txt" 2> "$OUT/g4$1-$2-r$3.log" ||
     { rc=$?; tail -20 "$OUT/g4$1-$2-r$3.log" >&2; die "gemma4c bench failed on $m (exit $rc; log: $OUT/g4$1-$2-r$3.log)"; }

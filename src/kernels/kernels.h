@@ -9,19 +9,19 @@
  * columns, half the vector work per weight byte); prefill GEMM packs 16-row x 512-column fp32 panels (bf16: a 16-bit transpose, then
  * shift/mask widening) and runs a 6x16 FMA microkernel, prefetching the next panel's weights
  * while it runs (bench/gemm_bench.c times it alone).
- * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
+ * Quantized weights (Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K, cpu/quant*.c): by default ("exact") widened to fp32
  * against fp32 activations (AVX2 decode: quants widened into int32 lanes in registers, block scales
  * from a table of every f16 as float, offsets and Q4_K mins from per-call sums of x, which keeps
  * the weight stream near the exact bf16 one's speed; see README "GGUF and quantized models"). Opt-in `--act-q8` (matmul_q8, quantize_act): the
  * activation row is quantized once per matmul input to ggml's vec_dot_type (Q8_0 blocks for
- * Q8_0/Q4_0/Q5_0, Q8_K for Q4_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float
+ * Q8_0/Q4_0/Q5_0, Q8_K for Q4_K/Q5_K/Q6_K) and multiplied int8 x int8 (AVX2 maddubs/madd, one float
  * scale per block), as llama.cpp does — bit-identical to ggml's kernels (generic C for "scalar",
  * x86 AVX2 for "avx2"); prefill runs the same int8 tiles (4 activation rows per unpacked weight
  * block), slower than the exact GEMM on some types, kept so that every token of a run sees
  * llama.cpp's arithmetic.
  * Path "avx512" is the avx2 table with the exact prefill GEMM on AVX-512F (cpu/avx512.c: the same
  * panels, quantized ones too, a 14 x 32 zmm microkernel), Q8_0 / Q4_0 / Q5_0 decode in 16 lanes
- * (cpu/quant_legacy_avx512.c) and, where the CPU has AVX-512 BW/VL, Q4_K / Q6_K decode in 16 lanes
+ * (cpu/quant_legacy_avx512.c) and, where the CPU has AVX-512 BW/VL, Q4_K / Q5_K / Q6_K decode in 16 lanes
  * (cpu/quant_k_avx512.c); the other types' decode stays on the AVX2 weight stream.
  * Both have row-invariant multi-row decode kernels (matmul_rows: several slots' tokens or a
  * speculative verify, each row summed in the one-row GEMV's order, the weights read once).
@@ -48,7 +48,7 @@ typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0
 
 /* The int8-activation mode (--act-q8): Y[t][n] = W[n] · Xq[t] with Xq the activation rows
  * quantized by g4_act_quantize into the weight type's ggml vec_dot_type blocks — Q8_0 for Q8_0 /
- * Q4_0 / Q5_0 weights, Q8_K for Q4_K / Q6_K — integer products per block, one float scale per
+ * Q4_0 / Q5_0 weights, Q8_K for Q4_K / Q5_K / Q6_K — integer products per block, one float scale per
  * block (as ggml's ggml_vec_dot_*_q8_*). xq: [T] rows of g4_act_row_bytes(wdt, K) bytes. */
 typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
@@ -211,7 +211,7 @@ const g4_kernels *g4_kernels_get(void);
 const g4_kernels *g4_kernels_scalar(void);
 const g4_kernels *g4_kernels_avx2(void);     /* NULL if the CPU lacks AVX2+FMA+F16C */
 /* The avx2 table with the AVX-512F prefill GEMM (cpu/avx512.c), legacy-quant decode
- * (cpu/quant_legacy_avx512.c) and, with BW/VL, the Q4_K / Q6_K decode on 16 lanes
+ * (cpu/quant_legacy_avx512.c) and, with BW/VL, the Q4_K / Q5_K / Q6_K decode on 16 lanes
  * (cpu/quant_k_avx512.c); NULL without AVX-512F. */
 const g4_kernels *g4_kernels_avx512(void);
 /* The avx512 table with --prefill-bf16's matmul on AVX512-BF16 (vdpbf16ps) or AMX-BF16 tiles

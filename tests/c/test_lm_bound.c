@@ -15,11 +15,12 @@
 
 #include "base/half.h"
 #include "convert/quantize.h"
+#include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 enum { N = 96, K = 1536, T = 4 };
 
-static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K};
+static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K};
 
 static float gauss(unsigned *s) {   /* Box-Muller over a small LCG: reproducible */
     double u1, u2;
@@ -30,7 +31,7 @@ static float gauss(unsigned *s) {   /* Box-Muller over a small LCG: reproducible
     return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* types the quantizer does not write (Q5_0, Q6_K): random quants, scales of row r's size */
+/* types the quantizer does not write (Q5_0, Q6_K, Q5_K): random quants, scales of row r's size */
 static void random_row(g4_dtype dt, int r, unsigned *s, unsigned char *row) {
     const size_t bb = g4_dtype_size(dt);
     for (size_t i = 0; i < (size_t)(K / g4_dtype_block(dt)) * bb; i++) {
@@ -45,6 +46,7 @@ static void random_row(g4_dtype dt, int r, unsigned *s, unsigned char *row) {
             blk[208] = (unsigned char)d, blk[209] = (unsigned char)(d >> 8);
         } else {
             blk[0] = (unsigned char)(8 * d / 8), blk[1] = (unsigned char)(d >> 8);
+            if (dt == G4_DT_Q5_K) blk[2] = blk[0], blk[3] = blk[1];   /* dmin */
         }
     }
 }
@@ -78,6 +80,15 @@ static void check_path(const g4_kernels *k) {
             for (int r = 0; r < N; r++) {
                 double w2, a2;
                 assert_int_equal(g4_quant_row_norms(dt, wq + r * rb, K, &w2, &a2), 1);
+                if (t == 0) {   /* ‖w‖² from the integer moments against the dequantized row's (each weight
+                                 * rounded to float: 1e-7 relative) */
+                    float wd[K];
+                    double s2 = 0;
+                    g4_dequant_row(dt, wq + r * rb, K, wd);
+                    for (int j = 0; j < K; j++) s2 += (double)wd[j] * wd[j];
+                    if (fabs(w2 - s2) > 1e-5 * s2 || a2 < w2)
+                        fail_msg("%s row %d: norms w2 %.9g a2 %.9g, dequantized sum of squares %.9g", g4_dtype_name(dt), r, w2, a2, s2);
+                }
                 if (t == T - 1) assert_true(nrm[2] == 0);
                 const double B = sqrt(w2) * nrm[2] + g * sqrt(a2) * (nrm[0] + nrm[1]);
                 const double d = fabs((double)ye[t * N + r] - ya[t * N + r]);

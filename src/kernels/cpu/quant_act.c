@@ -14,7 +14,7 @@
 g4_act_fmt g4_act_format(g4_dtype wdt) {
     switch (wdt) {
     case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: return G4_ACT_Q8_0;
-    case G4_DT_Q4_K: case G4_DT_Q6_K: return G4_ACT_Q8_K;
+    case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: return G4_ACT_Q8_K;
     default: return G4_ACT_NONE;
     }
 }
@@ -134,7 +134,9 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
     return sumf;
 }
 
-float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._q4_K_q8_K_generic */
+/* ggml's ggml_vec_dot_q4_K_q8_K_generic and ggml_vec_dot_q5_K_q8_K_generic: the same loops, Q5_K's
+ * quants with their fifth bit (bit j of qh[l] for sub-block j's weight l) worth 16 */
+static float dot_q45_k_q8_k(int q5, int n, const void *vw, const void *vx) {
     const uint8_t *w = vw;
     const g4_block_q8_K *y = vx;
     int8_t aux8[256];
@@ -142,16 +144,20 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
     float sums[8] = {0};
     int32_t aux32[8];
     float sumf = 0;
-    for (int i = 0; i < n / 256; i++, w += 144) {
-        const uint8_t *q4 = w + 16;
+    const size_t bb = q5 ? 176 : 144;
+    for (int i = 0; i < n / 256; i++, w += bb) {
+        const uint8_t *q4 = w + (q5 ? 48 : 16), *hm = w + 16;
         const int8_t *q8 = y[i].qs;
         memset(aux32, 0, sizeof aux32);
         int8_t *a = aux8;
+        uint8_t m = 1;
         for (int j = 0; j < 4; j++) {
-            for (int l = 0; l < 32; l++) a[l] = (int8_t)(q4[l] & 0xF);
+            for (int l = 0; l < 32; l++) a[l] = (int8_t)((q4[l] & 0xF) + (q5 && (hm[l] & m) ? 16 : 0));
             a += 32;
-            for (int l = 0; l < 32; l++) a[l] = (int8_t)(q4[l] >> 4);
+            m = (uint8_t)(m << 1);
+            for (int l = 0; l < 32; l++) a[l] = (int8_t)((q4[l] >> 4) + (q5 && (hm[l] & m) ? 16 : 0));
             a += 32;
+            m = (uint8_t)(m << 1);
             q4 += 32;
         }
         uint32_t sm[4];
@@ -180,6 +186,8 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
     for (int l = 0; l < 8; l++) sumf += sums[l];
     return sumf;
 }
+float g4_vec_dot_q4_k_q8_k_ref(int n, const void *vw, const void *vx) { return dot_q45_k_q8_k(0, n, vw, vx); }
+float g4_vec_dot_q5_k_q8_k_ref(int n, const void *vw, const void *vx) { return dot_q45_k_q8_k(1, n, vw, vx); }
 
 float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._q6_K_q8_K_generic */
     const uint8_t *w = vw;
@@ -237,3 +245,4 @@ MMQ_REF(g4_mmq_q4_0_ref, G4_DT_Q4_0, g4_vec_dot_q4_0_q8_0_ref)
 MMQ_REF(g4_mmq_q5_0_ref, G4_DT_Q5_0, g4_vec_dot_q5_0_q8_0_ref)
 MMQ_REF(g4_mmq_q4_k_ref, G4_DT_Q4_K, g4_vec_dot_q4_k_q8_k_ref)
 MMQ_REF(g4_mmq_q6_k_ref, G4_DT_Q6_K, g4_vec_dot_q6_k_q8_k_ref)
+MMQ_REF(g4_mmq_q5_k_ref, G4_DT_Q5_K, g4_vec_dot_q5_k_q8_k_ref)

@@ -7,6 +7,7 @@
  * kernels (tests/c/test_quant_act.c); they differ from the scalar reference only in order. */
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/cpu/quant.h"
@@ -245,6 +246,57 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + hsum4(acc_m[t]);
 }
 
+/* ggml's ggml_vec_dot_q5_K_q8_K (AVX2): tile_q4_k's integer sums with each quant's fifth bit (bit j
+ * of qh[l] for sub-block j) added as 16; the mins' products summed in integers per block and
+ * added to one float per row (summs += dmin * sum, an FMA in ggml's build), not to a 4-lane vector */
+INLINE void tile_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), mone = _mm256_set1_epi8(1);
+    __m256 acc[4];
+    float summs[4];
+    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); summs[t] = 0.0f; }
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 176;
+        if (t0 == 0) g4_prefetch_ahead(b, 176);   /* the first pass reads the rows from DRAM, one after another */
+        const float dw = f16(b), dmw = f16(b + 2);
+        uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
+        g4_q4_k_scales(b + 4, utmp);
+        const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
+        const __m128i mins = _mm256_extracti128_si256(mins_scales, 1), sc128 = _mm256_castsi256_si128(mins_scales);
+        const __m256i scales = _mm256_set_m128i(sc128, sc128);
+        __m256i sumi[4];
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+            const __m128i prod = _mm_madd_epi16(mins, q8s);
+            const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+            summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
+            sumi[t] = _mm256_setzero_si256();
+        }
+        const __m256i hbits = _mm256_loadu_si256((const __m256i *)(b + 16));
+        for (int j = 0; j < 4; j++) {
+            const __m256i scale_l = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
+            const __m256i scale_h = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
+            const __m256i q5bits = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * j));
+            const __m256i hl = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j)), 2 * j), 4),
+                          hh = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j + 1)), 2 * j + 1), 4);
+            const __m256i q5l = _mm256_add_epi8(_mm256_and_si256(q5bits, m4), hl);
+            const __m256i q5h = _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(q5bits, 4), m4), hh);
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 64 * j;
+                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q5l, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q5h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            const float d = x[(size_t)(t0 + t) * nb + i].d * dw;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + summs[t];
+}
+
 /* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
  * taken out afterwards through the activation's bsums (32 * sum(bsums * scales)). */
 INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
@@ -325,6 +377,10 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     }
 MMQ_K(mmq_q4_k_tiles, tile_q4_k, 144)
 MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
+MMQ_K(mmq_q5_k_tiles, tile_q5_k, 176)
+void g4_mmq_q5_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq_q5_k_tiles(xq, T, K, w, n0, n1, y, ldy);
+}
 
 /* ---------------------------------------------------------------- prefill GEMMs × Q8_K */
 

@@ -1,7 +1,7 @@
 /* quant_bound.c — the norms that bound how far a quantized-activation dot (--act-q8's kernels) can
  * be from the exact one (kernels.h g4_quant_row_norms, g4_act_norms). For a weight row w and an
  * activation row x quantized to x̂, every kernel computes a float sum of products whose leaves
- * are the terms of one decomposition of w — d·sc·q and dmin·m (Q4_K), d·q and the offset's d·c
+ * are the terms of one decomposition of w — d·sc·q and dmin·m (Q4_K, Q5_K), d·q and the offset's d·c
  * (Q4_0's c = -8, Q5_0's -16, Q6_K's -32 with its sub-block scale) — so with a_i the sum of the
  * magnitudes of weight i's terms, both the exact sum and the int8 one are within
  * γ_n · Σ a_i |x_i| (resp. |x̂_i|) of their real values (n the longest chain of roundings, at
@@ -48,12 +48,15 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
         group(nm, d, (q5 ? -16 : -8) * d, 32, q1, q2);
         break;
     }
-    case G4_DT_Q4_K: {   /* d, dmin, scales[12], q[128]: sub-block 2g low nibbles, 2g + 1 high */
+    case G4_DT_Q4_K: case G4_DT_Q5_K: {   /* d, dmin, scales[12], (Q5_K: qh[32],) q[128]: sub-block 2g
+                                           * low nibbles, 2g + 1 high, plus 16 where bit 2g / 2g + 1 of qh[l] is set */
+        const int q5 = dt == G4_DT_Q5_K;
         const double d = g4_f16_at(b), dmin = g4_f16_at(b + 2);
         for (int g = 0; g < 4; g++) {
             long l1 = 0, l2 = 0, h1 = 0, h2 = 0;
             for (int l = 0; l < 32; l++) {
-                const int v = b[16 + 32 * g + l], lo = v & 15, hi = v >> 4;
+                const int v = b[(q5 ? 48 : 16) + 32 * g + l], h = q5 ? b[16 + l] >> (2 * g) : 0;
+                const int lo = (v & 15) + (h & 1) * 16, hi = (v >> 4) + (h & 2) * 8;
                 l1 += lo, l2 += lo * lo, h1 += hi, h2 += hi * hi;
             }
             uint8_t sc, m;

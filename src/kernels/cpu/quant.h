@@ -154,8 +154,8 @@ void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
-/* Q5_K: ggml's AVX2 dot through the decode tiles at any T (no prefill GEMM tiles yet; the
- * AVX-512 tables keep this entry) */
+/* Q5_K: ggml's AVX2 dot, decode tiles and prefill GEMM tiles as Q4_K's (the AVX-512 tables keep
+ * this entry) */
 void g4_mmq_q5_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of

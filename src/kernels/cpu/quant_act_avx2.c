@@ -199,16 +199,33 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */
 
-/* One weight row [n] × NT activation rows [t0, t0+NT), ggml's ggml_vec_dot_q4_K_q8_K (AVX2) with
- * the weight block's unpacking shared by the activation rows. */
-INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0xF);
+/* A Q4_K / Q5_K block's 64 quants 64j..64j+63 as bytes (ggml's AVX2 unpacking): lo the low nibbles
+ * (sub-block 2j), hi the high ones (2j + 1), Q5_K's with their fifth bits (bits 2j / 2j + 1 of qh)
+ * added as 16 */
+INLINE void k45_quants(int q5, const uint8_t *b, __m256i hbits, int j, __m256i *lo, __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), mone = _mm256_set1_epi8(1);
+    const __m256i bits = _mm256_loadu_si256((const __m256i *)(b + (q5 ? 48 : 16) + 32 * j));
+    *lo = _mm256_and_si256(bits, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+    if (!q5) return;
+    *lo = _mm256_add_epi8(*lo, _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j)), 2 * j), 4));
+    *hi = _mm256_add_epi8(*hi, _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j + 1)), 2 * j + 1), 4));
+}
+
+/* One weight row [n] × NT activation rows [t0, t0+NT), ggml's ggml_vec_dot_q4_K_q8_K / _q5_K_q8_K
+ * (AVX2) with the weight block's unpacking shared by the activation rows. The two differ in the
+ * quants (Q5_K's fifth bit) and in the mins: Q4_K adds their 4 products per block to a 4-lane
+ * vector (fmadd), Q5_K sums them in integers and adds that to one float per row (summs += dmin *
+ * sum, an FMA in ggml's build). */
+INLINE void tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const size_t bb = q5 ? 176 : 144;
     __m256 acc[4];
     __m128 acc_m[4];
-    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); acc_m[t] = _mm_setzero_ps(); }
+    float summs[4];
+    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); acc_m[t] = _mm_setzero_ps(); summs[t] = 0.0f; }
     for (int i = 0; i < nb; i++) {
-        const uint8_t *b = row + (size_t)i * 144;
-        if (t0 == 0) g4_prefetch_ahead(b, 144);   /* the first pass reads the rows from DRAM, one after another */
+        const uint8_t *b = row + (size_t)i * bb;
+        if (t0 == 0) g4_prefetch_ahead(b, bb);   /* the first pass reads the rows from DRAM, one after another */
         const float dw = f16(b), dmw = f16(b + 2);
         uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
         g4_q4_k_scales(b + 4, utmp);
@@ -221,20 +238,25 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
             const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
             const __m128i prod = _mm_madd_epi16(mins, q8s);
-            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
+            if (q5) {
+                const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+                summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
+            } else {
+                acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
+            }
             sumi[t] = _mm256_setzero_si256();
         }
+        const __m256i hbits = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             /* broadcast int16 scales 2j and 2j+1 (ggml's get_scale_shuffle_k4) */
             const __m256i scale_l = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
             const __m256i scale_h = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
-            const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
-            const __m256i q4l = _mm256_and_si256(q4bits, m4);
-            const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+            __m256i ql, qh;
+            k45_quants(q5, b, hbits, j, &ql, &qh);
             for (int t = 0; t < NT; t++) {
                 const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 64 * j;
-                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
-                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(ql, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(qh, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
             }
         }
@@ -243,58 +265,14 @@ INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + hsum4(acc_m[t]);
+    for (int t = 0; t < NT; t++)
+        y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + (q5 ? summs[t] : hsum4(acc_m[t]));
 }
-
-/* ggml's ggml_vec_dot_q5_K_q8_K (AVX2): tile_q4_k's integer sums with each quant's fifth bit (bit j
- * of qh[l] for sub-block j) added as 16; the mins' products summed in integers per block and
- * added to one float per row (summs += dmin * sum, an FMA in ggml's build), not to a 4-lane vector */
+INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    tile_k45(0, NT, row, x, nb, n, t0, y, ldy);
+}
 INLINE void tile_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0xF), mone = _mm256_set1_epi8(1);
-    __m256 acc[4];
-    float summs[4];
-    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); summs[t] = 0.0f; }
-    for (int i = 0; i < nb; i++) {
-        const uint8_t *b = row + (size_t)i * 176;
-        if (t0 == 0) g4_prefetch_ahead(b, 176);   /* the first pass reads the rows from DRAM, one after another */
-        const float dw = f16(b), dmw = f16(b + 2);
-        uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
-        g4_q4_k_scales(b + 4, utmp);
-        const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
-        const __m128i mins = _mm256_extracti128_si256(mins_scales, 1), sc128 = _mm256_castsi256_si128(mins_scales);
-        const __m256i scales = _mm256_set_m128i(sc128, sc128);
-        __m256i sumi[4];
-        for (int t = 0; t < NT; t++) {
-            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
-            const __m128i prod = _mm_madd_epi16(mins, q8s);
-            const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-            summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
-            sumi[t] = _mm256_setzero_si256();
-        }
-        const __m256i hbits = _mm256_loadu_si256((const __m256i *)(b + 16));
-        for (int j = 0; j < 4; j++) {
-            const __m256i scale_l = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
-            const __m256i scale_h = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
-            const __m256i q5bits = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * j));
-            const __m256i hl = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j)), 2 * j), 4),
-                          hh = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_and_si256(hbits, _mm256_slli_epi16(mone, 2 * j + 1)), 2 * j + 1), 4);
-            const __m256i q5l = _mm256_add_epi8(_mm256_and_si256(q5bits, m4), hl);
-            const __m256i q5h = _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(q5bits, 4), m4), hh);
-            for (int t = 0; t < NT; t++) {
-                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 64 * j;
-                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q5l, _mm256_loadu_si256((const __m256i *)q8)));
-                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q5h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
-            }
-        }
-        for (int t = 0; t < NT; t++) {
-            const float d = x[(size_t)(t0 + t) * nb + i].d * dw;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
-    }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + summs[t];
+    tile_k45(1, NT, row, x, nb, n, t0, y, ldy);
 }
 
 /* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
@@ -378,52 +356,51 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
 MMQ_K(mmq_q4_k_tiles, tile_q4_k, 144)
 MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
 MMQ_K(mmq_q5_k_tiles, tile_q5_k, 176)
-void g4_mmq_q5_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq_q5_k_tiles(xq, T, K, w, n0, n1, y, ldy);
-}
 
 /* ---------------------------------------------------------------- prefill GEMMs × Q8_K */
 
 /* Prefill (T >= 4): a tile runs one weight row against up to GK_NT activation rows, each weight
  * block's unpacked quants and scales shared by all of them, and each activation block's d (and
- * for Q4_K its per-32 sums, ggml's hadd of bsums) gathered once per call for a chunk of GK_TC
- * rows instead of once per weight row. Per (row, t) the arithmetic is tile_q4_k's / tile_q6_k's
+ * for Q4_K / Q5_K its per-32 sums, ggml's hadd of bsums) gathered once per call for a chunk of GK_TC
+ * rows instead of once per weight row. Per (row, t) the arithmetic is tile_q4_k's / tile_q5_k's / tile_q6_k's
  * (ggml's): the integer sums are exact in any order, and the float products, the per-lane fmadd
  * chains and the horizontal sums are the same operations on the same values. GK_NT = 6: 8
  * spilled (GCC), 4 shares the unpacking less. */
 enum { GK_NT = 6, GK_TC = 30, GK_NB = 64, GK_RG = 16 };
 
 typedef struct {
-    __m256i q8s[GK_TC / 2][GK_NB];   /* Q4_K: [t pair][block], the per-32 sums of rows 2p | 2p + 1 */
+    __m256i q8s[GK_TC / 2][GK_NB];   /* Q4_K / Q5_K: [t pair][block], the per-32 sums of rows 2p | 2p + 1 */
     float yd[GK_NB][GK_TC + 2];      /* [block][t]: the activation block's d (+2: 8-lane loads) */
 } gk_chunk;
 
-/* Q4_K: the mins' 4-lane products of two activation rows share one 8-lane register (lane by
- * lane the same fmadd as ggml's 128-bit one) */
-INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
-                         float *y, int ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0xF);
+/* Q4_K / Q5_K as tile_k45: Q4_K's mins' 4-lane products of two activation rows share one 8-lane
+ * register (lane by lane the same fmadd as ggml's 128-bit one); Q5_K's integer sums of the same
+ * products (two rows' in one register) each take one scalar fmadd a block */
+INLINE void gk_tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
+                        float *y, int ldy) {
+    const size_t bb = q5 ? 176 : 144;
     __m256 acc[GK_NT], acc_m[GK_NT / 2];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    float summs[GK_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps(), summs[t] = 0.0f;
     for (int p = 0; p < (NT + 1) / 2; p++) acc_m[p] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const uint8_t *b = row + (size_t)i * 144;
+        const uint8_t *b = row + (size_t)i * bb;
         uint32_t utmp[4];
         g4_q4_k_scales(b + 4, utmp);
         const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
         const __m256i mins = _mm256_permute4x64_epi64(mins_scales, 0xEE), scales = _mm256_permute4x64_epi64(mins_scales, 0x44);
+        const __m256i hbits = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
         __m256i sumi[GK_NT];
         for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i scale_l = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 1) << 8 | 4 * j)));
             const __m256i scale_h = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * j + 3) << 8 | (4 * j + 2))));
-            const __m256i q4bits = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
-            const __m256i q4l = _mm256_and_si256(q4bits, m4);
-            const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
+            __m256i ql, qh;
+            k45_quants(q5, b, hbits, j, &ql, &qh);
             for (int t = 0; t < NT; t++) {
                 const int8_t *q8 = x[(size_t)t * nb + i].qs + 64 * j;
-                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(q4l, _mm256_loadu_si256((const __m256i *)q8)));
-                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(q4h, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
+                const __m256i p16l = _mm256_madd_epi16(scale_l, _mm256_maddubs_epi16(ql, _mm256_loadu_si256((const __m256i *)q8)));
+                const __m256i p16h = _mm256_madd_epi16(scale_h, _mm256_maddubs_epi16(qh, _mm256_loadu_si256((const __m256i *)(q8 + 32))));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p16l, p16h));
                 G4_IN_REGISTER(sumi[t]);   /* step by step: GCC reassociated the adds into a tree whose partial sums spilled */
             }
@@ -434,14 +411,32 @@ INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         for (int p = 0; p < (NT + 1) / 2; p++) {
-            const __m256 dmp = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1));
-            acc_m[p] = _mm256_fmadd_ps(dmp, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, c->q8s[tc / 2 + p][i])), acc_m[p]);
+            const __m256i prod = _mm256_madd_epi16(mins, c->q8s[tc / 2 + p][i]);
+            if (q5) {
+                float dmt[8];
+                int32_t m[8];
+                _mm256_storeu_ps(dmt, dm);
+                _mm256_storeu_si256((__m256i *)m, prod);
+                for (int h = 0; h < 2 && 2 * p + h < NT; h++)
+                    summs[2 * p + h] = fmaf(dmt[2 * p + h], (float)(m[4 * h] + m[4 * h + 1] + m[4 * h + 2] + m[4 * h + 3]), summs[2 * p + h]);
+            } else {
+                const __m256 dmp = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1));
+                acc_m[p] = _mm256_fmadd_ps(dmp, _mm256_cvtepi32_ps(prod), acc_m[p]);
+            }
         }
     }
     for (int t = 0; t < NT; t++) {
         const __m256 m = acc_m[t / 2];
-        y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]) + hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m));
+        y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]) + (q5 ? summs[t] : hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m)));
     }
+}
+INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
+                         float *y, int ldy) {
+    gk_tile_k45(0, NT, row, x, nb, c, tc, y, ldy);
+}
+INLINE void gk_tile_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
+                         float *y, int ldy) {
+    gk_tile_k45(1, NT, row, x, nb, c, tc, y, ldy);
 }
 
 /* Q6_K: one of the 8 quant vectors (32 weights, two scales) at a time beside the tile's sums */
@@ -532,3 +527,4 @@ static void gk_gather(const g4_block_q8_K *xc, int tn, int nb, int sums, gk_chun
 
 MMQ_GEMM(g4_mmq_q4_k_avx2, gk_tile_q4_k, mmq_q4_k_tiles, 144, 1)
 MMQ_GEMM(g4_mmq_q6_k_avx2, gk_tile_q6_k, mmq_q6_k_tiles, 210, 0)
+MMQ_GEMM(g4_mmq_q5_k_avx2, gk_tile_q5_k, mmq_q5_k_tiles, 176, 1)

@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, read, round_loads, shown_path  # noqa: E402
 
 GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (llama-quantize)", "q4_0": "Q4_0 (llama-quantize)",
-             "q4_k": "Q4_K_M (llama-quantize)", "q5_k": "Q5_K_M (llama-quantize)"}
+             "q4_k": "Q4_K_M (llama-quantize)", "q5_k": "Q5_K_M (llama-quantize)",
+             "iq4_xs": "IQ4_XS (llama-quantize)"}
 
 
 def main():

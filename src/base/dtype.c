@@ -6,7 +6,7 @@ static const struct { const char *name; int block; int bytes; } info[G4_DT_COUNT
     [G4_DT_BF16] = {"BF16", 1, 2},    [G4_DT_Q8_0] = {"Q8_0", 32, 34},
     [G4_DT_Q4_0] = {"Q4_0", 32, 18},  [G4_DT_Q5_0] = {"Q5_0", 32, 22},
     [G4_DT_Q4_K] = {"Q4_K", 256, 144}, [G4_DT_Q6_K] = {"Q6_K", 256, 210},
-    [G4_DT_Q5_K] = {"Q5_K", 256, 176},
+    [G4_DT_Q5_K] = {"Q5_K", 256, 176}, [G4_DT_IQ4_XS] = {"IQ4_XS", 256, 136},
 };
 
 size_t g4_dtype_size(g4_dtype dt) { return (unsigned)dt < G4_DT_COUNT ? (size_t)info[dt].bytes : 0; }

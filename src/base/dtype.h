@@ -16,6 +16,8 @@ typedef enum {
     G4_DT_Q4_K = 6,  /* 256 el: f16 d, dmin, 6-bit scales/mins[12], q[128]     144 B */
     G4_DT_Q6_K = 7,  /* 256 el: ql[128], qh[64], int8 scales[16], f16 d        210 B */
     G4_DT_Q5_K = 8,  /* 256 el: f16 d, dmin, 6-bit scales/mins[12], qh[32], q[128]  176 B */
+    G4_DT_IQ4_XS = 9, /* 256 el: f16 d, scales_h (u16), scales_l[4], q[128] (nibbles index a
+                       * fixed non-linear table of 16 int8 values)                136 B */
     G4_DT_COUNT
 } g4_dtype;
 

@@ -19,7 +19,7 @@
 #define AROWS 6
 #define COLS 512
 
-static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K};
+static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
 #define NTYPES (sizeof types / sizeof *types)
 
 static void *load(const char *name, size_t want) {
@@ -99,7 +99,8 @@ static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
 static void test_integer_exact(void **state) {
     (void)state;
     float (*dots[])(int, const void *, const void *) = {g4_vec_dot_q8_0_q8_0_ref, g4_vec_dot_q4_0_q8_0_ref,
-        g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref, g4_vec_dot_q5_k_q8_k_ref};
+        g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref, g4_vec_dot_q5_k_q8_k_ref,
+        g4_vec_dot_iq4_xs_q8_k_ref};
     float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const g4_dtype dt = types[ti];
@@ -168,6 +169,7 @@ static void check_path(const g4_kernels *k) {
                     case G4_DT_Q5_0: ref = g4_vec_dot_q5_0_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q4_K: ref = g4_vec_dot_q4_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q5_K: ref = g4_vec_dot_q5_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_IQ4_XS: ref = g4_vec_dot_iq4_xs_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     default: ref = g4_vec_dot_q6_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     }
                     /* scale of the sum: sum |w| |x| over the dequantized operands */

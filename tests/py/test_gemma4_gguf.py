@@ -5,11 +5,11 @@ tokenizer and chat template all come from the file.
 
   * bf16: greedy tokens and last-position logits equal transformers' on the HF fixture (its
     goldens.json; logits within 1e-4 relative), for prefill chunks 1, 7 and 64.
-  * Q8_0 and Q5_K_M, exact semantics: equal to transformers running the HF fixture with the GGUF's
-    quantized tensors dequantized in float32 (q8_0_goldens.json, q5_k_m_goldens.json,
-    record_gemma4_gguf_goldens.py). The Q5_K_M file (llama-quantize's recipe on g4-causal-k256,
-    whose matrices are all 256 wide or a multiple: Q5_K, with Q6_K for the embedding and some
-    v / down) runs on every kernel path the CPU has.
+  * Q8_0, Q5_K_M and IQ4_XS, exact semantics: equal to transformers running the HF fixture with
+    the GGUF's quantized tensors dequantized in float32 (q8_0_goldens.json, q5_k_m_goldens.json,
+    iq4_xs_goldens.json, record_gemma4_gguf_goldens.py). The Q5_K_M and IQ4_XS files
+    (llama-quantize's recipes on g4-causal-k256, whose matrices are all 256 wide or a multiple;
+    Q6_K for the embedding) run on every kernel path the CPU has.
   * Q8_0 against llama.cpp (llamacpp_greedy.json, record_llamacpp_greedy.py): llama.cpp's CPU
     matmuls round the activations to Q8_0 (and to bf16 for bf16 weights), gemma4c keeps them
     float32, so on these chaotic random-weight models the logits differ by up to ~1.2 (of ~10) and
@@ -34,8 +34,9 @@ HF = {f: json.loads((FIXTURES / f / "goldens.json").read_text())["cases"] for f 
 BF16 = [(f"{p}-bf16.gguf", fx, c) for p, fx in (("cond", "g4-cond-tiny"), ("causal", "g4-causal-tiny")) for c in HF[fx]]
 Q8 = json.loads((G / "q8_0_goldens.json").read_text())["files"]
 Q8_CASES = [(name, c) for name, f in Q8.items() for c in f["cases"]]
-Q5K = json.loads((G / "q5_k_m_goldens.json").read_text())["files"]
-Q5K_CASES = [(name, c) for name, f in Q5K.items() for c in f["cases"]]
+# llama-quantize's Q5_K_M and IQ4_XS of g4-causal-k256 (every matrix 256 wide or a multiple)
+K256 = {g: json.loads((G / f"{g}_goldens.json").read_text())["files"] for g in ("q5_k_m", "iq4_xs")}
+K256_CASES = [(name, c) for files in K256.values() for name, f in files.items() for c in f["cases"]]
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
 LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c in f["cases"]]
 
@@ -79,13 +80,13 @@ def test_q8_0_matches_dequantized_reference(g4_bin, tmp_path, name, case, chunk)
 
 
 _FLAGS = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-Q5K_ISAS = ["scalar"] + (["avx2"] if " avx2" in _FLAGS and " fma" in _FLAGS else []) + ["native"]
+K256_ISAS = ["scalar"] + (["avx2"] if " avx2" in _FLAGS and " fma" in _FLAGS else []) + ["native"]
 
 
-@pytest.mark.parametrize("isa", Q5K_ISAS)
+@pytest.mark.parametrize("isa", K256_ISAS)
 @pytest.mark.parametrize("chunk", [1, 64])
-@pytest.mark.parametrize("name,case", Q5K_CASES, ids=[f"{n}:{c['name']}" for n, c in Q5K_CASES])
-def test_q5_k_m_matches_dequantized_reference(g4_bin, tmp_path, name, case, chunk, isa):
+@pytest.mark.parametrize("name,case", K256_CASES, ids=[f"{n}:{c['name']}" for n, c in K256_CASES])
+def test_k256_quants_match_dequantized_reference(g4_bin, tmp_path, name, case, chunk, isa):
     env = {"G4_CPU_ISA": isa} if isa != "native" else None
     r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", ",".join(map(str, case["prompt_ids"])), "-n",
                len(case["greedy"]), "--ids", "--ignore-eos", "--prefill-chunk", chunk, "--ctx", 512, env=env)
@@ -100,13 +101,17 @@ def test_q5_k_m_matches_dequantized_reference(g4_bin, tmp_path, name, case, chun
     assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
 
 
-def test_q5_k_m_act_q8(g4_bin, tmp_path):
-    """--act-q8 on Q5_K (ggml's int8 dot, bit-identical to it: tests/c/test_quant_act.c) is in
-    effect — the logits move off the exact ones (by 5.6% of the largest on this random-weight
-    model's last case, measured) — and the
-    same on the AVX2 and native paths (the AVX-512 tables keep the AVX2 Q5_K entry; their Q6_K
-    kernels are bit-identical to the AVX2 ones)"""
-    name, case = Q5K_CASES[-1]
+@pytest.mark.parametrize("group", list(K256))
+def test_k256_quants_act_q8(g4_bin, tmp_path, group):
+    """--act-q8 on Q5_K / IQ4_XS (ggml's int8 dots, bit-identical to them: tests/c/test_quant_act.c)
+    is in effect — the logits move off the exact ones (by 5.6% / 12.3% of the largest on this
+    random-weight model's last case, measured; llama.cpp's own logits are as far from the exact
+    ones, and --numerics ggml equals them bit for bit: test_numerics_ggml.py) — and the same on
+    the AVX2 and native paths (the
+    AVX-512 tables keep the AVX2 entries for these types; their Q6_K kernels are bit-identical to
+    the AVX2 ones)"""
+    name, f = next(iter(K256[group].items()))
+    case = f["cases"][-1]
     exact = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"])
     out = tmp_path / "aq8.f32"
     runs = []
@@ -117,7 +122,7 @@ def test_q5_k_m_act_q8(g4_bin, tmp_path):
         runs.append(np.fromfile(out, dtype="<f4"))
     assert np.array_equal(runs[0], runs[1])
     rel = np.abs(runs[1] - exact).max() / np.abs(exact).max()
-    assert 0 < rel < 0.1, rel
+    assert 0 < rel < 0.2, rel
 
 
 @pytest.mark.parametrize("name,case", LC_CASES, ids=[f"{n}:{c['name']}" for n, c in LC_CASES])

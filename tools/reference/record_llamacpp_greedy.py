@@ -12,7 +12,13 @@ cache (gemma4c's cache is f32; an f16 cache, llama.cpp's default, is recorded al
 note). "margin" is llama.cpp's top-1 minus top-2 logit at each greedy step; lc_logits_*.f32 are its
 last-prompt-position logits (after the softcap, float32 LE).
 
-usage: python3 tools/reference/record_llamacpp_greedy.py [LLAMA_CPP_DIR] [-n 64]
+With --k256: the Q5_K_M and IQ4_XS files of g4-causal-k256 instead (16 tokens, f32 cache), into
+llamacpp_k256.json and lc_logits_causal-k256-<type>_<k>.f32, for test_numerics_ggml.py; recorded
+with an x86 AVX2 build (--build DIR: cmake -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
+-DGGML_F16C=ON), whose int8 dots those tests mirror (a native AVX-512 build differs from it in the
+last bits on a few prompts).
+
+usage: python3 tools/reference/record_llamacpp_greedy.py [LLAMA_CPP_DIR] [-n 64] [--build DIR] [--k256]
 """
 import argparse
 import json
@@ -39,16 +45,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("llama_cpp", nargs="?", default=os.environ.get("LLAMA_CPP_DIR"))
     ap.add_argument("-n", type=int, default=64)
+    ap.add_argument("--build", default=None, help="the build directory (default LLAMA_CPP_DIR/build)")
+    ap.add_argument("--k256", action="store_true")
     a = ap.parse_args()
     lc = pathlib.Path(a.llama_cpp or "")
-    if not (lc / "include" / "llama.h").exists() or not (lc / "build" / "bin").is_dir():
+    build = pathlib.Path(a.build) if a.build else lc / "build"
+    if not (lc / "include" / "llama.h").exists() or not (build / "bin").is_dir():
         raise SystemExit("pass a built llama.cpp checkout (argument or LLAMA_CPP_DIR)")
     with tempfile.TemporaryDirectory() as tmp:
         exe = pathlib.Path(tmp) / "llamacpp_greedy"
-        lib = lc / "build" / "bin"
+        lib = build / "bin"
         subprocess.run(["cc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{lc}/include", f"-I{lc}/ggml/include",
                         str(ROOT / "tools" / "reference" / "llamacpp_greedy.c"), f"-L{lib}", "-lllama", "-lggml",
                         "-lggml-base", f"-Wl,-rpath,{lib}", "-o", str(exe)], check=True)
+        if a.k256:
+            record_k256(exe, lc)
+            return
         result = {"llama_cpp_commit": commit(lc), "n": a.n,
                   "settings": "1 thread, prompt in one batch, flash attention off, greedy = argmax of the logits",
                   "files": {}}
@@ -73,6 +85,23 @@ def main():
                 same = sum(x["greedy"] == y["greedy"] for x, y in zip(runs["f32"], runs["f16"]))
                 print(f"{name}: {len(cases)} prompts; kv f32 == kv f16 on {same}", file=sys.stderr)
     (OUT / "llamacpp_greedy.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def record_k256(exe, lc, n=16):
+    cases = json.loads((ROOT / "tests" / "fixtures" / "g4-causal-k256" / "goldens.json").read_text())["cases"]
+    prompts = "".join(",".join(map(str, c["prompt_ids"])) + "\n" for c in cases)
+    result = {"llama_cpp_commit": commit(lc), "n": n, "settings": "x86 AVX2 build, 1 thread, prompt in one batch, "
+              "flash attention off, f32 KV cache, greedy = argmax of the logits", "files": {}}
+    for t in ("q5_k_m", "iq4_xs"):
+        name = f"causal-k256-{t}.gguf"
+        p = subprocess.run([str(exe), str(OUT / name), str(n), "f32", str(OUT / f"lc_logits_{name[:-5]}_")],
+                           input=prompts, capture_output=True, text=True, check=True)
+        runs = [json.loads(l) for l in p.stdout.splitlines()]
+        result["files"][name] = {"cases": [{"name": c["name"], "prompt_ids": c["prompt_ids"], "greedy": r["greedy"],
+                                            "logits_file": f"lc_logits_{name[:-5]}_{k}.f32"}
+                                           for k, (c, r) in enumerate(zip(cases, runs))]}
+        print(f"{name}: {len(cases)} prompts", file=sys.stderr)
+    (OUT / "llamacpp_k256.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ static inline void g4_prefetch_ahead(const void *p, size_t n) {
 /* One row of n elements (n a multiple of the block size) of quantized type dt → float32, in
  * exactly ggml's arithmetic order (no FMA contraction), so results are bit-identical. */
 void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst);
+/* ggml's kvalues_iq4nl: the 16 values an IQ4_NL / IQ4_XS nibble stands for */
+extern const int8_t g4_kvalues_iq4nl[16];
+/* IQ4_XS sub-block ib's six-bit scale (the weights are d (ls - 32) kvalue) */
+static inline int g4_iq4_xs_scale(const uint8_t *blk, int ib) {
+    const int h = blk[2] | blk[3] << 8;
+    return ((blk[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((h >> 2 * ib) & 3) << 4);
+}
+
 /* ggml's get_scale_min_k4: the six-bit scale *d and min *m of Q4_K sub-block j from the block's
  * packed scales[12] (quant_ref.c) */
 void g4_q4_k_scale_min(int j, const uint8_t *scales, uint8_t *d, uint8_t *m);
@@ -44,7 +52,9 @@ void g4_mm_q5_0_ref(const float *x, int T, int K, const void *w, int n0, int n1,
 void g4_mm_q4_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q6_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q5_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
-#define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref
+void g4_mm_iq4_xs_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+#define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref, \
+                             g4_mm_iq4_xs_ref
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -65,7 +75,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
  * Q5_0 by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
-                              g4_mm_q5_k_avx2
+                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
  * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
@@ -81,6 +91,8 @@ void g4_mm_rows_q4_k_avx512(const float *x, int T, int K, const void *w, int n0,
 void g4_mm_rows_q6_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_iq4_xs_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_iq4_xs_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* The AVX2 decode's block scales: every f16 as float (256 KB; a model's scales span a few
  * exponents, so the lines they use stay in cache), so that a block's scale reaches the FMA as one broadcast load with
  * no vector operation (converting it in registers took two to four, next to the ~17 that bound a
@@ -96,11 +108,13 @@ void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
-                           g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2
-/* Q5_K (quant_q5_k_avx2.c): decode as dequantized weights on 8 lanes, row-invariant at any T;
- * inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel GEMM */
+                           g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2, g4_mm_rows_iq4_xs_avx2
+/* Q5_K and IQ4_XS (quant_dq256_avx2.c): decode as dequantized weights on 8 lanes, row-invariant
+ * at any T; inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel GEMM */
 void g4_mm_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_iq4_xs_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_iq4_xs_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* AVX-512F (quant_legacy_avx512.c), the avx512 table's: the same row invariance up to
  * G4_QDEC_MAX_ROWS rows, 16 lanes; more rows take the AVX2 entries above */
 void g4_mm_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -129,6 +143,7 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q4_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q6_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q5_k_q8_k_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *w, const void *xq);
 /* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins, as the 16 bytes of utmp (ggml's kmask
  * unpacking). Inline: the AVX2 dot unpacks every 256-weight block and keeps the result in registers. */
 static inline void g4_q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
@@ -146,8 +161,9 @@ void g4_mmq_q5_0_ref(const void *xq, int T, int K, const void *w, int n0, int n1
 void g4_mmq_q4_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q5_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_iq4_xs_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_REF NULL, NULL, NULL, g4_mmq_q8_0_ref, g4_mmq_q4_0_ref, g4_mmq_q5_0_ref, g4_mmq_q4_k_ref, \
-                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref
+                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref
 
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -157,6 +173,8 @@ void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 /* Q5_K: ggml's AVX2 dot, decode tiles and prefill GEMM tiles as Q4_K's (the AVX-512 tables keep
  * this entry) */
 void g4_mmq_q5_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* IQ4_XS: ggml's AVX2 dot through decode tiles at any T (no GEMM tiles) */
+void g4_mmq_iq4_xs_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of
  * activation rows over Q8_0 / Q4_0 / Q5_0, 12 or more over Q4_K / Q6_K (the AVX2 entries take
@@ -167,6 +185,6 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, \
-                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2
+                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2
 
 #endif

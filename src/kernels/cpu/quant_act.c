@@ -14,7 +14,7 @@
 g4_act_fmt g4_act_format(g4_dtype wdt) {
     switch (wdt) {
     case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: return G4_ACT_Q8_0;
-    case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: return G4_ACT_Q8_K;
+    case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: case G4_DT_IQ4_XS: return G4_ACT_Q8_K;
     default: return G4_ACT_NONE;
     }
 }
@@ -232,6 +232,27 @@ float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
     return sumf;
 }
 
+float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *vw, const void *vx) {   /* ..._iq4_xs_q8_K_generic */
+    const uint8_t *w = vw;
+    const g4_block_q8_K *y = vx;
+    float sumf = 0;
+    for (int i = 0; i < n / 256; i++, w += 136) {
+        const float d4d8 = g4_f16_at(w) * y[i].d;
+        const uint8_t *qs = w + 8;
+        const int8_t *q8 = y[i].qs;
+        for (int ib = 0; ib < 8; ib++, qs += 16, q8 += 32) {
+            const float dl = d4d8 * (g4_iq4_xs_scale(w, ib) - 32);
+            int sumi1 = 0, sumi2 = 0;
+            for (int j = 0; j < 16; j++) {
+                sumi1 += q8[j] * g4_kvalues_iq4nl[qs[j] & 0xf];
+                sumi2 += q8[j + 16] * g4_kvalues_iq4nl[qs[j] >> 4];
+            }
+            sumf += dl * (float)(sumi1 + sumi2);   /* not an FMA in ggml's build here (its vectors say so) */
+        }
+    }
+    return sumf;
+}
+
 /* The reference matmul: one dot per (weight row, activation row), as ggml's mul_mat loops. */
 #define MMQ_REF(NAME, DT, DOT)                                                                       \
     void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
@@ -246,3 +267,4 @@ MMQ_REF(g4_mmq_q5_0_ref, G4_DT_Q5_0, g4_vec_dot_q5_0_q8_0_ref)
 MMQ_REF(g4_mmq_q4_k_ref, G4_DT_Q4_K, g4_vec_dot_q4_k_q8_k_ref)
 MMQ_REF(g4_mmq_q6_k_ref, G4_DT_Q6_K, g4_vec_dot_q6_k_q8_k_ref)
 MMQ_REF(g4_mmq_q5_k_ref, G4_DT_Q5_K, g4_vec_dot_q5_k_q8_k_ref)
+MMQ_REF(g4_mmq_iq4_xs_ref, G4_DT_IQ4_XS, g4_vec_dot_iq4_xs_q8_k_ref)

@@ -275,6 +275,39 @@ INLINE void tile_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     tile_k45(1, NT, row, x, nb, n, t0, y, ldy);
 }
 
+/* ggml's ggml_vec_dot_iq4_xs_q8_K (AVX2): the nibbles through the kvalues table (pshufb) into
+ * signed bytes, two sub-blocks' products a step (sign / maddubs, ggml's mul_add_epi8) scaled by
+ * their ls - 32 into two int32 sums; per block one fmadd of their sum by d y.d */
+INLINE void tile_iq4_xs(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 136;
+        if (t0 == 0) g4_prefetch_ahead(b, 136);   /* the first pass */
+        __m256i s1[4], s2[4];
+        for (int t = 0; t < NT; t++) s1[t] = s2[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const __m128i v1 = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * ib)), v2 = _mm_loadu_si128((const __m128i *)(b + 24 + 16 * ib));
+            const __m256i q1 = _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v1, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v1, m4))),
+                          q2 = _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v2, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v2, m4)));
+            const __m256i aq1 = _mm256_sign_epi8(q1, q1), aq2 = _mm256_sign_epi8(q2, q2);
+            const __m256i ls1 = _mm256_set1_epi16((short)(g4_iq4_xs_scale(b, ib) - 32)), ls2 = _mm256_set1_epi16((short)(g4_iq4_xs_scale(b, ib + 1) - 32));
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 32 * ib;
+                const __m256i p1 = _mm256_maddubs_epi16(aq1, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), q1));
+                const __m256i p2 = _mm256_maddubs_epi16(aq2, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q8 + 32)), q2));
+                s1[t] = _mm256_add_epi32(_mm256_madd_epi16(p1, ls1), s1[t]);
+                s2[t] = _mm256_add_epi32(_mm256_madd_epi16(p2, ls2), s2[t]);
+            }
+        }
+        const float dw = f16(b);
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[(size_t)(t0 + t) * nb + i].d), _mm256_cvtepi32_ps(_mm256_add_epi32(s1[t], s2[t])), acc[t]);
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]);
+}
+
 /* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
  * taken out afterwards through the activation's bsums (32 * sum(bsums * scales)). */
 INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
@@ -356,6 +389,10 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
 MMQ_K(mmq_q4_k_tiles, tile_q4_k, 144)
 MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
 MMQ_K(mmq_q5_k_tiles, tile_q5_k, 176)
+MMQ_K(mmq_iq4_xs_tiles, tile_iq4_xs, 136)
+void g4_mmq_iq4_xs_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq_iq4_xs_tiles(xq, T, K, w, n0, n1, y, ldy);
+}
 
 /* ---------------------------------------------------------------- prefill GEMMs × Q8_K */
 

@@ -67,6 +67,18 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
         }
         break;
     }
+    case G4_DT_IQ4_XS: {   /* d, scales_h, scales_l[4], q[128]: sub-block ib's 32 kvalues (signed), scale d (ls - 32) */
+        const double d = g4_f16_at(b);
+        for (int ib = 0; ib < 8; ib++) {
+            long q2 = 0;
+            for (int j = 0; j < 16; j++) {
+                const int lo = g4_kvalues_iq4nl[b[8 + 16 * ib + j] & 0xf], hi = g4_kvalues_iq4nl[b[8 + 16 * ib + j] >> 4];
+                q2 += lo * lo + hi * hi;
+            }
+            group(nm, d * (g4_iq4_xs_scale(b, ib) - 32), 0, 32, 0, q2);
+        }
+        break;
+    }
     case G4_DT_Q6_K: {   /* ql[128], qh[64], int8 sc[16], d (quant_ref.c deq_q6_k's layout) */
         const double d = g4_f16_at(b + 208);
         const uint8_t *ql = b, *qh = b + 128;

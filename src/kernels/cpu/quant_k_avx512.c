@@ -208,6 +208,34 @@ AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
     TILE_OUT(acc);
 }
 
+/* IQ4_XS (136 B: d, scales_h, scales_l[4], q[128]; sub-block ib's weight j < 16 the low nibble of
+ * q[16 ib + j], 16 + j its high one): a sub-block's 16 possible weights (d (ls - 32)) kvalue
+ * (g4_dequant_row's two roundings: dl, then dl kvalue) as a table that vpermps indexes by the
+ * nibble, as Q4_K's */
+AI void iq4_xs_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                    float *out) {
+    const __m512 kv = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl)));
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
+    for (int b = 0; b < nb; b++) {
+        for (int r = 0; r < NW; r++) g4_prefetch_ahead(w + (size_t)r * rb + (size_t)b * 136, 136);
+        for (int ib = 0; ib < 8; ib++) {
+            __m512 tab[4], wv[4];
+            __m512i v[4];
+            for (int r = 0; r < NW; r++) {
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 136;
+                tab[r] = _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk) * (float)(g4_iq4_xs_scale(blk, ib) - 32)), kv);
+                v[r] = _mm512_cvtepu8_epi32(ld16(blk + 8 + 16 * ib));
+            }
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(v[r], tab[r]);
+            TILE_FMA(acc, wv, 256 * b + 32 * ib);
+            for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(_mm512_srli_epi32(v[r], 4), tab[r]);
+            TILE_FMA(acc, wv, 256 * b + 32 * ib + 16);
+        }
+    }
+    TILE_OUT(acc);
+}
+
 /* T (1-8) activation rows x weight rows [n0, n1) in tiles of NW(T) weight rows (at most 24
  * chains in registers; at least 4 at T = 1 for the FMA latency); the last rows one at a time */
 #define DEFINE_DEC(NAME, PASS, BB)                                                                          \
@@ -244,6 +272,7 @@ AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
 DEFINE_DEC(dec_q4_k, q4_k_pass, 144)
 DEFINE_DEC(dec_q6_k, q6_k_pass, 210)
 DEFINE_DEC(dec_q5_k, q5_k_pass, 176)
+DEFINE_DEC(dec_iq4_xs, iq4_xs_pass, 136)
 
 /* kernels.h matmul: decode here; prefill (T >= 4) the AVX2 path's */
 #define MM_K512(NAME, AVX2, DEC)                                                                  \
@@ -271,10 +300,14 @@ enum { ROWS_RB = 32 };
 MM_ROWS(g4_mm_rows_q4_k_avx512, dec_q4_k)
 MM_ROWS(g4_mm_rows_q6_k_avx512, dec_q6_k)
 MM_ROWS(g4_mm_rows_q5_k_avx512, dec_q5_k)
+MM_ROWS(g4_mm_rows_iq4_xs_avx512, dec_iq4_xs)
 
-/* Q5_K's matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry's panel GEMM (as
- * the legacy types' do), the rest this decode, 8 rows at a time */
-void g4_mm_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    if (T > G4_QDEC_MAX_ROWS) g4_mm_q5_k_avx2(x, T, K, w, n0, n1, y, ldy);
-    else g4_mm_rows_q5_k_avx512(x, T, K, w, n0, n1, y, ldy);
-}
+/* Q5_K's and IQ4_XS's matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry's
+ * panel GEMM (as the legacy types' do), the rest this decode, 8 rows at a time */
+#define MM_DQ(NAME, AVX2, ROWS)                                                                  \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        if (T > G4_QDEC_MAX_ROWS) AVX2(x, T, K, w, n0, n1, y, ldy);                             \
+        else ROWS(x, T, K, w, n0, n1, y, ldy);                                                  \
+    }
+MM_DQ(g4_mm_q5_k_avx512, g4_mm_q5_k_avx2, g4_mm_rows_q5_k_avx512)
+MM_DQ(g4_mm_iq4_xs_avx512, g4_mm_iq4_xs_avx2, g4_mm_rows_iq4_xs_avx512)

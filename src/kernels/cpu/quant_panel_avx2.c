@@ -90,6 +90,22 @@ static void deq_q5_k(const uint8_t *b, float *y) {
     }
 }
 
+/* (d * (ls - 32)) * kvalue, IQ4_XS (136 B: d, scales_h, scales_l[4], q[128]; sub-block ib's weight
+ * j < 16 the low nibble of q[16 ib + j], 16 + j its high one) */
+static void deq_iq4_xs(const uint8_t *b, float *y) {
+    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
+    const float d = _cvtsh_ss((uint16_t)(b[0] | b[1] << 8));
+    for (int ib = 0; ib < 8; ib++, y += 32) {
+        const __m256 dl = _mm256_set1_ps(d * (float)(g4_iq4_xs_scale(b, ib) - 32));
+        const __m128i v = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * ib));
+        const __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)), hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+        _mm256_storeu_ps(y, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(y + 8, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+        _mm256_storeu_ps(y + 16, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+        _mm256_storeu_ps(y + 24, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+    }
+}
+
 /* (d * sc) * (q - 32), Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32),
  * weight 128h + 32k + l is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4,
  * with scale sc[8h + 2k + l / 16] */
@@ -130,6 +146,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
     case G4_DT_Q5_0: DEQ_ROWS(deq_q5_0, 32, 22) break;
     case G4_DT_Q4_K: DEQ_ROWS(deq_q4_k, 256, 144) break;
     case G4_DT_Q5_K: DEQ_ROWS(deq_q5_k, 256, 176) break;
+    case G4_DT_IQ4_XS: DEQ_ROWS(deq_iq4_xs, 256, 136) break;
     default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);

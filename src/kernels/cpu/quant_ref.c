@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
- * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q5_K,q6_K} operation for operation (so float results are
+ * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q5_K,q6_K,iq4_xs} operation for operation (so float results are
  * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
  * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
 #include <stdlib.h>
@@ -79,6 +79,22 @@ static void deq_q5_k(const uint8_t *b, float *y) {
     }
 }
 
+const int8_t g4_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* d, scales_h, scales_l[4], q[128]: sub-block ib's weight j (j < 16) the low nibble of
+ * q[16 ib + j], 16 + j its high one, each through the kvalues table */
+static void deq_iq4_xs(const uint8_t *b, float *y) {
+    const float d = g4_f16_at(b);
+    const uint8_t *qs = b + 8;
+    for (int ib = 0; ib < 8; ib++, y += 32, qs += 16) {
+        const float dl = d * (g4_iq4_xs_scale(b, ib) - 32);
+        for (int j = 0; j < 16; j++) {
+            y[j] = dl * g4_kvalues_iq4nl[qs[j] & 0xf];
+            y[j + 16] = dl * g4_kvalues_iq4nl[qs[j] >> 4];
+        }
+    }
+}
+
 static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc[16], d */
     const float d = g4_f16_at(b + 208);
     const uint8_t *ql = b, *qh = b + 128;
@@ -105,7 +121,8 @@ static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc
 void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
     void (*f)(const uint8_t *, float *) = dt == G4_DT_Q8_0 ? deq_q8_0 : dt == G4_DT_Q4_0 ? deq_q4_0
                                         : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
-                                        : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k : NULL;
+                                        : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k
+                                        : dt == G4_DT_IQ4_XS ? deq_iq4_xs : NULL;
     if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
@@ -141,3 +158,4 @@ MM_REF(g4_mm_q5_0_ref, G4_DT_Q5_0)
 MM_REF(g4_mm_q4_k_ref, G4_DT_Q4_K)
 MM_REF(g4_mm_q6_k_ref, G4_DT_Q6_K)
 MM_REF(g4_mm_q5_k_ref, G4_DT_Q5_K)
+MM_REF(g4_mm_iq4_xs_ref, G4_DT_IQ4_XS)

@@ -210,8 +210,8 @@ AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
 
 /* IQ4_XS (136 B: d, scales_h, scales_l[4], q[128]; sub-block ib's weight j < 16 the low nibble of
  * q[16 ib + j], 16 + j its high one): a sub-block's 16 possible weights (d (ls - 32)) kvalue
- * (g4_dequant_row's two roundings: dl, then dl kvalue) as a table that vpermps indexes by the
- * nibble, as Q4_K's */
+ * (g4_dequant_row's operations: d (ls - 32) exact, its product with the kvalue rounded once) as a
+ * table that vpermps indexes by the nibble, as Q4_K's */
 AI void iq4_xs_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
                     float *out) {
     const __m512 kv = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl)));

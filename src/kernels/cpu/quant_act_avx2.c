@@ -447,12 +447,12 @@ INLINE void gk_tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K 
         const __m256 d = _mm256_mul_ps(yd, _mm256_set1_ps(f16(b))), dm = _mm256_mul_ps(yd, _mm256_set1_ps(-f16(b + 2)));
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        float dmt[8];   /* Q5_K: the rows' -y.d dmin as scalars, once a block */
+        if (q5) _mm256_storeu_ps(dmt, dm);
         for (int p = 0; p < (NT + 1) / 2; p++) {
             const __m256i prod = _mm256_madd_epi16(mins, c->q8s[tc / 2 + p][i]);
             if (q5) {
-                float dmt[8];
                 int32_t m[8];
-                _mm256_storeu_ps(dmt, dm);
                 _mm256_storeu_si256((__m256i *)m, prod);
                 for (int h = 0; h < 2 && 2 * p + h < NT; h++)
                     summs[2 * p + h] = fmaf(dmt[2 * p + h], (float)(m[4 * h] + m[4 * h + 1] + m[4 * h + 2] + m[4 * h + 3]), summs[2 * p + h]);

@@ -15,7 +15,6 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
 
 INLINE float hsum4(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -80,19 +79,19 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         for (int t = 0; t < NT; t++) {
             const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)b * G4_Q8_0_BYTES;
             qy[t] = _mm256_loadu_si256((const __m256i *)(xblk + 2));
-            dy[t] = _mm256_set1_ps(f16(xblk));
+            dy[t] = _mm256_set1_ps(g4_ld_f16(xblk));
         }
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)b * bb;
             const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
-            const __m256 dx = _mm256_set1_ps(f16(blk));
+            const __m256 dx = _mm256_set1_ps(g4_ld_f16(blk));
             /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
             for (int t = 0; t < NT; t++)
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
         }
     }
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = g4_act_hsum8_avx2(acc[r][t]);
+        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = g4_hsum8(acc[r][t]);
 }
 
 /* Weight rows in groups of 16 (about 27 KB of Q8_0 at K = 1536: they stay in L1/L2 while every
@@ -142,13 +141,13 @@ INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * bb;
         const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(f16(blk)), _mm256_loadu_ps(yd + (size_t)b * G32_TC));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_ld_f16(blk)), _mm256_loadu_ps(yd + (size_t)b * G32_TC));
         for (int t = 0; t < NT; t++) {
             const __m256i qy = _mm256_loadu_si256((const __m256i *)(x + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES + 2));
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), mul_sum_i8(ax, qx, qy), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_hsum8(acc[t]);
 }
 
 /* activation rows in chunks of G32_TC, weight rows in groups of 16 (in L1/L2 while the chunk's
@@ -163,7 +162,7 @@ INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void
         const int tn = T - t0 < G32_TC ? T - t0 : G32_TC;
         const uint8_t *xc = (const uint8_t *)xq + (size_t)t0 * xb;
         for (int t = 0; t < tn; t++)
-            for (int b = 0; b < nb; b++) yd[(size_t)b * G32_TC + t] = f16(xc + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES);
+            for (int b = 0; b < nb; b++) yd[(size_t)b * G32_TC + t] = g4_ld_f16(xc + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES);
         for (int g0 = n0; g0 < n1; g0 += 16) {
             const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
             for (int tc = 0; tc < tn; tc += G32_NT) {
@@ -226,7 +225,7 @@ INLINE void tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x,
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = row + (size_t)i * bb;
         if (t0 == 0) g4_prefetch_ahead(b, bb);   /* the first pass reads the rows from DRAM, one after another */
-        const float dw = f16(b), dmw = f16(b + 2);
+        const float dw = g4_ld_f16(b), dmw = g4_ld_f16(b + 2);
         uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
         g4_q4_k_scales(b + 4, utmp);
         const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
@@ -266,7 +265,7 @@ INLINE void tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x,
         }
     }
     for (int t = 0; t < NT; t++)
-        y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]) + (q5 ? summs[t] : hsum4(acc_m[t]));
+        y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]) + (q5 ? summs[t] : hsum4(acc_m[t]));
 }
 INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
     tile_k45(0, NT, row, x, nb, n, t0, y, ldy);
@@ -301,11 +300,11 @@ INLINE void tile_iq4_xs(int NT, const uint8_t *row, const g4_block_q8_K *x, int 
                 s2[t] = _mm256_add_epi32(_mm256_madd_epi16(p2, ls2), s2[t]);
             }
         }
-        const float dw = f16(b);
+        const float dw = g4_ld_f16(b);
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[(size_t)(t0 + t) * nb + i].d), _mm256_cvtepi32_ps(_mm256_add_epi32(s1[t], s2[t])), acc[t]);
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]);
 }
 
 /* ggml's ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit quants through maddubs, the -32 offset
@@ -317,7 +316,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = row + (size_t)i * 210;
         if (t0 == 0) g4_prefetch_ahead(b, 210);   /* the first pass */
-        const float dw = f16(b + 208);
+        const float dw = g4_ld_f16(b + 208);
         const __m256i scales_16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
         __m256i sumi[4];
         for (int t = 0; t < NT; t++) {
@@ -361,7 +360,7 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_act_hsum8_avx2(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]);
 }
 
 /* Weight rows in groups of 8 (Q4_K at K = 1536: 7 KB) held in cache while all activation
@@ -444,7 +443,7 @@ INLINE void gk_tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K 
         }
         /* y.d * d and -y.d * dmin for the tile's rows at once (the same products one at a time) */
         const __m256 yd = _mm256_loadu_ps(&c->yd[i][tc]);
-        const __m256 d = _mm256_mul_ps(yd, _mm256_set1_ps(f16(b))), dm = _mm256_mul_ps(yd, _mm256_set1_ps(-f16(b + 2)));
+        const __m256 d = _mm256_mul_ps(yd, _mm256_set1_ps(g4_ld_f16(b))), dm = _mm256_mul_ps(yd, _mm256_set1_ps(-g4_ld_f16(b + 2)));
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         float dmt[8];   /* Q5_K: the rows' -y.d dmin as scalars, once a block */
@@ -464,7 +463,7 @@ INLINE void gk_tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K 
     }
     for (int t = 0; t < NT; t++) {
         const __m256 m = acc_m[t / 2];
-        y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]) + (q5 ? summs[t] : hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m)));
+        y[(size_t)t * ldy] = g4_hsum8(acc[t]) + (q5 ? summs[t] : hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m)));
     }
 }
 INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,
@@ -507,11 +506,11 @@ INLINE void gk_tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int
                 }
             }
         }
-        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(&c->yd[i][tc]), _mm256_set1_ps(f16(b + 208)));
+        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(&c->yd[i][tc]), _mm256_set1_ps(g4_ld_f16(b + 208)));
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
-    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_act_hsum8_avx2(acc[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_hsum8(acc[t]);
 }
 
 /* activation rows in chunks of GK_TC (their d and sums gathered once), weight rows in groups of

@@ -22,6 +22,7 @@
 
 #include "kernels/cpu/pack_avx2.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/quant_act_blocks_avx2.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -46,19 +47,12 @@ static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
     if (t8) *t8 = *t16 + (pad8 && r8 >= pad8 ? (r8 < 8 ? r8 : 8) : 0);
 }
 
-AI float f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
-
-/* A store the compiler cannot see through, so that the dword broadcasts after it stay loads
- * (vpbroadcastd m32, a load-port operation): from a register each took a shift and a broadcast,
- * shuffle operations that share ports with the dot products */
-AI void store_opaque32(int32_t *p, __m256i v) { __asm__("vmovdqu %1, %0" : "=m"(*(int32_t(*)[8])p) : "x"(v)); }
-
 /* One weight row's 32 quants of a block and their offsets, stored for the tile's broadcasts */
 AI void tile_quants(int kind, const uint8_t *blk, int32_t q[8], int32_t c[8]) {
     const __m256i qx = g4_act_unpack32_avx2(kind, blk);
-    store_opaque32(q, qx);
+    g4_store_opaque32(q, qx);
     /* -128 * (the sum of each dword's 4 quants): takes the activation bytes' offset back out */
-    store_opaque32(c, _mm256_sub_epi32(_mm256_setzero_si256(),
+    g4_store_opaque32(c, _mm256_sub_epi32(_mm256_setzero_si256(),
                                        _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), qx)));
 }
 
@@ -171,8 +165,8 @@ AI void q4_k_prepare(const uint8_t *blk, q4_k_prep *p) {
     __asm__("vmovdqu %1, %0" : "=m"(p->mn) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(utmp + 2)))));
     for (int j = 0; j < 4; j++) {
         const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * j));
-        store_opaque32(p->nib[2 * j], _mm256_and_si256(q4, m4));
-        store_opaque32(p->nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+        g4_store_opaque32(p->nib[2 * j], _mm256_and_si256(q4, m4));
+        g4_store_opaque32(p->nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
     }
 }
 
@@ -206,7 +200,7 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
                 sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16)), s);
             }
         }
-        const __m512 d = _mm512_mul_ps(yd, _mm512_set1_ps(f16(blk))), dm = _mm512_mul_ps(yd, _mm512_set1_ps(-f16(blk + 2)));
+        const __m512 d = _mm512_mul_ps(yd, _mm512_set1_ps(g4_ld_f16(blk))), dm = _mm512_mul_ps(yd, _mm512_set1_ps(-g4_ld_f16(blk + 2)));
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
         for (int i = 0; i < 4; i++) {
@@ -238,12 +232,12 @@ AI void q6_k_prepare(const uint8_t *blk, q6_k_prep *p) {
         const __m256i q4bits1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j));
         const __m256i q4bits2 = _mm256_loadu_si256((const __m256i *)(blk + 64 * j + 32));
         const __m256i H = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * j));
-        store_opaque32(p->q[4 * j], _mm256_or_si256(_mm256_and_si256(q4bits1, m15), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
-        store_opaque32(p->q[4 * j + 1], _mm256_or_si256(_mm256_and_si256(q4bits2, m15),
+        g4_store_opaque32(p->q[4 * j], _mm256_or_si256(_mm256_and_si256(q4bits1, m15), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)));
+        g4_store_opaque32(p->q[4 * j + 1], _mm256_or_si256(_mm256_and_si256(q4bits2, m15),
                                                         _mm256_slli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(12)), 2)));
-        store_opaque32(p->q[4 * j + 2], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15),
+        g4_store_opaque32(p->q[4 * j + 2], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits1, 4), m15),
                                                         _mm256_and_si256(H, _mm256_set1_epi8(48))));
-        store_opaque32(p->q[4 * j + 3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15),
+        g4_store_opaque32(p->q[4 * j + 3], _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4bits2, 4), m15),
                                                         _mm256_srli_epi16(_mm256_and_si256(H, _mm256_set1_epi8(-64)), 2)));
     }
 }
@@ -276,7 +270,7 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
                                               l < 4 ? s0 : s1);
             }
         }
-        const __m512 d = _mm512_mul_ps(_mm512_load_ps((const float *)(cb + KCHUNK_D)), _mm512_set1_ps(f16(blk + 208)));
+        const __m512 d = _mm512_mul_ps(_mm512_load_ps((const float *)(cb + KCHUNK_D)), _mm512_set1_ps(g4_ld_f16(blk + 208)));
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
     }
@@ -329,7 +323,7 @@ AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t b
         }
     }
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + r] = g4_act_hsum8_avx2(acc[r][t]);
+        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + r] = g4_hsum8(acc[r][t]);
 }
 
 /* T (1-6) activation rows (stride xb) x weight rows [n0, n1) through dec_tile, up to 3 rows a
@@ -386,11 +380,11 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
     gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 
-typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);
-
-static void kgemm(ktile_fn tile, int q4_k, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, int K, const void *w, int n0,
-                  int n1, float *y, int ldy) {
-    const int nb = K / 256;
+/* Q4_K or Q6_K (dt): the first rows short of a chunk through the AVX2 entry, the rest in chunks */
+static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    const int q4_k = dt == G4_DT_Q4_K, nb = K / 256;
+    const size_t bb = q4_k ? 144 : 210;
+    const g4_matmul_q8_fn avx2 = q4_k ? g4_mmq_q4_k_avx2 : g4_mmq_q6_k_avx2;
     int tv;
     vnni_plan(T, 12, 0, &tv, NULL);   /* no 8-row chunks over the K-quants */
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
@@ -411,15 +405,16 @@ static void kgemm(ktile_fn tile, int q4_k, size_t bb, g4_matmul_q8_fn avx2, cons
             for (int ci = 0; ci < nc; ci++) {
                 const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
                 for (int n = g0; n < g1; n++)
-                    tile((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn, y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
+                    (q4_k ? ktile_q4_k : ktile_q6_k)((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn,
+                                                     y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
             }
         }
     }
 }
 
 void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kgemm(ktile_q4_k, 1, 144, g4_mmq_q4_k_avx2, xq, T, K, w, n0, n1, y, ldy);
+    kgemm(G4_DT_Q4_K, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kgemm(ktile_q6_k, 0, 210, g4_mmq_q6_k_avx2, xq, T, K, w, n0, n1, y, ldy);
+    kgemm(G4_DT_Q6_K, xq, T, K, w, n0, n1, y, ldy);
 }

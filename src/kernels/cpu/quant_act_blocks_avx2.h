@@ -1,6 +1,6 @@
 /* quant_act_blocks_avx2.h — a 32-weight block (Q8_0 / Q4_0 / Q5_0) as its 32 signed quants, the
  * operand of the int8-activation dots (--act-q8), exactly as ggml's x86 vec_dot kernels unpack it,
- * and ggml's sum of a dot's 8 float lanes.
+ * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does).
  * Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI GEMM (quant_act_avx512.c);
  * include after <immintrin.h> in a file built with AVX2. */
 #ifndef G4_QUANT_ACT_BLOCKS_AVX2_H
@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "kernels/cpu/quant_simd.h"
 
 enum { G4_ACT_K_Q8_0, G4_ACT_K_Q4_0, G4_ACT_K_Q5_0 };
 
@@ -30,12 +32,5 @@ static inline __attribute__((always_inline)) __m256i g4_act_unpack32_avx2(int ki
     return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
 }
 
-/* ggml's hsum_float_8: (0 + 4, 1 + 5, 2 + 6, 3 + 7), then pairs, then the last two */
-static inline __attribute__((always_inline)) float g4_act_hsum8_avx2(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 #endif

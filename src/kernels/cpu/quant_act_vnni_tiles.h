@@ -20,18 +20,18 @@ static void NM(chunk_build)(const uint8_t *xq, size_t xb, int tn, int nb, uint8_
         const uint8_t *qs = xq + (size_t)b * G4_Q8_0_BYTES + 2;
         for (int l = 0; l < 8; l++) V_STI(cb + VB * l, V_XORI(V_GATHER(live, rows, qs + 4 * l), off));
         float *d = (float *)(cb + 8 * VB);
-        for (int t = 0; t < W; t++) d[t] = t < tn ? f16(xq + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES) : 0.0f;
+        for (int t = 0; t < W; t++) d[t] = t < tn ? g4_ld_f16(xq + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES) : 0.0f;
     }
 }
 
 /* dx * dy_t for the W rows (the same float product as ggml's) */
-AI VF NM(row_scales)(const uint8_t *blk, const uint8_t *cb) { return V_MULF(V_SET1F(f16(blk)), V_LDF(cb + 8 * VB)); }
+AI VF NM(row_scales)(const uint8_t *blk, const uint8_t *cb) { return V_MULF(V_SET1F(g4_ld_f16(blk)), V_LDF(cb + 8 * VB)); }
 
 AI VF NM(dot)(VF acc, VF d, VI a, int32_t c, int32_t q) {
     return V_FMA(d, V_CVT(V_DPBUSD(V_SET1I(c), a, V_SET1I(q))), acc);
 }
 
-/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)) (g4_act_hsum8_avx2), for
+/* ggml's sum of the 8 lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)) (g4_hsum8), for
  * the W rows */
 AI VF NM(sum8)(const VF a[8]) {
     return V_ADDF(V_ADDF(V_ADDF(a[0], a[4]), V_ADDF(a[2], a[6])), V_ADDF(V_ADDF(a[1], a[5]), V_ADDF(a[3], a[7])));

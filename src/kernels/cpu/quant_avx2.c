@@ -9,17 +9,7 @@
 
 #include "kernels/cpu/q4_k_scales_bytes.h"
 #include "kernels/cpu/quant.h"
-
-/* F16C's exact half -> float (the scalar g4_f16_to_f32 is an out-of-line bit-by-bit decode, and
- * a decode step converts one scale per 32 weights) */
-static inline float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
-
-static inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+#include "kernels/cpu/quant_simd.h"
 
 /* Q8_0 fully fused (the tied LM head of the common Gemma GGUFs is Q8_0, and it is most of the
  * bytes a decode step reads): per block, the 32 int8 weights are widened in registers and dotted
@@ -46,7 +36,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
                              x3 = _mm256_loadu_ps(xb + 24);
                 for (int r = 0; r < 4; r++) {
                     const uint8_t *blk = row + (size_t)r * rb + (size_t)b * 34;
-                    const __m256 d = _mm256_set1_ps(f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
+                    const __m256 d = _mm256_set1_ps(g4_ld_f16(blk));
                     __m256 s = _mm256_mul_ps(q8_chunk(blk + 2, 0), x0);
                     s = _mm256_fmadd_ps(q8_chunk(blk + 2, 1), x1, s);
                     s = _mm256_fmadd_ps(q8_chunk(blk + 2, 2), x2, s);
@@ -54,7 +44,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
                     acc[r] = _mm256_fmadd_ps(d, s, acc[r]);
                 }
             }
-            for (int r = 0; r < 4; r++) y[n0 + r] = hsum(acc[r]);
+            for (int r = 0; r < 4; r++) y[n0 + r] = g4_hsum8(acc[r]);
         }
     }
     for (int n = n0; n < n1; n++) {
@@ -64,7 +54,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
             __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int b = 0; b < nb; b++) {
                 const uint8_t *blk = row + (size_t)b * 34;
-                const __m256 d = _mm256_set1_ps(f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
+                const __m256 d = _mm256_set1_ps(g4_ld_f16(blk));
                 const __m256 w0 = q8_chunk(blk + 2, 0), w1 = q8_chunk(blk + 2, 1), w2 = q8_chunk(blk + 2, 2),
                              w3 = q8_chunk(blk + 2, 3);
                 for (int i = 0; i < tn; i++) {
@@ -76,7 +66,7 @@ void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1
                     acc[i] = _mm256_fmadd_ps(d, s, acc[i]);
                 }
             }
-            for (int i = 0; i < tn; i++) y[(size_t)(t0 + i) * ldy + n] = hsum(acc[i]);
+            for (int i = 0; i < tn; i++) y[(size_t)(t0 + i) * ldy + n] = g4_hsum8(acc[i]);
         }
     }
 }
@@ -119,7 +109,7 @@ static void pre_q5_0(const float *x, int ldx, int T, int nb, float *pre) { pre_q
 /* pre for Q4_K: per t, the sum of each 32 x (8 per 256-block, dotted with the block's mins) */
 static void pre_q4_k(const float *x, int ldx, int T, int nb, float *pre) {
     for (int t = 0; t < T; t++)
-        for (int j = 0; j < 8 * nb; j++) pre[(size_t)t * 8 * nb + j] = hsum(sum4(x + (size_t)t * ldx + 32 * j));
+        for (int j = 0; j < 8 * nb; j++) pre[(size_t)t * 8 * nb + j] = g4_hsum8(sum4(x + (size_t)t * ldx + 32 * j));
 }
 
 /* pre for Q6_K: per t, -32 x the sum of each 16 x (16 per block, dotted with d * scales) */
@@ -127,7 +117,7 @@ static void pre_q6_k(const float *x, int ldx, int T, int nb, float *pre) {
     for (int t = 0; t < T; t++)
         for (int j = 0; j < 16 * nb; j++) {
             const float *xj = x + (size_t)t * ldx + 16 * j;
-            pre[(size_t)t * 16 * nb + j] = -32.0f * hsum(_mm256_add_ps(ld(xj), ld(xj + 8)));
+            pre[(size_t)t * 16 * nb + j] = -32.0f * g4_hsum8(_mm256_add_ps(ld(xj), ld(xj + 8)));
         }
 }
 
@@ -174,7 +164,7 @@ AI void q_0_pass(const int q5, PASS_ARGS) {
         }
     }
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) out[r * T + t] = hsum(acc[r][t]);
+        for (int t = 0; t < T; t++) out[r * T + t] = g4_hsum8(acc[r][t]);
 }
 AI void q4_0_pass(PASS_ARGS) { q_0_pass(0, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
 AI void q5_0_pass(PASS_ARGS) { q_0_pass(1, R, T, w, rb, nb, x, ldx, pre, ldp, out); }
@@ -220,7 +210,7 @@ AI void q4_k_pass(PASS_ARGS) {
         }
     }
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) out[r * T + t] = hsum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+        for (int t = 0; t < T; t++) out[r * T + t] = g4_hsum8(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 
 /* Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32), weight 128h + 32k + l
@@ -289,7 +279,7 @@ AI void q6_k_pass(PASS_ARGS) {
         }
     }
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) out[r * T + t] = hsum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+        for (int t = 0; t < T; t++) out[r * T + t] = g4_hsum8(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 
 /* The decode driver: rows in passes of RT1 rows at T = 1, 2 rows at T = 2, then single rows

@@ -12,22 +12,11 @@
 
 #include "kernels/cpu/q4_k_scales_bytes.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 
 #define AI static inline __attribute__((always_inline))
 
-static inline float ld_f16(const uint8_t *p) { return _cvtsh_ss((uint16_t)(p[0] | p[1] << 8)); }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
-
-static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* A store the compiler cannot see through, so that the widening loads after it stay loads
- * (vpmovzxbd m64) rather than shuffles out of the register just stored */
-static inline void store_opaque32(uint8_t *p, __m256i v) { __asm__("vmovdqu %1, %0" : "=m"(*(uint8_t(*)[32])p) : "x"(v)); }
 
 /* A Q5_K block (176 B: d, dmin, 12 B of six-bit scales / mins, qh[32], q[128]): sub-block j's
  * weight l (j < 8, l < 32) has the low (j even) or high (j odd) nibble of q[32 (j / 2) + l] and
@@ -35,8 +24,8 @@ static inline void store_opaque32(uint8_t *p, __m256i v) { __asm__("vmovdqu %1, 
  * shifts; the masks drop the bits that cross a byte), and its scales d sc_j then dmin m_j. */
 AI void q5_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {   /* dsc: d sc_j, then dmin m_j */
     const __m128i sm = g4_q4_k_scales_mins_bytes(blk);
-    _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(ld_f16(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
-    _mm256_storeu_ps(dsc + 8, _mm256_mul_ps(_mm256_set1_ps(ld_f16(blk + 2)),
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(g4_ld_f16(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+    _mm256_storeu_ps(dsc + 8, _mm256_mul_ps(_mm256_set1_ps(g4_ld_f16(blk + 2)),
                                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
     const __m256i m4 = _mm256_set1_epi8(0x0F), m16 = _mm256_set1_epi8(0x10);
     const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
@@ -45,8 +34,8 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {   /* ds
         const __m256i lo = _mm256_and_si256(L, m4), hi = _mm256_and_si256(_mm256_srli_epi16(L, 4), m4);
         const __m256i blo = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * g), 4), m16),
                       bhi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * g + 1), 4), m16);
-        store_opaque32(q + 64 * g, _mm256_or_si256(lo, blo));
-        store_opaque32(q + 64 * g + 32, _mm256_or_si256(hi, bhi));
+        g4_store_opaque32(q + 64 * g, _mm256_or_si256(lo, blo));
+        g4_store_opaque32(q + 64 * g + 32, _mm256_or_si256(hi, bhi));
     }
 }
 
@@ -55,11 +44,11 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {   /* ds
  * (a 16-byte table lookup, pshufb), and each sub-block's d (ls - 32) */
 AI void iq4_xs_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {
     const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
-    const float d = ld_f16(blk);
+    const float d = g4_ld_f16(blk);
     for (int ib = 0; ib < 8; ib++) {
         const __m128i v = _mm_loadu_si128((const __m128i *)(blk + 8 + 16 * ib));
         const __m256i kq = _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)));
-        store_opaque32(q + 32 * ib, kq);
+        g4_store_opaque32(q + 32 * ib, kq);
         dsc[ib] = d * (float)(g4_iq4_xs_scale(blk, ib) - 32);
     }
 }
@@ -113,7 +102,7 @@ AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t
     }
 #undef UNPACK
     for (int r = 0; r < NW; r++)
-        for (int t = 0; t < T; t++) out[r * T + t] = hsum8(acc[r][t]);
+        for (int t = 0; t < T; t++) out[r * T + t] = g4_hsum8(acc[r][t]);
 }
 
 /* T (1-8) activation rows x weight rows [n0, n1) in tiles of NW(T) weight rows (at most 8 chains

@@ -15,38 +15,22 @@
 #include <string.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/q4_k_scales_avx512.h"
 
 #define AI static inline __attribute__((always_inline))
 
-static inline float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
-static inline float ld_f16(const uint8_t *p) { return f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 static inline __m512 ld(const float *p) { return _mm512_loadu_ps(p); }
 static inline __m128i ld16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
 
-static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-static inline float hsum16(__m512 v) {
-    return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-}
 
-/* Stores the compiler cannot see through, so that the loads after them stay loads: a scale
- * broadcast from memory (vbroadcastss m32) and a widening from memory (vpmovsxbd m128) each run on
- * the load ports, where from a register they take a shuffle uop on port 5, which 512-bit code
- * shares with half of the float work */
-static inline void store_opaque16(float *p, __m512 v) { __asm__("vmovups %1, %0" : "=m"(*(float(*)[16])p) : "v"(v)); }
-static inline void store_opaque64(uint8_t *p, __m512i v) { __asm__("vmovdqu64 %1, %0" : "=m"(*(uint8_t(*)[64])p) : "v"(v)); }
 
 /* A block's scales stored for the kernel's broadcasts: Q4_K's d sc_j (j < 8), then dmin m_j */
-AI void q4_k_scales(const uint8_t *blk, float dsc[16]) { store_opaque16(dsc, g4_q4_k_scales16_avx512(blk)); }
+AI void q4_k_scales(const uint8_t *blk, float dsc[16]) { g4_store_opaque16f(dsc, g4_q4_k_scales16_avx512(blk)); }
 
 /* Q6_K's d sc_j (j < 16), exact in float (11 by 8 significant bits) */
 AI void q6_k_scales(const uint8_t *blk, float dsc[16]) {
-    store_opaque16(dsc, _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
+    g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld16(blk + 192)))));
 }
 
 /* Each pass below takes NW weight rows (stride rb) by T activation rows (stride ldx) over nb
@@ -66,7 +50,7 @@ AI void q6_k_scales(const uint8_t *blk, float dsc[16]) {
     }
 #define TILE_OUT(acc)                                                                                       \
     for (int r = 0; r < NW; r++)                                                                            \
-        for (int t = 0; t < T; t++) out[r * T + t] = hsum16(acc[r][t])
+        for (int t = 0; t < T; t++) out[r * T + t] = g4_hsum16(acc[r][t])
 
 /* Q4_K (144 B: d, dmin, 12 B of six-bit scales / mins, q[128]; q[32g + l] holds weight 64g + l in
  * its low nibble, 64g + 32 + l in its high): a sub-block's 16 possible weights (d sc) * q - dmin m
@@ -140,8 +124,8 @@ AI void q6_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
                 const __m512i q01 = _mm512_ternarylogic_epi32(L, m4, _mm512_and_si512(_mm512_sllv_epi16(H, sl), m30), 0xEA),
                               q23 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), m4,
                                                               _mm512_and_si512(_mm512_srlv_epi16(H, sr), m30), 0xEA);
-                store_opaque64(qb[r], _mm512_sub_epi8(q01, c32));
-                store_opaque64(qb[r] + 64, _mm512_sub_epi8(q23, c32));
+                g4_store_opaque64(qb[r], _mm512_sub_epi8(q01, c32));
+                g4_store_opaque64(qb[r] + 64, _mm512_sub_epi8(q23, c32));
             }
             for (int j = 0; j < 8; j++) {
                 __m512 wv[4];
@@ -174,7 +158,7 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[16]) {
         const __m512i hs = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * g)), _mm256_set1_epi16((short)(2 * g + 1)), 1);
         const __m512i bit = _mm512_slli_epi16(_mm512_srlv_epi16(qh, hs), 4);
         /* (bit & m16) | the masked nibble: ternary-logic 0xEA */
-        store_opaque64(qb + 64 * g, _mm512_ternarylogic_epi32(bit, m16, _mm512_and_si512(_mm512_srlv_epi16(L, nib_shift), m4), 0xEA));
+        g4_store_opaque64(qb + 64 * g, _mm512_ternarylogic_epi32(bit, m16, _mm512_and_si512(_mm512_srlv_epi16(L, nib_shift), m4), 0xEA));
     }
 }
 
@@ -224,7 +208,7 @@ AI void iq4_xs_pass(const int NW, const int T, const uint8_t *w, size_t rb, int 
             __m512i v[4];
             for (int r = 0; r < NW; r++) {
                 const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 136;
-                tab[r] = _mm512_mul_ps(_mm512_set1_ps(ld_f16(blk) * (float)(g4_iq4_xs_scale(blk, ib) - 32)), kv);
+                tab[r] = _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk) * (float)(g4_iq4_xs_scale(blk, ib) - 32)), kv);
                 v[r] = _mm512_cvtepu8_epi32(ld16(blk + 8 + 16 * ib));
             }
             for (int r = 0; r < NW; r++) wv[r] = _mm512_permutexvar_ps(v[r], tab[r]);

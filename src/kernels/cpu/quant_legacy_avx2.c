@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -41,19 +42,13 @@ void g4_f16_f32_avx2_init(void) { pthread_once(&f16_once, f16_init); }
 
 /* the same float converted in registers: where a pass serves several activation rows its cost is
  * shared, and the table's dependent second load was measured slower there */
-static inline __m256 bcast_f16_cvt(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 bcast_f16_cvt(const uint8_t *p) { return _mm256_set1_ps(g4_ld_f16(p)); }
 static inline __m256 bcast_f16(const uint8_t *p) {   /* quant.h g4_f16_f32_avx2 */
     uint16_t h;
     memcpy(&h, p, 2);
     return _mm256_broadcast_ss(g4_f16_f32_avx2 + h);
 }
 static inline __m256 ld(const float *p) { return _mm256_loadu_ps(p); }
-static inline float hsum(__m256 v) {   /* the same reduction order as quant_avx2.c */
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* Q4_0 (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble):
  * 8 bytes zero-extended from memory into int32 lanes give two groups (masked, shifted) — here
@@ -144,7 +139,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) {
-            const float v = hsum(acc[r][t]);
+            const float v = g4_hsum8(acc[r][t]);
             y[(size_t)t * ldy + r] = add ? y[(size_t)t * ldy + r] + v : v;
         }
 }

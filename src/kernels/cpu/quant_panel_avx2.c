@@ -8,9 +8,10 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/pack_avx2.h"
 
-static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(_cvtsh_ss((uint16_t)(p[0] | p[1] << 8))); }
+static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(g4_ld_f16(p)); }
 static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 
 /* q * d (34 B: d, int8 q[32]) */
@@ -94,7 +95,7 @@ static void deq_q5_k(const uint8_t *b, float *y) {
  * j < 16 the low nibble of q[16 ib + j], 16 + j its high one) */
 static void deq_iq4_xs(const uint8_t *b, float *y) {
     const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
-    const float d = _cvtsh_ss((uint16_t)(b[0] | b[1] << 8));
+    const float d = g4_ld_f16(b);
     for (int ib = 0; ib < 8; ib++, y += 32) {
         const __m256 dl = _mm256_set1_ps(d * (float)(g4_iq4_xs_scale(b, ib) - 32));
         const __m128i v = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * ib));
@@ -110,7 +111,7 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
  * weight 128h + 32k + l is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4,
  * with scale sc[8h + 2k + l / 16] */
 static void deq_q6_k(const uint8_t *b, float *y) {
-    const float d = _cvtsh_ss((uint16_t)(b[208] | b[209] << 8));
+    const float d = g4_ld_f16(b + 208);
     const int8_t *sc = (const int8_t *)(b + 192);
     const __m256i m4 = _mm256_set1_epi32(0x0F), m3 = _mm256_set1_epi32(3), c32 = _mm256_set1_epi32(32);
     for (int h = 0; h < 2; h++) {

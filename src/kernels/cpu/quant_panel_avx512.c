@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/q4_k_scales_avx512.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -83,7 +84,7 @@ static void q6_k_block16(const uint8_t *w, size_t rb, float *p) {
     __m512i s[16], qh[16], ql[16];
     for (int r = 0; r < 16; r++) {
         const uint8_t *b = w + (size_t)r * rb;
-        const __m512 d = _mm512_set1_ps(_cvtsh_ss((uint16_t)(b[208] | b[209] << 8)));
+        const __m512 d = _mm512_set1_ps(g4_ld_f16(b + 208));
         s[r] = _mm512_castps_si512(
             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192))))));
     }

@@ -1,5 +1,5 @@
 /* quant_decode_bench.c — one thread, the exact decode kernels over quantized weights, old entry
- * points (quant_avx2.c; Q5_K / IQ4_XS quant_dq256_avx2.c) against the avx2 table's (quant_legacy_avx2.c for Q8_0 / Q4_0 / Q5_0), or
+ * points (quant_avx2.c; Q5_K / IQ4_XS / Q3_K / Q2_K quant_dq256_avx2.c) against the avx2 table's (quant_legacy_avx2.c for Q8_0 / Q4_0 / Q5_0), or
  * the table G4_CPU_ISA names where it is set (avx512: quant_legacy_avx512.c for those three),
  * G4_K (a multiple of 256) sets K, the rows then 2048 * 1536 / K,
  * at T activation rows: ns per weight block and GB/s of weights, the matrix in cache (2048 x
@@ -30,9 +30,10 @@ int main(int argc, char **argv) {
     const int rows = getenv("G4_ROWS") && atoi(getenv("G4_ROWS"));
     int Ts[8] = {1, 2, 4, 8, 16}, nT = 5;
     if (argc > 1) for (nT = 0; nT < argc - 1 && nT < 8; nT++) Ts[nT] = atoi(argv[nT + 1]);
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
+                            G4_DT_Q3_K, G4_DT_Q2_K};
     const g4_matmul_fn old[] = {g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2,
-                                g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2};
+                                g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2};
     printf("one thread, [%d x %d] in cache, best of 7 (thread CPU time); old = quant_avx2.c, new = the %s table's %s\n", N, K, k->name,
            rows ? "matmul_rows" : "matmul");
     uint32_t s = 1;
@@ -47,9 +48,9 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < rb * N; i++) { s = s * 1664525u + 1013904223u; wq[i] = (uint8_t)(s >> 24); }
             const size_t bb = g4_dtype_size(dt);
             for (size_t b = 0; b < rb * N / bb; b++) {   /* sane f16 scales */
-                uint8_t *p = wq + b * bb + (dt == G4_DT_Q6_K ? 208 : 0);
+                uint8_t *p = wq + b * bb + (dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0);
                 p[0] = 0x00; p[1] = 0x18;
-                if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K) { p[2] = 0x00; p[3] = 0x18; }
+                if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K) { p[2] = 0x00; p[3] = 0x18; }
             }
             double best[2] = {1e30, 1e30};
             const int reps = 20;

@@ -18,6 +18,8 @@ typedef enum {
     G4_DT_Q5_K = 8,  /* 256 el: f16 d, dmin, 6-bit scales/mins[12], qh[32], q[128]  176 B */
     G4_DT_IQ4_XS = 9, /* 256 el: f16 d, scales_h (u16), scales_l[4], q[128] (nibbles index a
                        * fixed non-linear table of 16 int8 values)                136 B */
+    G4_DT_Q3_K = 10, /* 256 el: hmask[32], 2-bit q[64], 6-bit scales[12], f16 d    110 B */
+    G4_DT_Q2_K = 11, /* 256 el: 4-bit scales/mins[16], 2-bit q[64], f16 d, dmin     84 B */
     G4_DT_COUNT
 } g4_dtype;
 

@@ -102,6 +102,21 @@ static g4_status alloc_state(g4_model *m) {
     return G4_OK;
 }
 
+/* --act-q8 (and --numerics ggml, which implies it) multiplies int8 activations by the weight types
+ * that have an int8 kernel; a quantized matrix of another type would silently stay exact */
+static g4_status check_act_q8(const g4_model *m) {
+    if (!m->opts.act_q8) return G4_OK;
+    const char *flag = m->opts.numerics == G4_NUMERICS_GGML ? "--numerics ggml" : "--act-q8";
+    for (int l = 0; l <= m->cfg.n_layers; l++)
+        for (int i = 0; i < (l < m->cfg.n_layers ? G4_LAYER_MATS : 1); i++) {
+            const g4_mat *w = l < m->cfg.n_layers ? g4_layer_mat(&m->layers[l], i) : &m->lm_head;
+            if (w->data && g4_dtype_is_quant(w->dt) && !m->k->matmul_q8[w->dt])
+                return g4_fail(G4_ERR_INPUT, "%s: the %s %s weights have no int8 kernel; run this model without it", flag,
+                               l < m->cfg.n_layers ? "layer" : "LM head", g4_dtype_name(w->dt));
+        }
+    return G4_OK;
+}
+
 static int online_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
@@ -200,6 +215,7 @@ g4_status g4_load_rank(const char *path, const g4_model_opts *o, int rank, g4_co
         L->n_kv = m->plan.kv_heads[l];
         for (int i = 0; i < G4_LAYER_MATS; i++) m->local_weight_bytes += g4_mat_bytes(g4_layer_mat(L, i));
     }
+    if ((st = check_act_q8(m))) goto fail;
     m->local_weight_bytes += g4_mat_bytes(&m->embed);
     if (m->lm_head.data != m->embed.data) m->local_weight_bytes += g4_mat_bytes(&m->lm_head);
     if (m->presharded) m->info.weight_bytes = m->local_weight_bytes;

@@ -18,7 +18,7 @@
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K,
-                                 G4_DT_Q5_K, G4_DT_IQ4_XS};
+                                 G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K};
 
 static void *load(g4_dtype dt, const char *ext, size_t want) {
     char path[256];
@@ -40,6 +40,10 @@ static void test_sizes(void **state) {
     assert_int_equal(g4_dtype_row_bytes(G4_DT_Q5_K, 512), 2 * 176);
     assert_string_equal(g4_dtype_name(G4_DT_Q5_K), "Q5_K");
     assert_int_equal(g4_dtype_row_bytes(G4_DT_IQ4_XS, 512), 2 * 136);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q3_K, 512), 2 * 110);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q2_K, 512), 2 * 84);
+    assert_string_equal(g4_dtype_name(G4_DT_Q3_K), "Q3_K");
+    assert_string_equal(g4_dtype_name(G4_DT_Q2_K), "Q2_K");
     assert_int_equal(g4_dtype_row_bytes(G4_DT_BF16, 512), 1024);
     assert_string_equal(g4_dtype_name(G4_DT_Q4_K), "Q4_K");
 }
@@ -168,8 +172,8 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
         w[i] = (uint8_t)(*seed >> 24);
     }
     for (size_t b = 0; b < nbytes / bb; b++) {   /* f16 scales in [2^-9, 2^-8), either sign */
-        uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : 0);
-        for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K ? 2 : 1); k++) {   /* d (, dmin) */
+        uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0);
+        for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K ? 2 : 1); k++) {   /* d (, dmin) */
             *seed = *seed * 1664525u + 1013904223u;
             const uint16_t h = (uint16_t)(0x1800 | ((*seed >> 8) & 0x3ff) | (((*seed >> 20) & 1) << 15));
             p[2 * k] = (uint8_t)h;
@@ -182,14 +186,15 @@ static void test_decode_rows(void **state) {
     (void)state;
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
     const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
-    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256};
-    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256};
-    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM};   /* the rows each kernel keeps row-invariant */
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
+                            G4_DT_Q3_K, G4_DT_Q2_K};
+    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256, 61 * 256, 61 * 256};
+    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM, TM, TM};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
     for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < 9; i++) {
             const g4_dtype dt = dts[i];
             const int TT = maxT[i];
             for (int kk = 0; kk < 2; kk++) {
@@ -283,8 +288,8 @@ static void test_legacy_avx512_tolerance(void **state) {
 }
 
 /* The K-quant decodes that multiply dequantized weights are, bit for bit, their stated chain: per
- * (weight row, activation row) L lanes (16: the avx512 table's Q4_K / Q6_K / Q5_K / IQ4_XS,
- * quant_k_avx512.c; 8: the avx2 table's Q5_K / IQ4_XS, quant_dq256_avx2.c), lane l summing
+ * (weight row, activation row) L lanes (16: the avx512 table's Q4_K / Q6_K / Q5_K / IQ4_XS / Q3_K /
+ * Q2_K, quant_k_avx512.c; 8: the avx2 table's Q5_K / IQ4_XS / Q3_K / Q2_K, quant_dq256_avx2.c), lane l summing
  * w[L i + l] * x[L i + l] by FMA in i order over g4_dequant_row's weights, then halves added down
  * to one. Checked through matmul (T 1-3) and matmul_rows (T 1-16: tiles of 1-4 weight rows by 1-8
  * activation rows, 11 weight rows so that every tile width leaves a remainder); and their distance
@@ -306,7 +311,8 @@ static void test_k_dequant_chain(void **state) {
     const int has512 = k512 && k512->matmul_rows[G4_DT_Q4_K] != avx2->matmul_rows[G4_DT_Q4_K];
     enum { N = 11, TM = 16, K = 5 * 256 };
     const struct { int lanes; g4_dtype dt; } cases[] = {
-        {16, G4_DT_Q4_K}, {16, G4_DT_Q6_K}, {16, G4_DT_Q5_K}, {16, G4_DT_IQ4_XS}, {8, G4_DT_Q5_K}, {8, G4_DT_IQ4_XS}};
+        {16, G4_DT_Q4_K}, {16, G4_DT_Q6_K}, {16, G4_DT_Q5_K}, {16, G4_DT_IQ4_XS}, {16, G4_DT_Q3_K}, {16, G4_DT_Q2_K},
+        {8, G4_DT_Q5_K},  {8, G4_DT_IQ4_XS}, {8, G4_DT_Q3_K},  {8, G4_DT_Q2_K}};
     unsigned seed = 23;
     double worst = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -347,7 +353,7 @@ static void test_k_dequant_chain(void **state) {
 }
 
 /* The exact decode's float results are pinned bit for bit: the AVX2 decode of every quantized type
- * and the AVX-512 Q4_K / Q6_K / Q5_K / IQ4_XS decode (T = 1-3, two K each) hashed over fixed
+ * and the AVX-512 Q4_K / Q6_K / Q5_K / IQ4_XS / Q3_K / Q2_K decode (T = 1-3, two K each) hashed over fixed
  * random blocks and activations. A rewrite of how
  * the kernels unpack quants must keep every float operation and its order (docs/numerics.md:
  * exact mode is bit-identical before and after); a deliberate change of the summation order
@@ -388,6 +394,14 @@ static void test_decode_bits_pinned(void **state) {
         {1, G4_DT_IQ4_XS, 61 * 256, 0x6199043a61c9f774ull},
         {2, G4_DT_IQ4_XS, 3 * 256, 0x65658e9af068c6bbull},
         {2, G4_DT_IQ4_XS, 61 * 256, 0xa9e14d49b4f7d2e8ull},
+        {1, G4_DT_Q3_K, 3 * 256, 0xf22fae03d325f570ull},
+        {1, G4_DT_Q3_K, 61 * 256, 0x45e21aaeeb158f39ull},
+        {2, G4_DT_Q3_K, 3 * 256, 0x60024bf1c92be24full},
+        {2, G4_DT_Q3_K, 61 * 256, 0xc7dbe2cf0c3e5ac0ull},
+        {1, G4_DT_Q2_K, 3 * 256, 0x1b03a240907c2305ull},
+        {1, G4_DT_Q2_K, 61 * 256, 0x53a073cae1ae3738ull},
+        {2, G4_DT_Q2_K, 3 * 256, 0x6b1aa1a48607ae70ull},
+        {2, G4_DT_Q2_K, 61 * 256, 0x684a11d03cb3f906ull},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -438,7 +452,8 @@ static void test_f16_table(void **state) {
 static void test_prefill_panels(void **state) {
     (void)state;
     enum { N = 37, K = 1024, T = 40 };
-    static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
+    static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
+                                  G4_DT_Q3_K, G4_DT_Q2_K};
     const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
     if (!avx2) skip();
     unsigned seed = 11;

@@ -9,7 +9,7 @@
                  tensor of every supported type, for the reader's tests
 
 Q8_0, Q4_0, Q5_0, BF16, F16 blocks come from gguf.quants.quantize of random floats. gguf-py has
-no quantizer for Q4_K / Q5_K / Q6_K / IQ4_XS, so their blocks are random bytes with finite, plausible f16 scales
+no quantizer for Q4_K / Q5_K / Q6_K / IQ4_XS / Q3_K / Q2_K, so their blocks are random bytes with finite, plausible f16 scales
 (every bit pattern of the packed scales and quants is exercised), dequantized by gguf-py.
 
 usage: "$G4_REF_PY" tools/reference/make_quant_vectors.py
@@ -42,6 +42,12 @@ def kquant_blocks(rng, qtype, n_blocks):
     if qtype == T.Q6_K:   # ql[128], qh[64], scales[16] (int8), d
         return np.concatenate([rng.integers(0, 256, (n_blocks, 128 + 64 + 16), dtype=np.uint8),
                                rand_f16(rng, n_blocks, -2e-3, 2e-3)], axis=1)
+    if qtype == T.Q3_K:   # hmask[32], qs[64], scales[12], d
+        return np.concatenate([rng.integers(0, 256, (n_blocks, 32 + 64 + 12), dtype=np.uint8),
+                               rand_f16(rng, n_blocks, -2e-3, 2e-3)], axis=1)
+    if qtype == T.Q2_K:   # scales[16], qs[64], d, dmin
+        return np.concatenate([rng.integers(0, 256, (n_blocks, 16 + 64), dtype=np.uint8),
+                               rand_f16(rng, n_blocks, 1e-4, 2e-2), rand_f16(rng, n_blocks, 1e-4, 2e-2)], axis=1)
     raise ValueError(qtype)
 
 
@@ -49,8 +55,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261202)
     tensors = {}
-    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS):
-        if qtype in (T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS):
+    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K):
+        if qtype in (T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K):
             block, size = gguf.GGML_QUANT_SIZES[qtype]
             raw = kquant_blocks(rng, qtype, ROWS * COLS // block).reshape(ROWS, COLS // block * size)
         else:

@@ -41,6 +41,10 @@ static inline int g4_iq4_xs_scale(const uint8_t *blk, int ib) {
     return ((blk[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((h >> 2 * ib) & 3) << 4);
 }
 
+/* Q3_K sub-block s's six-bit scale (s < 16) from the block's packed scales[12]; the weights are
+ * d (sc - 32) q (quant_ref.c) */
+int g4_q3_k_scale(const uint8_t *scales, int s);
+
 /* ggml's get_scale_min_k4: the six-bit scale *d and min *m of Q4_K sub-block j from the block's
  * packed scales[12] (quant_ref.c) */
 void g4_q4_k_scale_min(int j, const uint8_t *scales, uint8_t *d, uint8_t *m);
@@ -53,8 +57,10 @@ void g4_mm_q4_k_ref(const float *x, int T, int K, const void *w, int n0, int n1,
 void g4_mm_q6_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q5_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_xs_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q3_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q2_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref, \
-                             g4_mm_iq4_xs_ref
+                             g4_mm_iq4_xs_ref, g4_mm_q3_k_ref, g4_mm_q2_k_ref
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -75,7 +81,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
  * Q5_0 by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
-                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2
+                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
  * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
@@ -93,6 +99,10 @@ void g4_mm_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int 
 void g4_mm_rows_q5_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_xs_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_iq4_xs_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q3_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q3_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q2_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q2_k_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* The AVX2 decode's block scales: every f16 as float (256 KB; a model's scales span a few
  * exponents, so the lines they use stay in cache), so that a block's scale reaches the FMA as one broadcast load with
  * no vector operation (converting it in registers took two to four, next to the ~17 that bound a
@@ -108,13 +118,23 @@ void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
-                           g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2, g4_mm_rows_iq4_xs_avx2
-/* Q5_K and IQ4_XS (quant_dq256_avx2.c): decode as dequantized weights on 8 lanes, row-invariant
- * at any T; inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel GEMM */
+                           g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2, g4_mm_rows_iq4_xs_avx2, g4_mm_rows_q3_k_avx2, \
+                           g4_mm_rows_q2_k_avx2
+/* Q5_K, IQ4_XS, Q3_K and Q2_K (quant_dq256_avx2.c): decode as dequantized weights on 8 lanes,
+ * row-invariant at any T; inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel
+ * GEMM */
 void g4_mm_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_xs_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_iq4_xs_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q3_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q3_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q2_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q2_k_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* A Q3_K (signed quants q - 4, scales d (sc - 32)) or Q2_K (quants, scales d sc, mins dmin m)
+ * block as its 256 quants in weight order and each 16-weight sub-block's scale dsc[s] and min
+ * dsc[16 + s], for the panel decoder */
+void g4_k16_unpack_avx2(g4_dtype dt, const uint8_t *blk, uint8_t q[256], float dsc[32]);
 /* AVX-512F (quant_legacy_avx512.c), the avx512 table's: the same row invariance up to
  * G4_QDEC_MAX_ROWS rows, 16 lanes; more rows take the AVX2 entries above */
 void g4_mm_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);

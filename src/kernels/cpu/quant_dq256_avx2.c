@@ -1,6 +1,7 @@
-/* quant_dq256_avx2.c — the exact matmul over Q5_K and IQ4_XS weights (256-weight blocks) on
- * AVX2+FMA. Decode (1-16 activation rows): float32 activations times each weight as g4_dequant_row
- * gives it — Q5_K (d sc) q - dmin m, IQ4_XS (d (ls - 32)) kvalue — summed by FMA in one chain of 8
+/* quant_dq256_avx2.c — the exact matmul over Q5_K, IQ4_XS, Q3_K and Q2_K weights (256-weight
+ * blocks) on AVX2+FMA. Decode (1-16 activation rows): float32 activations times each weight as
+ * g4_dequant_row gives it — Q5_K (d sc) q - dmin m, IQ4_XS (d (ls - 32)) kvalue, Q3_K
+ * (d (sc - 32)) q, Q2_K (d sc) q - dmin m — summed by FMA in one chain of 8
  * lanes per (weight row, activation row) (lane l: k = l, 8 + l, 16 + l, ... in order), then the
  * fixed tree hsum8. A weight vector is made once and shared by every
  * activation row of the call, so each (row, t) result is that one chain whatever T, the row range
@@ -9,6 +10,7 @@
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/cpu/q4_k_scales_bytes.h"
 #include "kernels/cpu/quant.h"
@@ -53,20 +55,81 @@ AI void iq4_xs_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {
     }
 }
 
-enum { K_Q5_K, K_IQ4_XS };
+/* A Q3_K block (110 B: hmask[32], qs[64], scales[12], d): weight 128h + 32j + l (l < 32) is bits
+ * 2j, 2j + 1 of qs[32h + l], minus 4 unless bit 4h + j of hmask[l] is set. Its 256 quants as signed
+ * bytes in weight order (16-bit shifts; the masks drop the bits that cross a byte), and each
+ * 16-weight sub-block's d (sc - 32), exact in float (ggml's scale unpacking, 4 words at a time) */
+AI void q3_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[32]) {
+    uint32_t a[3], s[4];
+    memcpy(a, blk + 96, 12);
+    s[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);
+    s[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    s[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    s[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
+    const __m256 d = _mm256_set1_ps(g4_ld_f16(blk + 108));
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+    _mm256_storeu_ps(dsc + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc)))));
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)blk);
+    for (int h = 0; h < 2; h++) {
+        const __m256i L = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h));
+        for (int j = 0; j < 4; j++) {
+            const int hb = 4 * h + j;   /* the high bit, moved to bit 2 */
+            const __m256i hi = _mm256_and_si256(hb >= 2 ? _mm256_srli_epi16(hm, hb - 2) : _mm256_slli_epi16(hm, 2 - hb), m4);
+            const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(L, 2 * j), m3);
+            g4_store_opaque32(q + 128 * h + 32 * j, _mm256_sub_epi8(_mm256_or_si256(lo, hi), m4));
+        }
+    }
+}
+
+/* A Q2_K block (84 B: scales[16], qs[64], d, dmin): weight 128h + 32j + l (l < 32) is bits 2j,
+ * 2j + 1 of qs[32h + l]. Its 256 quants as bytes in weight order, each 16-weight sub-block s's
+ * d (scales[s] & 15), then its dmin (scales[s] >> 4) */
+AI void q2_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[32]) {
+    const __m128i sm = _mm_loadu_si128((const __m128i *)blk), m15 = _mm_set1_epi8(0xF);
+    const __m128i sc = _mm_and_si128(sm, m15), mn = _mm_and_si128(_mm_srli_epi16(sm, 4), m15);
+    const __m256 d = _mm256_set1_ps(g4_ld_f16(blk + 80)), dmin = _mm256_set1_ps(g4_ld_f16(blk + 82));
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))));
+    _mm256_storeu_ps(dsc + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sc, sc)))));
+    _mm256_storeu_ps(dsc + 16, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))));
+    _mm256_storeu_ps(dsc + 24, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mn, mn)))));
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        const __m256i L = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));
+        for (int j = 0; j < 4; j++) g4_store_opaque32(q + 128 * h + 32 * j, _mm256_and_si256(_mm256_srli_epi16(L, 2 * j), m3));
+    }
+}
+
+void g4_k16_unpack_avx2(g4_dtype dt, const uint8_t *blk, uint8_t q[256], float dsc[32]) {
+    if (dt == G4_DT_Q3_K) q3_k_unpack(blk, q, dsc);
+    else q2_k_unpack(blk, q, dsc);
+}
+
+enum { K_Q5_K, K_IQ4_XS, K_Q3_K, K_Q2_K };
+/* a kind's block bytes, its sub-blocks' width (one scale each) and whether its weights are
+ * (scale) q - (min) from unsigned quants, or (scale) q from signed ones */
+AI size_t kind_bytes(int kind) { return kind == K_Q5_K ? 176 : kind == K_IQ4_XS ? 136 : kind == K_Q3_K ? 110 : 84; }
+AI int kind_sub(int kind) { return kind == K_Q5_K || kind == K_IQ4_XS ? 32 : 16; }
+AI int kind_min(int kind) { return kind == K_Q5_K || kind == K_Q2_K; }
 
 /* NW weight rows (stride rb) x T activation rows (stride ldx) over nb blocks: out[r * T + t] */
 AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              float *out) {
-    const size_t bb = kind == K_Q5_K ? 176 : 136;
+    const size_t bb = kind_bytes(kind);
+    const int SB = kind_sub(kind), MO = 256 / SB;   /* sub-block width; the mins' offset in dsc */
     __m256 acc[4][8];
     for (int r = 0; r < NW; r++)
         for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     /* block b + 1 is unpacked while block b's products run, so that its widening loads do not wait
      * on the stores just made (one row: 30 -> 19 ns a block) */
     uint8_t q[2][4][256] __attribute__((aligned(32)));
-    float dsc[2][4][16];
-#define UNPACK(blk, qq, ss) (kind == K_Q5_K ? q5_k_unpack(blk, qq, ss) : iq4_xs_unpack(blk, qq, ss))
+    float dsc[2][4][32];
+#define UNPACK(blk, qq, ss)                                                                  \
+    (kind == K_Q5_K     ? q5_k_unpack(blk, qq, ss)                                           \
+     : kind == K_IQ4_XS ? iq4_xs_unpack(blk, qq, ss)                                         \
+     : kind == K_Q3_K   ? q3_k_unpack(blk, qq, ss)                                           \
+                        : q2_k_unpack(blk, qq, ss))
     for (int r = 0; r < NW; r++) UNPACK(w + (size_t)r * rb, q[0][r], dsc[0][r]);
     for (int b = 0; b < nb; b++) {
         const int p = b & 1;
@@ -76,22 +139,22 @@ AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t
                 g4_prefetch_ahead(blk, bb);
                 UNPACK(blk, q[p ^ 1][r], dsc[p ^ 1][r]);
             }
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < MO; j++) {
             __m256 sc[4], mn[4];
             for (int r = 0; r < NW; r++) {
                 sc[r] = _mm256_broadcast_ss(dsc[p][r] + j);
-                if (kind == K_Q5_K) mn[r] = _mm256_broadcast_ss(dsc[p][r] + 8 + j);
+                if (kind_min(kind)) mn[r] = _mm256_broadcast_ss(dsc[p][r] + MO + j);
             }
-            for (int c = 0; c < 4; c++) {
+            for (int c = 0; c < SB / 8; c++) {
                 __m256 wv[4];
                 for (int r = 0; r < NW; r++) {
-                    const __m128i b8 = _mm_loadl_epi64((const __m128i *)(q[p][r] + 32 * j + 8 * c));
-                    if (kind == K_Q5_K)   /* d sc q exact: one rounding, as the multiply and subtract */
+                    const __m128i b8 = _mm_loadl_epi64((const __m128i *)(q[p][r] + SB * j + 8 * c));
+                    if (kind_min(kind))   /* (scale) q exact: one rounding, as the multiply and subtract */
                         wv[r] = _mm256_fmsub_ps(sc[r], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b8)), mn[r]);
                     else
                         wv[r] = _mm256_mul_ps(sc[r], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8)));
                 }
-                const int k = 256 * b + 32 * j + 8 * c;
+                const int k = 256 * b + SB * j + 8 * c;
                 for (int t = 0; t < T; t++) {
                     __m256 xv = ld(x + (size_t)t * ldx + k);
                     if (NW > 1) G4_IN_REGISTER(xv);   /* one load for the NW weight rows */
@@ -110,7 +173,7 @@ AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t
  * rows one at a time */
 AI void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int nb = K / 256, NW = T == 1 ? 4 : T == 2 ? 3 : T <= 4 ? 2 : 1;
-    const size_t rb = (size_t)nb * (kind == K_Q5_K ? 176 : 136);
+    const size_t rb = (size_t)nb * kind_bytes(kind);
     float out[4 * 8];
     for (int n = n0; n < n1;) {
         const uint8_t *wr = (const uint8_t *)w + (size_t)n * rb;
@@ -156,3 +219,5 @@ enum { ROWS_RB = 32 };
     }
 DQ256(g4_mm_rows_q5_k_avx2, g4_mm_q5_k_avx2, K_Q5_K, G4_DT_Q5_K)
 DQ256(g4_mm_rows_iq4_xs_avx2, g4_mm_iq4_xs_avx2, K_IQ4_XS, G4_DT_IQ4_XS)
+DQ256(g4_mm_rows_q3_k_avx2, g4_mm_q3_k_avx2, K_Q3_K, G4_DT_Q3_K)
+DQ256(g4_mm_rows_q2_k_avx2, g4_mm_q2_k_avx2, K_Q2_K, G4_DT_Q2_K)

@@ -148,7 +148,7 @@ AI void q6_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
  * significant bits, so one fmsub rounds as they do). */
 /* A Q5_K block's scales (as Q4_K's: the same 16 bytes of d, dmin and scales) and its 256 quants
  * as bytes in weight order */
-AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[16]) {
+AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m16 = _mm512_set1_epi8(0x10);
     const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     q4_k_scales(blk, dsc);
@@ -162,35 +162,92 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[16]) {
     }
 }
 
-AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
-                  float *out) {
+/* Q3_K (110 B: hmask[32], qs[64], scales[12], d; weight 128h + 32j + l, l < 32, is bits 2j, 2j + 1
+ * of qs[32h + l] minus 4 unless bit 4h + j of hmask[l] is set): its 256 quants as signed bytes in
+ * weight order, 64 per operation (the shift counts differ by half, as Q5_K's), and each 16-weight
+ * sub-block's d (sc - 32), exact in float */
+AI void q3_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
+    uint32_t a[3], s[4];
+    memcpy(a, blk + 96, 12);
+    s[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);
+    s[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
+    s[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
+    s[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
+    g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
+    const __m512i m1 = _mm512_set1_epi8(1), m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+    for (int h = 0; h < 2; h++) {
+        const __m512i L = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h)));
+        for (int jp = 0; jp < 2; jp++) {   /* j = 2 jp in bytes 0-31, 2 jp + 1 in bytes 32-63 */
+            const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * jp)), _mm256_set1_epi16((short)(4 * jp + 2)), 1);
+            const __m512i hs = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h + 2 * jp)), _mm256_set1_epi16((short)(4 * h + 2 * jp + 1)), 1);
+            const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hm, hs), m1), 2);
+            const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(L, ls), m3);
+            g4_store_opaque64(qb + 128 * h + 64 * jp, _mm512_sub_epi8(_mm512_or_si512(lo, hi), m4));
+        }
+    }
+}
+
+/* Q2_K (84 B: scales[16], qs[64], d, dmin; weight 128h + 32j + l is bits 2j, 2j + 1 of
+ * qs[32h + l]): its 256 quants as bytes in weight order, each 16-weight sub-block s's
+ * d (scales[s] & 15), then its dmin (scales[s] >> 4) */
+AI void q2_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
+    const __m128i sm = ld16(blk), m15 = _mm_set1_epi8(0xF);
+    g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 80)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(sm, m15)))));
+    g4_store_opaque16f(dsc + 16, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 82)),
+                                               _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sm, 4), m15)))));
+    const __m512i m3 = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        const __m512i L = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h)));
+        for (int jp = 0; jp < 2; jp++) {
+            const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * jp)), _mm256_set1_epi16((short)(4 * jp + 2)), 1);
+            g4_store_opaque64(qb + 128 * h + 64 * jp, _mm512_and_si512(_mm512_srlv_epi16(L, ls), m3));
+        }
+    }
+}
+
+/* The types above, unpacked to bytes and scales per block: a weight vector is 16 quants widened
+ * and made (scale) q - (min) (Q5_K, Q2_K: unsigned quants, the product exact, one rounding as
+ * g4_dequant_row's multiply and subtract) or (scale) q (Q3_K: signed quants) */
+enum { K_Q5_K, K_Q3_K, K_Q2_K };
+AI void dq_pass(const int kind, const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x,
+                int ldx, float *out) {
+    const size_t bb = kind == K_Q5_K ? 176 : kind == K_Q3_K ? 110 : 84;
+    const int VS = kind == K_Q5_K ? 2 : 1, MO = 16 / VS;   /* vectors a scale; the mins' offset in dsc */
     __m512 acc[4][8];
     TILE_ZERO(acc);
     /* block b + 1 is unpacked while block b's products run, so that its widening loads do not wait
      * on the stores just made (the AVX2 kernel's one-row decode was 1.6x slower where they did) */
-    float dsc[2][4][16];
+    float dsc[2][4][32];
     uint8_t qb[2][4][256] __attribute__((aligned(64)));
-    for (int r = 0; r < NW; r++) q5_k_unpack(w + (size_t)r * rb, qb[0][r], dsc[0][r]);
+#define UNPACK(blk, q, s) (kind == K_Q5_K ? q5_k_unpack(blk, q, s) : kind == K_Q3_K ? q3_k_unpack(blk, q, s) : q2_k_unpack(blk, q, s))
+    for (int r = 0; r < NW; r++) UNPACK(w + (size_t)r * rb, qb[0][r], dsc[0][r]);
     for (int b = 0; b < nb; b++) {
         const int p = b & 1;
         if (b + 1 < nb)
             for (int r = 0; r < NW; r++) {
-                const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * 176;
-                g4_prefetch_ahead(blk, 176);
-                q5_k_unpack(blk, qb[p ^ 1][r], dsc[p ^ 1][r]);
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * bb;
+                g4_prefetch_ahead(blk, bb);
+                UNPACK(blk, qb[p ^ 1][r], dsc[p ^ 1][r]);
             }
-        for (int j = 0; j < 8; j++)
-            for (int c = 0; c < 2; c++) {
-                __m512 wv[4];
-                for (int r = 0; r < NW; r++)
-                    wv[r] = _mm512_fmsub_ps(_mm512_set1_ps(dsc[p][r][j]),
-                                            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(qb[p][r] + 32 * j + 16 * c)))),
-                                            _mm512_set1_ps(dsc[p][r][8 + j]));
-                TILE_FMA(acc, wv, 256 * b + 32 * j + 16 * c);
+        for (int v = 0; v < 16; v++) {
+            __m512 wv[4];
+            for (int r = 0; r < NW; r++) {
+                const __m128i q = _mm_load_si128((const __m128i *)(qb[p][r] + 16 * v));
+                const __m512 sc = _mm512_set1_ps(dsc[p][r][v / VS]);
+                wv[r] = kind == K_Q3_K ? _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)))
+                                       : _mm512_fmsub_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), _mm512_set1_ps(dsc[p][r][MO + v / VS]));
             }
+            TILE_FMA(acc, wv, 256 * b + 16 * v);
+        }
     }
+#undef UNPACK
     TILE_OUT(acc);
 }
+#define q5_k_pass(...) dq_pass(K_Q5_K, __VA_ARGS__)
+#define q3_k_pass(...) dq_pass(K_Q3_K, __VA_ARGS__)
+#define q2_k_pass(...) dq_pass(K_Q2_K, __VA_ARGS__)
 
 /* IQ4_XS (136 B: d, scales_h, scales_l[4], q[128]; sub-block ib's weight j < 16 the low nibble of
  * q[16 ib + j], 16 + j its high one): a sub-block's 16 possible weights (d (ls - 32)) kvalue
@@ -257,6 +314,8 @@ DEFINE_DEC(dec_q4_k, q4_k_pass, 144)
 DEFINE_DEC(dec_q6_k, q6_k_pass, 210)
 DEFINE_DEC(dec_q5_k, q5_k_pass, 176)
 DEFINE_DEC(dec_iq4_xs, iq4_xs_pass, 136)
+DEFINE_DEC(dec_q3_k, q3_k_pass, 110)
+DEFINE_DEC(dec_q2_k, q2_k_pass, 84)
 
 /* kernels.h matmul: decode here; prefill (T >= 4) the AVX2 path's */
 #define MM_K512(NAME, AVX2, DEC)                                                                  \
@@ -285,8 +344,10 @@ MM_ROWS(g4_mm_rows_q4_k_avx512, dec_q4_k)
 MM_ROWS(g4_mm_rows_q6_k_avx512, dec_q6_k)
 MM_ROWS(g4_mm_rows_q5_k_avx512, dec_q5_k)
 MM_ROWS(g4_mm_rows_iq4_xs_avx512, dec_iq4_xs)
+MM_ROWS(g4_mm_rows_q3_k_avx512, dec_q3_k)
+MM_ROWS(g4_mm_rows_q2_k_avx512, dec_q2_k)
 
-/* Q5_K's and IQ4_XS's matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry's
+/* Q5_K's, IQ4_XS's, Q3_K's and Q2_K's matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry's
  * panel GEMM (as the legacy types' do), the rest this decode, 8 rows at a time */
 #define MM_DQ(NAME, AVX2, ROWS)                                                                  \
     void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
@@ -295,3 +356,5 @@ MM_ROWS(g4_mm_rows_iq4_xs_avx512, dec_iq4_xs)
     }
 MM_DQ(g4_mm_q5_k_avx512, g4_mm_q5_k_avx2, g4_mm_rows_q5_k_avx512)
 MM_DQ(g4_mm_iq4_xs_avx512, g4_mm_iq4_xs_avx2, g4_mm_rows_iq4_xs_avx512)
+MM_DQ(g4_mm_q3_k_avx512, g4_mm_q3_k_avx2, g4_mm_rows_q3_k_avx512)
+MM_DQ(g4_mm_q2_k_avx512, g4_mm_q2_k_avx2, g4_mm_rows_q2_k_avx512)

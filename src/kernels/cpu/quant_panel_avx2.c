@@ -107,6 +107,24 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
     }
 }
 
+/* Q3_K's (d (sc - 32)) q and Q2_K's (d sc) q - dmin m per 16-weight sub-block, from the quants
+ * and scales quant_dq256_avx2.c unpacks (the products are exact: one rounding, as g4_dequant_row's) */
+static inline __attribute__((always_inline)) void deq_k16(g4_dtype dt, const uint8_t *b, float *y) {
+    uint8_t q[256] __attribute__((aligned(32)));
+    float dsc[32];
+    g4_k16_unpack_avx2(dt, b, q, dsc);
+    for (int s = 0; s < 16; s++)
+        for (int c = 0; c < 2; c++) {
+            const __m128i b8 = _mm_loadl_epi64((const __m128i *)(q + 16 * s + 8 * c));
+            const __m256 v = dt == G4_DT_Q3_K ? _mm256_mul_ps(_mm256_set1_ps(dsc[s]), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8)))
+                                              : _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(dsc[s]), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b8))),
+                                                              _mm256_set1_ps(dsc[16 + s]));
+            _mm256_storeu_ps(y + 16 * s + 8 * c, v);
+        }
+}
+static void deq_q3_k(const uint8_t *b, float *y) { deq_k16(G4_DT_Q3_K, b, y); }
+static void deq_q2_k(const uint8_t *b, float *y) { deq_k16(G4_DT_Q2_K, b, y); }
+
 /* (d * sc) * (q - 32), Q6_K (210 B: ql[128], qh[64], int8 sc[16], d): in half h, l in [0, 32),
  * weight 128h + 32k + l is (ql[64h + l + 32(k & 1)] >> 4(k >> 1) & 15) | ((qh[32h + l] >> 2k) & 3) << 4,
  * with scale sc[8h + 2k + l / 16] */
@@ -148,6 +166,8 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
     case G4_DT_Q4_K: DEQ_ROWS(deq_q4_k, 256, 144) break;
     case G4_DT_Q5_K: DEQ_ROWS(deq_q5_k, 256, 176) break;
     case G4_DT_IQ4_XS: DEQ_ROWS(deq_iq4_xs, 256, 136) break;
+    case G4_DT_Q3_K: DEQ_ROWS(deq_q3_k, 256, 110) break;
+    case G4_DT_Q2_K: DEQ_ROWS(deq_q2_k, 256, 84) break;
     default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);

@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
- * dequantize_row_{q8_0,q4_0,q5_0,q4_K,q5_K,q6_K,iq4_xs} operation for operation (so float results are
+ * dequantize_row_{q8_0,q4_0,q5_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs} operation for operation (so float results are
  * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
  * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
 #include <stdlib.h>
@@ -95,6 +95,43 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
     }
 }
 
+/* Q3_K sub-block s's six-bit scale (s < 16; the weights are d (sc - 32) q): ggml's unpacking of
+ * scales[12] — low nibbles from bytes 0-7, high two bits from bytes 8-11 */
+int g4_q3_k_scale(const uint8_t *scales, int s) {
+    const int lo = s < 8 ? scales[s] & 0xF : scales[s - 8] >> 4;
+    return lo | ((scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
+}
+
+/* hmask[32], qs[64], scales[12], d: weight 128h + 32j + l (l < 32) is bits 2j, 2j + 1 of
+ * qs[32h + l], minus 4 unless bit 4h + j of hmask[l] is set; scale of its 16-weight sub-block
+ * 8h + 2j + l / 16 */
+static void deq_q3_k(const uint8_t *b, float *y) {
+    const float d = g4_f16_at(b + 108);
+    const uint8_t *hm = b, *q = b + 32;
+    for (int h = 0; h < 2; h++, q += 32)
+        for (int j = 0; j < 4; j++)
+            for (int half = 0; half < 2; half++) {
+                const float dl = d * (g4_q3_k_scale(b + 96, 8 * h + 2 * j + half) - 32);
+                for (int l = 16 * half; l < 16 * half + 16; l++)
+                    *y++ = dl * ((int8_t)((q[l] >> 2 * j) & 3) - ((hm[l] >> (4 * h + j)) & 1 ? 0 : 4));
+            }
+}
+
+/* scales[16], qs[64], d, dmin: weight 128h + 32j + l (l < 32) is bits 2j, 2j + 1 of qs[32h + l];
+ * its 16-weight sub-block s = 8h + 2j + l / 16 has scale d (scales[s] & 15), min dmin (scales[s] >> 4) */
+static void deq_q2_k(const uint8_t *b, float *y) {
+    const float d = g4_f16_at(b + 80), min = g4_f16_at(b + 82);
+    const uint8_t *q = b + 16;
+    int is = 0;
+    for (int h = 0; h < 2; h++, q += 32)
+        for (int j = 0; j < 4; j++)
+            for (int half = 0; half < 2; half++) {
+                const uint8_t sc = b[is++];
+                const float dl = d * (sc & 0xF), ml = min * (sc >> 4);
+                for (int l = 16 * half; l < 16 * half + 16; l++) *y++ = dl * ((int8_t)((q[l] >> 2 * j) & 3)) - ml;
+            }
+}
+
 static void deq_q6_k(const uint8_t *b, float *y) {   /* ql[128], qh[64], int8 sc[16], d */
     const float d = g4_f16_at(b + 208);
     const uint8_t *ql = b, *qh = b + 128;
@@ -122,7 +159,8 @@ void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
     void (*f)(const uint8_t *, float *) = dt == G4_DT_Q8_0 ? deq_q8_0 : dt == G4_DT_Q4_0 ? deq_q4_0
                                         : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
                                         : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k
-                                        : dt == G4_DT_IQ4_XS ? deq_iq4_xs : NULL;
+                                        : dt == G4_DT_IQ4_XS ? deq_iq4_xs : dt == G4_DT_Q3_K ? deq_q3_k
+                                        : dt == G4_DT_Q2_K ? deq_q2_k : NULL;
     if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
@@ -159,3 +197,5 @@ MM_REF(g4_mm_q4_k_ref, G4_DT_Q4_K)
 MM_REF(g4_mm_q6_k_ref, G4_DT_Q6_K)
 MM_REF(g4_mm_q5_k_ref, G4_DT_Q5_K)
 MM_REF(g4_mm_iq4_xs_ref, G4_DT_IQ4_XS)
+MM_REF(g4_mm_q3_k_ref, G4_DT_Q3_K)
+MM_REF(g4_mm_q2_k_ref, G4_DT_Q2_K)

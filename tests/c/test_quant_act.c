@@ -19,7 +19,8 @@
 #define AROWS 6
 #define COLS 512
 
-static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
+static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
+                                 G4_DT_Q3_K, G4_DT_Q2_K};
 #define NTYPES (sizeof types / sizeof *types)
 
 static void *load(const char *name, size_t want) {
@@ -87,9 +88,10 @@ static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
     for (size_t i = 0; i < rows * rb; i++) w[i] = (uint8_t)rnd();
     for (size_t b = 0; b < rows * rb / bb; b++) {
         uint8_t *p = w + b * bb;
-        if (dt == G4_DT_Q6_K) put16(p + 208, unit ? 1.0f : urand(-2e-3f, 2e-3f));
-        else put16(p, unit ? 1.0f : urand(1e-3f, 2e-2f));
-        if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K) put16(p + 2, unit ? 1.0f : urand(1e-4f, 2e-2f));
+        if (dt == G4_DT_Q6_K || dt == G4_DT_Q3_K) put16(p + (dt == G4_DT_Q6_K ? 208 : 108), unit ? 1.0f : urand(-2e-3f, 2e-3f));
+        else put16(p + (dt == G4_DT_Q2_K ? 80 : 0), unit ? 1.0f : urand(1e-3f, 2e-2f));
+        if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K)
+            put16(p + (dt == G4_DT_Q2_K ? 82 : 2), unit ? 1.0f : urand(1e-4f, 2e-2f));
     }
     return w;
 }
@@ -100,7 +102,7 @@ static void test_integer_exact(void **state) {
     (void)state;
     float (*dots[])(int, const void *, const void *) = {g4_vec_dot_q8_0_q8_0_ref, g4_vec_dot_q4_0_q8_0_ref,
         g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref, g4_vec_dot_q5_k_q8_k_ref,
-        g4_vec_dot_iq4_xs_q8_k_ref};
+        g4_vec_dot_iq4_xs_q8_k_ref, g4_vec_dot_q3_k_q8_k_ref, g4_vec_dot_q2_k_q8_k_ref};
     float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const g4_dtype dt = types[ti];
@@ -170,6 +172,8 @@ static void check_path(const g4_kernels *k) {
                     case G4_DT_Q4_K: ref = g4_vec_dot_q4_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q5_K: ref = g4_vec_dot_q5_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_IQ4_XS: ref = g4_vec_dot_iq4_xs_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q3_K: ref = g4_vec_dot_q3_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q2_K: ref = g4_vec_dot_q2_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     default: ref = g4_vec_dot_q6_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     }
                     /* scale of the sum: sum |w| |x| over the dequantized operands */

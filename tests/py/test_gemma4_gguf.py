@@ -101,15 +101,16 @@ def test_k256_quants_match_dequantized_reference(g4_bin, tmp_path, name, case, c
     assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
 
 
-@pytest.mark.parametrize("group", ["q5_k_m", "iq4_xs"])
+@pytest.mark.parametrize("group", list(K256))
 def test_k256_quants_act_q8(g4_bin, tmp_path, group):
-    """--act-q8 on Q5_K / IQ4_XS (ggml's int8 dots, bit-identical to them: tests/c/test_quant_act.c)
-    is in effect — the logits move off the exact ones (by 5.6% / 12.3% of the largest on this
-    random-weight model's last case, measured; llama.cpp's own logits are as far from the exact
-    ones, and --numerics ggml equals them bit for bit: test_numerics_ggml.py) — and the same on
-    the AVX2 and native paths (the
-    AVX-512 tables keep the AVX2 entries for these types; their Q6_K kernels are bit-identical to
-    the AVX2 ones)"""
+    """--act-q8 on Q5_K / IQ4_XS / Q3_K / Q2_K (ggml's int8 dots, bit-identical to them:
+    tests/c/test_quant_act.c) is in effect — the logits move off the exact ones (by 5.6% / 12.3%
+    of the largest on the Q5_K_M / IQ4_XS files' last case, measured; llama.cpp's own logits are as
+    far from the exact ones, and --numerics ggml equals them bit for bit: test_numerics_ggml.py) —
+    and agree between the AVX2 and native paths: their int8 matmuls are bit-identical (the AVX-512
+    tables keep the AVX2 entries for these types, and their Q4_K / Q6_K VNNI kernels give the AVX2
+    bits: test_quant_act.c), the exact attention only to float rounding (test_kernels.c; on the
+    Q3_K_M file 1.4e-6 of 3.7, measured)"""
     name, f = next(iter(K256[group].items()))
     case = f["cases"][-1]
     exact = _logits(g4_bin, tmp_path, G / name, case["prompt_ids"])
@@ -120,20 +121,9 @@ def test_k256_quants_act_q8(g4_bin, tmp_path, group):
                    "--ctx", 512, "--act-q8", env=env)
         assert r.returncode == 0, r.stderr.decode()
         runs.append(np.fromfile(out, dtype="<f4"))
-    assert np.array_equal(runs[0], runs[1])
+    assert np.abs(runs[0] - runs[1]).max() <= 1e-5 * np.abs(runs[1]).max()
     rel = np.abs(runs[1] - exact).max() / np.abs(exact).max()
     assert 0 < rel < 0.2, rel
-
-
-@pytest.mark.parametrize("group", ["q3_k_m", "q2_k"])
-@pytest.mark.parametrize("flag", [["--act-q8"], ["--numerics", "ggml"]])
-def test_k256_act_q8_refused_without_int8_kernel(g4_bin, group, flag):
-    """Q3_K and Q2_K have no int8 kernel: --act-q8 and --numerics ggml refuse the file at load
-    (exit 2, naming the type) rather than run those matrices exact unannounced"""
-    name = next(iter(K256[group]))
-    r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", "2,10", "-n", 1, *flag)
-    assert r.returncode == 2
-    assert "no int8 kernel" in r.stderr.decode() and ("Q3_K" in r.stderr.decode() or "Q2_K" in r.stderr.decode())
 
 
 @pytest.mark.parametrize("name,case", LC_CASES, ids=[f"{n}:{c['name']}" for n, c in LC_CASES])

@@ -6,6 +6,9 @@
  * record_llamacpp_greedy.py; not part of gemma4c.
  *
  * usage: llamacpp_greedy MODEL.gguf N KV_TYPE(f32|f16) [LOGITS_PREFIX] < prompts  (one line of ids "2,944,333" each)
+ * With NO_REPACK=1 in the environment the weights stay as stored (use_extra_bufts = false): x86
+ * builds otherwise repack Q4_0 / Q4_K rows into interleaved 8-row blocks with their own GEMM,
+ * which sums in another order than ggml's vec_dot.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +32,7 @@ int main(int argc, char **argv) {
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    mp.use_extra_bufts = !(getenv("NO_REPACK") && atoi(getenv("NO_REPACK")));
     struct llama_model *model = llama_model_load_from_file(argv[1], mp);
     if (!model) return 1;
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));

@@ -164,6 +164,8 @@ float g4_vec_dot_q4_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q6_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q5_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q3_k_q8_k_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q2_k_q8_k_ref(int n, const void *w, const void *xq);
 /* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins, as the 16 bytes of utmp (ggml's kmask
  * unpacking). Inline: the AVX2 dot unpacks every 256-weight block and keeps the result in registers. */
 static inline void g4_q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
@@ -182,8 +184,10 @@ void g4_mmq_q4_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1
 void g4_mmq_q6_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q5_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_iq4_xs_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q3_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q2_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_REF NULL, NULL, NULL, g4_mmq_q8_0_ref, g4_mmq_q4_0_ref, g4_mmq_q5_0_ref, g4_mmq_q4_k_ref, \
-                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref
+                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref, g4_mmq_q3_k_ref, g4_mmq_q2_k_ref
 
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -195,6 +199,9 @@ void g4_mmq_q6_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_q5_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 /* IQ4_XS: ggml's AVX2 dot through decode tiles at any T (no GEMM tiles) */
 void g4_mmq_iq4_xs_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* Q3_K, Q2_K: ggml's AVX2 dots through decode tiles at any T (no GEMM tiles) */
+void g4_mmq_q3_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q2_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of
  * activation rows over Q8_0 / Q4_0 / Q5_0, 12 or more over Q4_K / Q6_K (the AVX2 entries take
@@ -205,6 +212,6 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, \
-                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2
+                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2, g4_mmq_q3_k_avx2, g4_mmq_q2_k_avx2
 
 #endif

@@ -14,7 +14,8 @@
 g4_act_fmt g4_act_format(g4_dtype wdt) {
     switch (wdt) {
     case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: return G4_ACT_Q8_0;
-    case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: case G4_DT_IQ4_XS: return G4_ACT_Q8_K;
+    case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: case G4_DT_IQ4_XS: case G4_DT_Q3_K: case G4_DT_Q2_K:
+        return G4_ACT_Q8_K;
     default: return G4_ACT_NONE;
     }
 }
@@ -253,6 +254,70 @@ float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *vw, const void *vx) {   /* .
     return sumf;
 }
 
+/* ggml_vec_dot_q3_K_q8_K_generic: the signed quants (q - 4 unless the hmask bit is set) in aux8,
+ * each 8-weight group's products scaled by its sub-block's sc - 32 into 8 int32 lanes */
+float g4_vec_dot_q3_k_q8_k_ref(int n, const void *vw, const void *vx) {
+    const uint8_t *w = vw;
+    const g4_block_q8_K *y = vx;
+    int8_t aux8[256];
+    int16_t aux16[8];
+    float sums[8] = {0};
+    int32_t aux32[8];
+    float sumf = 0;
+    for (int i = 0; i < n / 256; i++, w += 110) {
+        const uint8_t *q3 = w + 32, *hm = w;
+        const int8_t *q8 = y[i].qs;
+        memset(aux32, 0, sizeof aux32);
+        int8_t *a = aux8;
+        uint8_t m = 1;
+        for (int j = 0; j < 256; j += 128, q3 += 32)
+            for (int s = 0; s < 8; s += 2, a += 32, m = (uint8_t)(m << 1))
+                for (int l = 0; l < 32; l++) a[l] = (int8_t)(((q3[l] >> s) & 3) - (hm[l] & m ? 0 : 4));
+        a = aux8;
+        for (int j = 0; j < 16; j++) {
+            const int scale = g4_q3_k_scale(w + 96, j) - 32;
+            for (int k = 0; k < 2; k++) {
+                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
+                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
+                q8 += 8;
+                a += 8;
+            }
+        }
+        const float d = g4_f16_at(w + 108) * y[i].d;
+        for (int l = 0; l < 8; l++) sums[l] += d * (float)aux32[l];   /* not an FMA in ggml's build here (its vectors say so) */
+    }
+    for (int l = 0; l < 8; l++) sumf += sums[l];
+    return sumf;
+}
+
+/* ggml_vec_dot_q2_K_q8_K_generic: one integer sum of scale x products and one of the mins x the
+ * activation's 16-sums per block */
+float g4_vec_dot_q2_k_q8_k_ref(int n, const void *vw, const void *vx) {
+    const uint8_t *w = vw;
+    const g4_block_q8_K *y = vx;
+    float sumf = 0;
+    for (int i = 0; i < n / 256; i++, w += 84) {
+        const uint8_t *q2 = w + 16, *sc = w;
+        const int8_t *q8 = y[i].qs;
+        int summs = 0;
+        for (int j = 0; j < 16; j++) summs += y[i].bsums[j] * (sc[j] >> 4);
+        const float dall = y[i].d * g4_f16_at(w + 80), dmin = y[i].d * g4_f16_at(w + 82);
+        int isum = 0, is = 0;
+        for (int k = 0; k < 2; k++, q2 += 32)
+            for (int shift = 0; shift < 8; shift += 2) {
+                for (int h = 0; h < 2; h++) {
+                    const int d = sc[is++] & 0xF;
+                    int isuml = 0;
+                    for (int l = 16 * h; l < 16 * h + 16; l++) isuml += q8[l] * ((q2[l] >> shift) & 3);
+                    isum += d * isuml;
+                }
+                q8 += 32;
+            }
+        sumf += fmaf(dall, (float)isum, -(dmin * (float)summs));   /* the FMA ggml's build makes (its vectors say so) */
+    }
+    return sumf;
+}
+
 /* The reference matmul: one dot per (weight row, activation row), as ggml's mul_mat loops. */
 #define MMQ_REF(NAME, DT, DOT)                                                                       \
     void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
@@ -268,3 +333,5 @@ MMQ_REF(g4_mmq_q4_k_ref, G4_DT_Q4_K, g4_vec_dot_q4_k_q8_k_ref)
 MMQ_REF(g4_mmq_q6_k_ref, G4_DT_Q6_K, g4_vec_dot_q6_k_q8_k_ref)
 MMQ_REF(g4_mmq_q5_k_ref, G4_DT_Q5_K, g4_vec_dot_q5_k_q8_k_ref)
 MMQ_REF(g4_mmq_iq4_xs_ref, G4_DT_IQ4_XS, g4_vec_dot_iq4_xs_q8_k_ref)
+MMQ_REF(g4_mmq_q3_k_ref, G4_DT_Q3_K, g4_vec_dot_q3_k_q8_k_ref)
+MMQ_REF(g4_mmq_q2_k_ref, G4_DT_Q2_K, g4_vec_dot_q2_k_q8_k_ref)

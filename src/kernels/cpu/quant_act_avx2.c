@@ -363,6 +363,103 @@ INLINE void tile_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]);
 }
 
+/* ggml's ggml_vec_dot_q3_K_q8_K (AVX2): the 2-bit parts and the high bits' -4 (where the hmask bit
+ * is clear) through two maddubs and a subtraction, each 16 weights' products scaled by their
+ * sc - 32; per block one fmadd of the 8 int32 lanes by d y.d */
+INLINE void tile_q3_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3), mone = _mm256_set1_epi8(1);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 110;
+        if (t0 == 0) g4_prefetch_ahead(b, 110);   /* the first pass */
+        uint32_t a[3];
+        memcpy(a, b + 96, 12);
+        const __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)(((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4)),
+                                                      (int)(((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4)),
+                                                      (int)((a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4)),
+                                                      (int)((a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4))),
+                                        _mm_set1_epi8(32));
+        const __m256i all = _mm256_cvtepi8_epi16(sc);
+        const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
+        const __m256i scales[2] = {_mm256_set_m128i(lo, lo), _mm256_set_m128i(hi, hi)};
+        const __m256i hbits = _mm256_loadu_si256((const __m256i *)b);
+        __m256i sumi[4];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 2; j++) {
+            const __m256i q3bits = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
+            __m256i ql[4], qh[4], s[4];
+            for (int k = 0; k < 4; k++) {
+                const int bit = 4 * j + k;
+                ql[k] = _mm256_and_si256(_mm256_srli_epi16(q3bits, 2 * k), m3);
+                qh[k] = _mm256_slli_epi16(_mm256_srli_epi16(_mm256_andnot_si256(hbits, _mm256_slli_epi16(mone, bit)), bit), 2);
+                /* int16 scale 2k in the low lane, 2k + 1 in the high one (ggml's get_scale_shuffle_q3k) */
+                const short i0 = (short)((4 * k + 1) << 8 | 4 * k), i1 = (short)((4 * k + 3) << 8 | (4 * k + 2));
+                s[k] = _mm256_shuffle_epi8(scales[j], _mm256_setr_epi16(i0, i0, i0, i0, i0, i0, i0, i0, i1, i1, i1, i1, i1, i1, i1, i1));
+            }
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 128 * j;
+                __m256i p[4];
+                for (int k = 0; k < 4; k++) {
+                    const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * k));
+                    p[k] = _mm256_madd_epi16(s[k], _mm256_sub_epi16(_mm256_maddubs_epi16(ql[k], y8), _mm256_maddubs_epi16(qh[k], y8)));
+                }
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3])));
+            }
+        }
+        const float dw = g4_ld_f16(b + 108);
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]);
+}
+
+/* ggml's ggml_vec_dot_q2_K_q8_K (AVX2): per block first the mins' 16 products with the activation's
+ * 16-sums (madd: 8 int32 lanes) by -y.d dmin, then the quants' scaled products by y.d d, both
+ * fmadd into the one 8-lane accumulator */
+INLINE void tile_q2_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0xF);
+    __m256 acc[4];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 84;
+        if (t0 == 0) g4_prefetch_ahead(b, 84);   /* the first pass */
+        const __m128i ms = _mm_loadu_si128((const __m128i *)b);
+        const __m256i mins = _mm256_cvtepi8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+        const __m256i all = _mm256_cvtepi8_epi16(_mm_and_si128(ms, m4));
+        const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
+        const __m256i scales[2] = {_mm256_set_m128i(lo, lo), _mm256_set_m128i(hi, hi)};
+        const float dw = g4_ld_f16(b + 80), dmw = g4_ld_f16(b + 82);
+        __m256i sumi[4];
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)yb->bsums));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-yb->d * dmw), _mm256_cvtepi32_ps(prod), acc[t]);
+            sumi[t] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 2; j++) {
+            const __m256i q2bits = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            __m256i q[4], s[4];
+            for (int k = 0; k < 4; k++) {
+                q[k] = _mm256_and_si256(_mm256_srli_epi16(q2bits, 2 * k), m3);
+                const short i0 = (short)((4 * k + 1) << 8 | 4 * k), i1 = (short)((4 * k + 3) << 8 | (4 * k + 2));
+                s[k] = _mm256_shuffle_epi8(scales[j], _mm256_setr_epi16(i0, i0, i0, i0, i0, i0, i0, i0, i1, i1, i1, i1, i1, i1, i1, i1));
+            }
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = x[(size_t)(t0 + t) * nb + i].qs + 128 * j;
+                __m256i p[4];
+                for (int k = 0; k < 4; k++)
+                    p[k] = _mm256_madd_epi16(s[k], _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k))));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3])));
+            }
+        }
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]);
+}
+
 /* Weight rows in groups of 8 (Q4_K at K = 1536: 7 KB) held in cache while all activation
  * chunks of up to 4 rows pass over them. */
 #define MMQ_K(NAME, TILE, BB)                                                                        \
@@ -389,8 +486,16 @@ MMQ_K(mmq_q4_k_tiles, tile_q4_k, 144)
 MMQ_K(mmq_q6_k_tiles, tile_q6_k, 210)
 MMQ_K(mmq_q5_k_tiles, tile_q5_k, 176)
 MMQ_K(mmq_iq4_xs_tiles, tile_iq4_xs, 136)
+MMQ_K(mmq_q3_k_tiles, tile_q3_k, 110)
+MMQ_K(mmq_q2_k_tiles, tile_q2_k, 84)
 void g4_mmq_iq4_xs_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     mmq_iq4_xs_tiles(xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q3_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq_q3_k_tiles(xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q2_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq_q2_k_tiles(xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- prefill GEMMs × Q8_K */

@@ -1,7 +1,7 @@
 /* quant_bound.c — the norms that bound how far a quantized-activation dot (--act-q8's kernels) can
  * be from the exact one (kernels.h g4_quant_row_norms, g4_act_norms). For a weight row w and an
  * activation row x quantized to x̂, every kernel computes a float sum of products whose leaves
- * are the terms of one decomposition of w — d·sc·q and dmin·m (Q4_K, Q5_K), d·q and the offset's d·c
+ * are the terms of one decomposition of w — d·sc·q and dmin·m (Q4_K, Q5_K, Q2_K), d·q and the offset's d·c
  * (Q4_0's c = -8, Q5_0's -16, Q6_K's -32 with its sub-block scale) — so with a_i the sum of the
  * magnitudes of weight i's terms, both the exact sum and the int8 one are within
  * γ_n · Σ a_i |x_i| (resp. |x̂_i|) of their real values (n the longest chain of roundings, at
@@ -76,6 +76,23 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
                 q2 += lo * lo + hi * hi;
             }
             group(nm, d * (g4_iq4_xs_scale(b, ib) - 32), 0, 32, 0, q2);
+        }
+        break;
+    }
+    case G4_DT_Q3_K: case G4_DT_Q2_K: {   /* 16 sub-blocks of 16: weight 128h + 32j + l is bits 2j, 2j + 1 of
+                                           * qs[32h + l] (Q3_K: minus 4 unless bit 4h + j of hmask[l] is set) */
+        const int q3 = dt == G4_DT_Q3_K;
+        const uint8_t *qs = b + (q3 ? 32 : 16);
+        const double d = g4_f16_at(b + (q3 ? 108 : 80)), dmin = q3 ? 0 : g4_f16_at(b + 82);
+        for (int s = 0; s < 16; s++) {
+            const int h = s / 8, j = (s % 8) / 2;
+            long q1 = 0, q2 = 0;
+            for (int l = 16 * (s % 2); l < 16 * (s % 2) + 16; l++) {
+                const int q = ((qs[32 * h + l] >> 2 * j) & 3) - (q3 && !((b[l] >> (4 * h + j)) & 1) ? 4 : 0);
+                q1 += q, q2 += q * q;
+            }
+            if (q3) group(nm, d * (g4_q3_k_scale(b + 96, s) - 32), 0, 16, 0, q2);   /* signed q: one term each */
+            else group(nm, d * (b[s] & 0xF), -dmin * (b[s] >> 4), 16, q1, q2);
         }
         break;
     }

@@ -112,7 +112,7 @@ def lscpu_summary(text: str) -> str:
 # ggml's type ids (ggml.h enum ggml_type) -> names, for the types a GGUF of this model can hold
 GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1", 10: "Q2_K",
               11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 24: "I8", 25: "I16", 26: "I32", 27: "I64",
-              23: "IQ4_XS", 28: "F64", 30: "BF16"}
+              20: "IQ4_NL", 23: "IQ4_XS", 28: "F64", 30: "BF16"}
 
 
 def gguf_tensors(path: str) -> list[tuple[str, list[int], str]]:

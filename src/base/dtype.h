@@ -20,6 +20,7 @@ typedef enum {
                        * fixed non-linear table of 16 int8 values)                136 B */
     G4_DT_Q3_K = 10, /* 256 el: hmask[32], 2-bit q[64], 6-bit scales[12], f16 d    110 B */
     G4_DT_Q2_K = 11, /* 256 el: 4-bit scales/mins[16], 2-bit q[64], f16 d, dmin     84 B */
+    G4_DT_IQ4_NL = 12, /* 32 el: f16 d, nibbles q[16] indexing IQ4_XS's table        18 B */
     G4_DT_COUNT
 } g4_dtype;
 

@@ -21,7 +21,7 @@
 enum { N = 96, K = 1536, T = 4 };
 
 static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                                 G4_DT_Q3_K, G4_DT_Q2_K};
+                                 G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
 
 static float gauss(unsigned *s) {   /* Box-Muller over a small LCG: reproducible */
     double u1, u2;
@@ -32,7 +32,7 @@ static float gauss(unsigned *s) {   /* Box-Muller over a small LCG: reproducible
     return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* types the quantizer does not write (Q5_0, Q6_K, Q5_K, IQ4_XS, Q3_K, Q2_K): random quants, scales of row r's size */
+/* types the quantizer does not write (Q5_0, Q6_K, Q5_K, IQ4_XS, Q3_K, Q2_K, IQ4_NL): random quants, scales of row r's size */
 static void random_row(g4_dtype dt, int r, unsigned *s, unsigned char *row) {
     const size_t bb = g4_dtype_size(dt);
     for (size_t i = 0; i < (size_t)(K / g4_dtype_block(dt)) * bb; i++) {

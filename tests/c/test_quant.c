@@ -18,7 +18,7 @@
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K,
-                                 G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K};
+                                 G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
 
 static void *load(g4_dtype dt, const char *ext, size_t want) {
     char path[256];
@@ -44,6 +44,8 @@ static void test_sizes(void **state) {
     assert_int_equal(g4_dtype_row_bytes(G4_DT_Q2_K, 512), 2 * 84);
     assert_string_equal(g4_dtype_name(G4_DT_Q3_K), "Q3_K");
     assert_string_equal(g4_dtype_name(G4_DT_Q2_K), "Q2_K");
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_IQ4_NL, 512), 16 * 18);
+    assert_string_equal(g4_dtype_name(G4_DT_IQ4_NL), "IQ4_NL");
     assert_int_equal(g4_dtype_row_bytes(G4_DT_BF16, 512), 1024);
     assert_string_equal(g4_dtype_name(G4_DT_Q4_K), "Q4_K");
 }
@@ -187,14 +189,14 @@ static void test_decode_rows(void **state) {
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
     const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                            G4_DT_Q3_K, G4_DT_Q2_K};
-    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256};
-    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256, 61 * 256, 61 * 256};
-    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM, TM, TM};   /* the rows each kernel keeps row-invariant */
+                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
+    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 23 * 32};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256, 61 * 256, 61 * 256, 342 * 32};
+    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM, TM, TM, TM};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
     for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
-        for (int i = 0; i < 9; i++) {
+        for (int i = 0; i < 10; i++) {
             const g4_dtype dt = dts[i];
             const int TT = maxT[i];
             for (int kk = 0; kk < 2; kk++) {
@@ -240,7 +242,7 @@ static void test_decode_rows(void **state) {
     }
 }
 
-/* The avx512 table's Q8_0 / Q4_0 / Q5_0 decode (quant_legacy_avx512.c: 16 lanes, signed quants)
+/* The avx512 table's Q8_0 / Q4_0 / Q5_0 / IQ4_NL decode (quant_legacy_avx512.c: 16 lanes, signed quants)
  * sums in another order than the scalar reference (g4_mm_*_ref: one sequential float sum) and the
  * AVX2 kernel: each result within 4e-7 of sum |x * w| of the scalar reference's (measured: 1.4e-7
  * at most, K = 640-15360) and within 5e-8 of the dot in double (measured: 2.0e-8; the scalar
@@ -250,12 +252,12 @@ static void test_legacy_avx512_tolerance(void **state) {
     const g4_kernels *k = g4_kernels_avx512();
     if (!k) skip();
     enum { N = 64 };
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0};
-    const g4_matmul_fn ref[] = {g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref};
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_IQ4_NL};
+    const g4_matmul_fn ref[] = {g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_iq4_nl_ref};
     const int Ks[] = {640, 4096};
     unsigned seed = 29;
     double worst_ref = 0, worst_exact = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         for (int kk = 0; kk < 2; kk++) {
             const g4_dtype dt = dts[i];
             const int K = Ks[kk];
@@ -402,6 +404,10 @@ static void test_decode_bits_pinned(void **state) {
         {1, G4_DT_Q2_K, 61 * 256, 0x53a073cae1ae3738ull},
         {2, G4_DT_Q2_K, 3 * 256, 0x6b1aa1a48607ae70ull},
         {2, G4_DT_Q2_K, 61 * 256, 0x684a11d03cb3f906ull},
+        {1, G4_DT_IQ4_NL, 23 * 32, 0x744d1c9660146f32ull},   /* quant_legacy_avx2.c */
+        {1, G4_DT_IQ4_NL, 342 * 32, 0x0b98227527a92da5ull},
+        {2, G4_DT_IQ4_NL, 23 * 32, 0xc40ac862acf68417ull},   /* quant_legacy_avx512.c */
+        {2, G4_DT_IQ4_NL, 342 * 32, 0xe7f767c7c3bf20f3ull},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -453,7 +459,7 @@ static void test_prefill_panels(void **state) {
     (void)state;
     enum { N = 37, K = 1024, T = 40 };
     static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                                  G4_DT_Q3_K, G4_DT_Q2_K};
+                                  G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
     const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
     if (!avx2) skip();
     unsigned seed = 11;

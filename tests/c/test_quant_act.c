@@ -20,7 +20,7 @@
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                                 G4_DT_Q3_K, G4_DT_Q2_K};
+                                 G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
 #define NTYPES (sizeof types / sizeof *types)
 
 static void *load(const char *name, size_t want) {
@@ -102,7 +102,7 @@ static void test_integer_exact(void **state) {
     (void)state;
     float (*dots[])(int, const void *, const void *) = {g4_vec_dot_q8_0_q8_0_ref, g4_vec_dot_q4_0_q8_0_ref,
         g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref, g4_vec_dot_q5_k_q8_k_ref,
-        g4_vec_dot_iq4_xs_q8_k_ref, g4_vec_dot_q3_k_q8_k_ref, g4_vec_dot_q2_k_q8_k_ref};
+        g4_vec_dot_iq4_xs_q8_k_ref, g4_vec_dot_q3_k_q8_k_ref, g4_vec_dot_q2_k_q8_k_ref, g4_vec_dot_iq4_nl_q8_0_ref};
     float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const g4_dtype dt = types[ti];
@@ -174,6 +174,7 @@ static void check_path(const g4_kernels *k) {
                     case G4_DT_IQ4_XS: ref = g4_vec_dot_iq4_xs_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q3_K: ref = g4_vec_dot_q3_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q2_K: ref = g4_vec_dot_q2_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_IQ4_NL: ref = g4_vec_dot_iq4_nl_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
                     default: ref = g4_vec_dot_q6_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     }
                     /* scale of the sum: sum |w| |x| over the dequantized operands */
@@ -220,7 +221,10 @@ static void check_vs_ggml(const g4_kernels *k, const char *file) {
         const size_t xb = g4_act_row_bytes(dt, COLS);
         uint8_t *xq = load(g4_act_format(dt) == G4_ACT_Q8_0 ? "act_Q8_0_x86.blocks" : "act_Q8_K.blocks", AROWS * xb);
         float y[AROWS * 4];
-        k->matmul_q8[dt](xq, AROWS, COLS, w, 0, 4, y, 4);
+        if (dt == G4_DT_IQ4_NL)   /* ggml's dot is its one-row form (more rows: tinyBLAS's order, tested end to end) */
+            for (int t = 0; t < AROWS; t++) k->matmul_q8[dt](xq + (size_t)t * xb, 1, COLS, w, 0, 4, y + t * 4, 4);
+        else
+            k->matmul_q8[dt](xq, AROWS, COLS, w, 0, 4, y, 4);
         for (int n = 0; n < 4; n++)
             for (int t = 0; t < AROWS; t++) {
                 const float g = want[(ti * 4 + n) * AROWS + t];
@@ -250,7 +254,8 @@ static void test_vs_ggml_avx2(void **state) {
  * chunk of 8 and up to 6 on the decode tiles (3 rows a tile), K-quant rows short of a chunk on
  * the avx2 tiles): every (row, t) bit-identical to the avx2 one-row decode tile (ggml's vec_dot),
  * for T at and around the tile and chunk edges, row ranges not starting at 0, and K of 1 and 2
- * blocks */
+ * blocks. IQ4_NL, whose rows llama.cpp sums in another order from two rows on (tinyBLAS): each
+ * (row, t) bit-identical to that row in a 2-row call (row t twice) */
 static void check_prefill_gemm(const g4_kernels *k) {
     const g4_kernels *one = g4_kernels_avx2();
     const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 25, 26, 28, 30, 31, 37, 64, 65, 83}, N = 21, n0 = 3;
@@ -269,7 +274,15 @@ static void check_prefill_gemm(const g4_kernels *k) {
                 k->quantize_act(dt, x, T, K, xq);
                 k->matmul_q8[dt](xq, T, K, wk, n0, N, y, N);
                 for (int t = 0; t < T; t++) {
-                    one->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
+                    if (dt == G4_DT_IQ4_NL && T > 1) {
+                        uint8_t xq2[2 * 34 * 16];
+                        float y2[2 * N];
+                        memcpy(xq2, xq + t * xb, xb);
+                        memcpy(xq2 + xb, xq + t * xb, xb);
+                        one->matmul_q8[dt](xq2, 2, K, wk, n0, N, y2, N);
+                        memcpy(y1, y2, sizeof y1);
+                    } else
+                        one->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
                     for (int n = n0; n < N; n++)
                         if (y[t * N + n] != y1[n])
                             fail_msg("%s K %d T %d row %d x %d: %.9g, one row %.9g", g4_dtype_name(dt), K, T, n, t,

@@ -76,7 +76,7 @@ static const shape shapes[] = {
     {G4_DT_BF16, 4100}, {G4_DT_F32, 200},   {G4_DT_F32, 203},   {G4_DT_F16, 96},    {G4_DT_F16, 4104},
     {G4_DT_Q8_0, 96},   {G4_DT_Q4_0, 160},  {G4_DT_Q5_0, 96},   {G4_DT_Q4_K, 512},  {G4_DT_Q6_K, 256},
     {G4_DT_Q4_K, 3072}, {G4_DT_Q6_K, 3072}, {G4_DT_Q5_K, 256},  {G4_DT_Q5_K, 3072}, {G4_DT_IQ4_XS, 256}, {G4_DT_IQ4_XS, 3072},
-    {G4_DT_Q3_K, 256},  {G4_DT_Q3_K, 3072}, {G4_DT_Q2_K, 256},  {G4_DT_Q2_K, 3072},
+    {G4_DT_Q3_K, 256},  {G4_DT_Q3_K, 3072}, {G4_DT_Q2_K, 256},  {G4_DT_Q2_K, 3072}, {G4_DT_IQ4_NL, 96}, {G4_DT_IQ4_NL, 3072},
 };
 
 static void fail_row(const char *what, const g4_kernels *k, g4_dtype dt, int K, int T, int t, int n, float a, float b) {

@@ -5,7 +5,7 @@ tokenizer and chat template all come from the file.
 
   * bf16: greedy tokens and last-position logits equal transformers' on the HF fixture (its
     goldens.json; logits within 1e-4 relative), for prefill chunks 1, 7 and 64.
-  * Q8_0, Q5_K_M, IQ4_XS, Q3_K_M and Q2_K, exact semantics: equal to transformers running the HF
+  * Q8_0, Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL, exact semantics: equal to transformers running the HF
     fixture with the GGUF's quantized tensors dequantized in float32 (<group>_goldens.json,
     record_gemma4_gguf_goldens.py). The K-quant and IQ4_XS files
     (llama-quantize's recipes on g4-causal-k256, whose matrices are all 256 wide or a multiple;
@@ -34,8 +34,9 @@ HF = {f: json.loads((FIXTURES / f / "goldens.json").read_text())["cases"] for f 
 BF16 = [(f"{p}-bf16.gguf", fx, c) for p, fx in (("cond", "g4-cond-tiny"), ("causal", "g4-causal-tiny")) for c in HF[fx]]
 Q8 = json.loads((G / "q8_0_goldens.json").read_text())["files"]
 Q8_CASES = [(name, c) for name, f in Q8.items() for c in f["cases"]]
-# llama-quantize's Q5_K_M, IQ4_XS, Q3_K_M and Q2_K of g4-causal-k256 (every matrix 256 wide or a multiple)
-K256 = {g: json.loads((G / f"{g}_goldens.json").read_text())["files"] for g in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k")}
+# llama-quantize's Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL of g4-causal-k256 (every matrix 256 wide or a multiple)
+K256 = {g: json.loads((G / f"{g}_goldens.json").read_text())["files"]
+        for g in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl")}
 K256_CASES = [(name, c) for files in K256.values() for name, f in files.items() for c in f["cases"]]
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
 LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c in f["cases"]]

@@ -7,9 +7,9 @@
  * build: cc -O2 tools/reference/ggml_act_vectors.c -o /tmp/gav -lm -L$LLAMA/build/bin -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA/build/bin
  * usage: /tmp/gav tests/fixtures/quant
  * writes act_in.f32 (ROWS x 512 floats), act_Q8_0_ref.blocks, act_Q8_0_x86.blocks, act_Q8_K.blocks,
- * and act_dots_{generic,x86}.f32: ggml's ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0 / {q4_K,q6_K,q5_K,iq4_xs,q3_K,q2_K}_q8_K
+ * and act_dots_{generic,x86}.f32: ggml's ggml_vec_dot_{q8_0,q4_0,q5_0,iq4_nl}_q8_0 / {q4_K,q6_K,q5_K,iq4_xs,q3_K,q2_K}_q8_K
  * (the _generic C code and the x86 AVX2 build) of each weight row of tests/fixtures/quant/<TYPE>.blocks
- * (4 rows of 512) with each activation row (act_Q8_0_x86 / act_Q8_K blocks): [9 types][4][ROWS] */
+ * (4 rows of 512) with each activation row (act_Q8_0_x86 / act_Q8_K blocks): [10 types][4][ROWS] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +24,7 @@ typedef void (*vec_dot_fn)(int n, float *s, size_t bs, const void *vx, size_t bx
                 void ggml_vec_dot_##T##_generic(int, float *, size_t, const void *, size_t, const void *, size_t, int);
 void ggml_cpu_init(void);   /* fills the fp16 tables the _generic code reads */
 DOTS(q8_0_q8_0) DOTS(q4_0_q8_0) DOTS(q5_0_q8_0) DOTS(q4_K_q8_K) DOTS(q6_K_q8_K) DOTS(q5_K_q8_K) DOTS(iq4_xs_q8_K)
-DOTS(q3_K_q8_K) DOTS(q2_K_q8_K)
+DOTS(q3_K_q8_K) DOTS(q2_K_q8_K) DOTS(iq4_nl_q8_0)
 
 enum { ROWS = 6, COLS = 512, N = ROWS * COLS };
 
@@ -81,7 +81,8 @@ int main(int argc, char **argv) {
         {"Q5_K", 2 * 176, ggml_vec_dot_q5_K_q8_K, ggml_vec_dot_q5_K_q8_K_generic, 1},
         {"IQ4_XS", 2 * 136, ggml_vec_dot_iq4_xs_q8_K, ggml_vec_dot_iq4_xs_q8_K_generic, 1},
         {"Q3_K", 2 * 110, ggml_vec_dot_q3_K_q8_K, ggml_vec_dot_q3_K_q8_K_generic, 1},
-        {"Q2_K", 2 * 84, ggml_vec_dot_q2_K_q8_K, ggml_vec_dot_q2_K_q8_K_generic, 1}};
+        {"Q2_K", 2 * 84, ggml_vec_dot_q2_K_q8_K, ggml_vec_dot_q2_K_q8_K_generic, 1},
+        {"IQ4_NL", 16 * 18, ggml_vec_dot_iq4_nl_q8_0, ggml_vec_dot_iq4_nl_q8_0_generic, 0}};
     enum { NT = sizeof t / sizeof *t };
     static float dx86[NT][4][ROWS], dgen[NT][4][ROWS];
     for (int i = 0; i < NT; i++) {

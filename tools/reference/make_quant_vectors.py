@@ -9,7 +9,7 @@
                  tensor of every supported type, for the reader's tests
 
 Q8_0, Q4_0, Q5_0, BF16, F16 blocks come from gguf.quants.quantize of random floats. gguf-py has
-no quantizer for Q4_K / Q5_K / Q6_K / IQ4_XS / Q3_K / Q2_K, so their blocks are random bytes with finite, plausible f16 scales
+no quantizer for Q4_K / Q5_K / Q6_K / IQ4_XS / Q3_K / Q2_K / IQ4_NL, so their blocks are random bytes with finite, plausible f16 scales
 (every bit pattern of the packed scales and quants is exercised), dequantized by gguf-py.
 
 usage: "$G4_REF_PY" tools/reference/make_quant_vectors.py
@@ -48,6 +48,9 @@ def kquant_blocks(rng, qtype, n_blocks):
     if qtype == T.Q2_K:   # scales[16], qs[64], d, dmin
         return np.concatenate([rng.integers(0, 256, (n_blocks, 16 + 64), dtype=np.uint8),
                                rand_f16(rng, n_blocks, 1e-4, 2e-2), rand_f16(rng, n_blocks, 1e-4, 2e-2)], axis=1)
+    if qtype == T.IQ4_NL:   # d, qs[16] (32-weight blocks)
+        return np.concatenate([rand_f16(rng, n_blocks, 1e-4, 2e-2),
+                               rng.integers(0, 256, (n_blocks, 16), dtype=np.uint8)], axis=1)
     raise ValueError(qtype)
 
 
@@ -55,8 +58,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261202)
     tensors = {}
-    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K):
-        if qtype in (T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K):
+    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K, T.IQ4_NL):
+        if qtype in (T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K, T.IQ4_NL):
             block, size = gguf.GGML_QUANT_SIZES[qtype]
             raw = kquant_blocks(rng, qtype, ROWS * COLS // block).reshape(ROWS, COLS // block * size)
         else:

@@ -12,7 +12,7 @@ cache (gemma4c's cache is f32; an f16 cache, llama.cpp's default, is recorded al
 note). "margin" is llama.cpp's top-1 minus top-2 logit at each greedy step; lc_logits_*.f32 are its
 last-prompt-position logits (after the softcap, float32 LE).
 
-With --k256: the Q5_K_M, IQ4_XS, Q3_K_M and Q2_K files of g4-causal-k256 instead (16 tokens, f32 cache), into
+With --k256: the Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL files of g4-causal-k256 instead (16 tokens, f32 cache), into
 llamacpp_k256.json and lc_logits_causal-k256-<type>_<k>.f32, for test_numerics_ggml.py; recorded
 with an x86 AVX2 build (--build DIR: cmake -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
 -DGGML_F16C=ON), whose int8 dots those tests mirror (a native AVX-512 build differs from it in the
@@ -95,7 +95,7 @@ def record_k256(exe, lc, n=16):
               "otherwise repacks the Q4_K matrices of the Q3_K_M file into 8-row blocks whose GEMM sums in "
               "another order; the other files give the same bits either way), greedy = argmax of the logits",
               "files": {}}
-    for t in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k"):
+    for t in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl"):
         name = f"causal-k256-{t}.gguf"
         p = subprocess.run([str(exe), str(OUT / name), str(n), "f32", str(OUT / f"lc_logits_{name[:-5]}_")],
                            input=prompts, capture_output=True, text=True, check=True, env={**os.environ, "NO_REPACK": "1"})

@@ -59,8 +59,9 @@ void g4_mm_q5_k_ref(const float *x, int T, int K, const void *w, int n0, int n1,
 void g4_mm_iq4_xs_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q3_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q2_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_iq4_nl_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref, \
-                             g4_mm_iq4_xs_ref, g4_mm_q3_k_ref, g4_mm_q2_k_ref
+                             g4_mm_iq4_xs_ref, g4_mm_q3_k_ref, g4_mm_q2_k_ref, g4_mm_iq4_nl_ref
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -81,7 +82,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
  * Q5_0 by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
-                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2
+                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
  * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
@@ -117,9 +118,11 @@ void g4_mm_q5_0_avx2_rows(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_iq4_nl_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_iq4_nl_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
                            g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2, g4_mm_rows_iq4_xs_avx2, g4_mm_rows_q3_k_avx2, \
-                           g4_mm_rows_q2_k_avx2
+                           g4_mm_rows_q2_k_avx2, g4_mm_rows_iq4_nl_avx2
 /* Q5_K, IQ4_XS, Q3_K and Q2_K (quant_dq256_avx2.c): decode as dequantized weights on 8 lanes,
  * row-invariant at any T; inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel
  * GEMM */
@@ -143,6 +146,8 @@ void g4_mm_q5_0_avx512(const float *x, int T, int K, const void *w, int n0, int 
 void g4_mm_rows_q8_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q4_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_q5_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_iq4_nl_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_iq4_nl_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run */
 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
@@ -166,6 +171,7 @@ float g4_vec_dot_q5_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q3_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q2_k_q8_k_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_iq4_nl_q8_0_ref(int n, const void *w, const void *xq);
 /* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins, as the 16 bytes of utmp (ggml's kmask
  * unpacking). Inline: the AVX2 dot unpacks every 256-weight block and keeps the result in registers. */
 static inline void g4_q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
@@ -186,8 +192,10 @@ void g4_mmq_q5_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1
 void g4_mmq_iq4_xs_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q3_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q2_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_iq4_nl_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_REF NULL, NULL, NULL, g4_mmq_q8_0_ref, g4_mmq_q4_0_ref, g4_mmq_q5_0_ref, g4_mmq_q4_k_ref, \
-                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref, g4_mmq_q3_k_ref, g4_mmq_q2_k_ref
+                                g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref, g4_mmq_q3_k_ref, g4_mmq_q2_k_ref, \
+                                g4_mmq_iq4_nl_ref
 
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -202,6 +210,9 @@ void g4_mmq_iq4_xs_avx2(const void *xq, int T, int K, const void *w, int n0, int
 /* Q3_K, Q2_K: ggml's AVX2 dots through decode tiles at any T (no GEMM tiles) */
 void g4_mmq_q3_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q2_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* IQ4_NL: one row ggml's AVX2 dot (even / odd blocks in two accumulators), more rows llama.cpp's
+ * tinyBLAS order (one accumulator), as llama.cpp runs them: not row-invariant */
+void g4_mmq_iq4_nl_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of
  * activation rows over Q8_0 / Q4_0 / Q5_0, 12 or more over Q4_K / Q6_K (the AVX2 entries take
@@ -212,6 +223,7 @@ void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, \
-                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2, g4_mmq_q3_k_avx2, g4_mmq_q2_k_avx2
+                                 g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2, g4_mmq_q3_k_avx2, g4_mmq_q2_k_avx2, \
+                                 g4_mmq_iq4_nl_avx2
 
 #endif

@@ -13,7 +13,7 @@
 /* ggml-cpu.c type_traits_cpu[].vec_dot_type */
 g4_act_fmt g4_act_format(g4_dtype wdt) {
     switch (wdt) {
-    case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: return G4_ACT_Q8_0;
+    case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: case G4_DT_IQ4_NL: return G4_ACT_Q8_0;
     case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: case G4_DT_IQ4_XS: case G4_DT_Q3_K: case G4_DT_Q2_K:
         return G4_ACT_Q8_K;
     default: return G4_ACT_NONE;
@@ -254,6 +254,22 @@ float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *vw, const void *vx) {   /* .
     return sumf;
 }
 
+/* ggml_vec_dot_iq4_nl_q8_0_generic: per block the two halves' integer sums, sumf += d * sum */
+float g4_vec_dot_iq4_nl_q8_0_ref(int n, const void *vw, const void *vx) {
+    const uint8_t *w = vw, *x = vx;
+    float sumf = 0;
+    for (int i = 0; i < n / 32; i++, w += 18, x += G4_Q8_0_BYTES) {
+        const float d = g4_f16_at(x) * g4_f16_at(w);
+        int sumi1 = 0, sumi2 = 0;
+        for (int j = 0; j < 16; j++) {
+            sumi1 += (int8_t)x[2 + j] * g4_kvalues_iq4nl[w[2 + j] & 0xf];
+            sumi2 += (int8_t)x[2 + j + 16] * g4_kvalues_iq4nl[w[2 + j] >> 4];
+        }
+        sumf += d * (float)(sumi1 + sumi2);
+    }
+    return sumf;
+}
+
 /* ggml_vec_dot_q3_K_q8_K_generic: the signed quants (q - 4 unless the hmask bit is set) in aux8,
  * each 8-weight group's products scaled by its sub-block's sc - 32 into 8 int32 lanes */
 float g4_vec_dot_q3_k_q8_k_ref(int n, const void *vw, const void *vx) {
@@ -335,3 +351,4 @@ MMQ_REF(g4_mmq_q5_k_ref, G4_DT_Q5_K, g4_vec_dot_q5_k_q8_k_ref)
 MMQ_REF(g4_mmq_iq4_xs_ref, G4_DT_IQ4_XS, g4_vec_dot_iq4_xs_q8_k_ref)
 MMQ_REF(g4_mmq_q3_k_ref, G4_DT_Q3_K, g4_vec_dot_q3_k_q8_k_ref)
 MMQ_REF(g4_mmq_q2_k_ref, G4_DT_Q2_K, g4_vec_dot_q2_k_q8_k_ref)
+MMQ_REF(g4_mmq_iq4_nl_ref, G4_DT_IQ4_NL, g4_vec_dot_iq4_nl_q8_0_ref)

@@ -63,12 +63,15 @@ INLINE __m256 mul_sum_i8(__m256i ax, __m256i x, __m256i y) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)));
 }
 
-/* NR weight rows [n, n+NR) × NT activation rows [t0, t0+NT) */
+/* NR weight rows [n, n+NR) × NT activation rows [t0, t0+NT). IQ4_NL_VEC (ggml's
+ * ggml_vec_dot_iq4_nl_q8_0): even blocks into acc, odd ones into acc2, the two added before the
+ * horizontal sum; an odd last block after it, its integer sum times d in one scalar FMA */
 INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x,
                    size_t xb, int nb, int n, int t0, float *y, int ldy) {
-    __m256 acc[4][4];
+    const int iq4 = kind == G4_ACT_K_IQ4_NL_VEC;
+    __m256 acc[4][4], acc2[4][4];
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
+        for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm256_setzero_ps();
     const uint8_t *rows = w + (size_t)n * rb;   /* the NR rows: contiguous, NR * bb bytes per block step */
     for (int b = 0; b < nb; b++) {
         /* the first pass over these rows reads them from DRAM (decode of one sequence or a few):
@@ -86,12 +89,28 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
             const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
             const __m256 dx = _mm256_set1_ps(g4_ld_f16(blk));
             /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
-            for (int t = 0; t < NT; t++)
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
+            for (int t = 0; t < NT; t++) {
+                if (iq4 && (b & 1)) acc2[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc2[r][t]);
+                else if (!iq4 || b + 1 < nb || !(nb & 1)) acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc[r][t]);
+            }
         }
     }
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy + n + r] = g4_hsum8(acc[r][t]);
+        for (int t = 0; t < NT; t++) {
+            float v = g4_hsum8(iq4 ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
+            if (iq4 && (nb & 1)) {   /* ggml's scalar tail: sumf += d * sumi */
+                const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)(nb - 1) * bb;
+                const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)(nb - 1) * G4_Q8_0_BYTES;
+                const __m256i qx = g4_act_unpack32_avx2(kind, blk);
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xblk + 2)), qx)),
+                                                    _mm256_set1_epi16(1));
+                int32_t l[8], sumi = 0;
+                _mm256_storeu_si256((__m256i *)l, p);
+                for (int i = 0; i < 8; i++) sumi += l[i];
+                v = fmaf(g4_ld_f16(xblk) * g4_ld_f16(blk), (float)sumi, v);
+            }
+            y[(size_t)(t0 + t) * ldy + n + r] = v;
+        }
 }
 
 /* Weight rows in groups of 16 (about 27 KB of Q8_0 at K = 1536: they stay in L1/L2 while every
@@ -194,6 +213,12 @@ void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 }
 void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     gemm32(G4_ACT_K_Q5_0, 22, xq, T, K, w, n0, n1, y, ldy);
+}
+/* IQ4_NL as llama.cpp multiplies it: one activation row through ggml's dot (two accumulators),
+ * more through its tinyBLAS GEMM (one accumulator, Q4_0's chain) */
+void g4_mmq_iq4_nl_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    if (T == 1) mmq32(G4_ACT_K_IQ4_NL_VEC, 18, xq, T, K, w, n0, n1, y, ldy);
+    else gemm32(G4_ACT_K_IQ4_NL, 18, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */

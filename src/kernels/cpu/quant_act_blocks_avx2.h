@@ -12,13 +12,20 @@
 
 #include "kernels/cpu/quant_simd.h"
 
-enum { G4_ACT_K_Q8_0, G4_ACT_K_Q4_0, G4_ACT_K_Q5_0 };
+/* IQ4_NL twice: its blocks summed in one accumulator (llama.cpp's prefill, tinyBLAS) or in two
+ * (ggml's ggml_vec_dot_iq4_nl_q8_0, its decode); the same unpacking */
+enum { G4_ACT_K_Q8_0, G4_ACT_K_Q4_0, G4_ACT_K_Q5_0, G4_ACT_K_IQ4_NL, G4_ACT_K_IQ4_NL_VEC };
 
-/* the block's 32 quants as signed bytes: Q8_0 as stored, Q4_0 nibble - 8, Q5_0 five bits - 16 */
+/* the block's 32 quants as signed bytes: Q8_0 as stored, Q4_0 nibble - 8, Q5_0 five bits - 16,
+ * IQ4_NL the nibble's kvalue */
 static inline __attribute__((always_inline)) __m256i g4_act_unpack32_avx2(int kind, const uint8_t *b) {
     if (kind == G4_ACT_K_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q5_0 ? 6 : 2)));
+    if (kind == G4_ACT_K_IQ4_NL || kind == G4_ACT_K_IQ4_NL_VEC) {
+        const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl);
+        return _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)));
+    }
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
     if (kind == G4_ACT_K_Q4_0) return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
     /* Q5_0: bit i of qh set -> +16; ggml ORs 0xF0 (i.e. -16) into the lanes whose bit is clear */

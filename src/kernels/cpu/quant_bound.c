@@ -48,6 +48,15 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
         group(nm, d, (q5 ? -16 : -8) * d, 32, q1, q2);
         break;
     }
+    case G4_DT_IQ4_NL: {   /* d, q[16]: 32 kvalues (signed), scale d */
+        long q2 = 0;
+        for (int j = 0; j < 16; j++) {
+            const int lo = g4_kvalues_iq4nl[b[2 + j] & 0xf], hi = g4_kvalues_iq4nl[b[2 + j] >> 4];
+            q2 += lo * lo + hi * hi;
+        }
+        group(nm, g4_f16_at(b), 0, 32, 0, q2);
+        break;
+    }
     case G4_DT_Q4_K: case G4_DT_Q5_K: {   /* d, dmin, scales[12], (Q5_K: qh[32],) q[128]: sub-block 2g
                                            * low nibbles, 2g + 1 high, plus 16 where bit 2g / 2g + 1 of qh[l] is set */
         const int q5 = dt == G4_DT_Q5_K;

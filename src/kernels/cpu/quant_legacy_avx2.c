@@ -1,5 +1,5 @@
-/* quant_legacy_avx2.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 weights (ggml's 32-weight
- * "legacy" blocks) for AVX2+FMA, for decode and for inputs of up to G4_QDEC_MAX_ROWS rows
+/* quant_legacy_avx2.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights (ggml's 32-weight
+ * blocks) for AVX2+FMA, for decode and for inputs of up to G4_QDEC_MAX_ROWS rows
  * (several slots' decode tokens, a speculative draft's verification): each weight block is read
  * from memory once per call and its quants are widened to float in registers (never stored),
  * dotted with every activation row. Inputs of more rows take the dequantized-panel GEMM
@@ -7,7 +7,7 @@
  *
  * Row invariance: each (weight row, activation row) result is one fixed chain of float
  * operations — per block s = q . x (Q4_0 / Q5_0: started from the block's offset term c * sum(x),
- * c = -8 / -16), acc += d * s, then one horizontal sum per segment of SEG blocks, segments added
+ * c = -8 / -16; IQ4_NL: q the kvalue, as Q8_0's signed quant), acc += d * s, then one horizontal sum per segment of SEG blocks, segments added
  * in order — whatever the number of rows in the call, the row range, the thread count. So a row
  * decoded beside others gets the bits it gets alone. The chains are those of quant_avx2.c's
  * decode (T <= 3), so those results are unchanged; only how Q5_0's quants reach the float unit
@@ -102,7 +102,21 @@ static inline __m256 q8_8(const uint8_t *q) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
 }
 
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
+/* IQ4_NL (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble, each
+ * an index into the 16 kvalues): the 32 kvalues as signed bytes (pshufb), widened */
+AI void iq4_nl_w(const uint8_t *blk, __m256 w[4]) {
+    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2));
+    const __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)), hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    w[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+    w[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    w[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+    w[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+}
+
+enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3 };
+/* the kinds without an offset term: q . x alone */
+#define NO_OFFSET(kind) ((kind) == K_Q8_0 || (kind) == K_IQ4_NL)
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks; pre
  * (Q4_0 / Q5_0: 8 floats per activation row and block, row stride ldp) starts each block's dot;
@@ -110,7 +124,7 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
  * (the first pass over these rows) */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x,
              int ldx, const float *pre, size_t ldp, int pf, float *y, int ldy, int add) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
     __m256 acc[4][TG];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm256_setzero_ps();
@@ -121,6 +135,8 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
             __m256 q[4];
             if (kind == K_Q8_0) {
                 for (int c = 0; c < 4; c++) q[c] = q8_8(blk + 2 + 8 * c);
+            } else if (kind == K_IQ4_NL) {
+                iq4_nl_w(blk, q);
             } else {
                 if (kind == K_Q4_0) q4_0_w(blk, q);
                 else q5_0_w(blk, q);
@@ -128,7 +144,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
             const __m256 d = TN == 1 ? bcast_f16(blk) : bcast_f16_cvt(blk);
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
-                __m256 s = kind == K_Q8_0 ? _mm256_mul_ps(q[0], ld(xb))
+                __m256 s = NO_OFFSET(kind) ? _mm256_mul_ps(q[0], ld(xb))
                                           : _mm256_fmadd_ps(q[0], ld(xb), ld(pre + t * ldp + 8 * b));
                 s = _mm256_fmadd_ps(q[1], ld(xb + 8), s);
                 s = _mm256_fmadd_ps(q[2], ld(xb + 16), s);
@@ -164,6 +180,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
 SHAPES(K_Q8_0)
 SHAPES(K_Q4_0)
 SHAPES(K_Q5_0)
+SHAPES(K_IQ4_NL)
 
 /* The offset term of Q4_0 / Q5_0 per activation row and block: c * (x0 + x1 + x2 + x3) over the
  * block's four groups of 8 (quant_avx2.c's pre_q_0, the same operations) */
@@ -184,18 +201,18 @@ static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *p
  * activation rows stay in L1 (passes over one weight row at a time re-read all 16 activation
  * rows from L2 per weight row). */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
     void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                                                                  : pass_K_Q5_0;
-    const int nb = K / 32, seg = kind == K_Q8_0 ? nb : SEG;   /* Q8_0 has no offset terms: K in one */
+                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : pass_K_IQ4_NL;
+    const int nb = K / 32, seg = NO_OFFSET(kind) ? nb : SEG;   /* no offset terms: K in one */
     const size_t rb = (size_t)nb * bb;
     for (int b0 = 0; b0 < nb; b0 += seg) {
         const int sn = nb - b0 < seg ? nb - b0 : seg;
         const float *xs = x + (size_t)b0 * 32;
         const uint8_t *ws = (const uint8_t *)w + (size_t)b0 * bb;
         const size_t ldp = (size_t)sn * 8;
-        float pre[kind == K_Q8_0 ? 1 : (size_t)T * ldp];
-        if (kind != K_Q8_0) pre_offset(kind == K_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
+        float pre[NO_OFFSET(kind) ? 1 : (size_t)T * ldp];
+        if (!NO_OFFSET(kind)) pre_offset(kind == K_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
         const int nc_rows = T > TG ? NC : n1 - n0;
         for (int nc = n0; nc < n1; nc += nc_rows) {
             const int ne = n1 - nc < nc_rows ? n1 : nc + nc_rows;
@@ -229,3 +246,5 @@ MM_LEGACY(g4_mm_q5_0_avx2_rows, G4_DT_Q5_0, K_Q5_0, G4_QDEC_MAX_ROWS)
 MM_LEGACY(g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, K_Q8_0, INT_MAX)
 MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, K_Q4_0, INT_MAX)
 MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, K_Q5_0, INT_MAX)
+MM_LEGACY(g4_mm_iq4_nl_avx2_rows, G4_DT_IQ4_NL, K_IQ4_NL, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, K_IQ4_NL, INT_MAX)

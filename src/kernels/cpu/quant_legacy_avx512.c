@@ -1,13 +1,14 @@
-/* quant_legacy_avx512.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 weights (ggml's 32-weight
- * "legacy" blocks) on AVX-512F, for decode and inputs of up to G4_QDEC_MAX_ROWS rows: the avx512
+/* quant_legacy_avx512.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights (ggml's 32-weight
+ * blocks) on AVX-512F, for decode and inputs of up to G4_QDEC_MAX_ROWS rows: the avx512
  * table's (and so avx512bf16's and amx's) matmul and matmul_rows for these types. Each weight block
  * is read once per call; its 32 quants become two 16-lane float vectors in registers, dotted with
  * every activation row. Inputs of more rows keep the AVX2 entry (the dequantized-panel GEMM).
  *
  * Q8_0 / Q5_0: the AVX2 kernel's float contract (quant_legacy_avx2.c), at 16 lanes instead of 8:
  * per block s = q[0:16] * x[0:16] + q[16:32] * x[16:32] lane by lane (q the signed quant, exact in
- * float), acc += d * s. Q4_0: per block acc += w[0:16] * x[0:16], then + w[16:32] * x[16:32], w the
- * dequantized weight d * (q - 8) (exact, so the same products as d * (q * x) up to rounding). Either
+ * float), acc += d * s. Q4_0 / IQ4_NL: per block acc += w[0:16] * x[0:16], then + w[16:32] * x[16:32],
+ * w the dequantized weight d * (q - 8) (exact, so the same products as d * (q * x) up to rounding),
+ * IQ4_NL's d * kvalue as g4_dequant_row rounds it. Either
  * way acc's 16 lanes are summed at the end of the row by one fixed tree (hsum4); Q4_0 / Q5_0
  * quants are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x) term. The
  * order differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's
@@ -27,7 +28,7 @@
 /* TG: activation rows per pass (each unpacked block feeds TG accumulators); NC: weight rows per
  * chunk when an input takes several passes (the chunk stays in cache for the later passes) */
 enum { TG = 4, NC = 16 };
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2 };
+enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3 };
 
 /* The block scales: quant.h's table of every f16 as float (shared with the AVX2 decode), so that a
  * block's scale reaches the FMA as one broadcast load (converting it in registers took 3 vector
@@ -51,6 +52,15 @@ AI void q8_0_w(const uint8_t *blk, __m512 w[2]) {
 AI void q4_0_wd(const uint8_t *blk, __m512 w[2]) {
     const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     const __m512 tab = _mm512_mul_ps(bcast_f16(blk), lut);
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+    w[0] = _mm512_permutexvar_ps(v, tab);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab);
+}
+
+/* IQ4_NL (18 B: f16 d, q[16], Q4_0's nibble order): the same table form, its 16 entries d * kvalue
+ * (g4_dequant_row's values, one rounding each) */
+AI void iq4_nl_wd(const uint8_t *blk, __m512 w[2]) {
+    const __m512 tab = _mm512_mul_ps(bcast_f16(blk), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl))));
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
     w[0] = _mm512_permutexvar_ps(v, tab);
     w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab);
@@ -98,15 +108,18 @@ AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
  * 16 weights an FMA: the table costs what the scale did, and the weights serve all TN rows. */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              int pf, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
     __m512 acc[4][TG];   /* R is 4 or 1 */
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         if (pf) prefetch_l2(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
-        if (kind == K_Q4_0) {
+        if (kind == K_Q4_0 || kind == K_IQ4_NL) {
             __m512 wv[4][2];
-            for (int r = 0; r < R; r++) q4_0_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
+            for (int r = 0; r < R; r++) {
+                if (kind == K_Q4_0) q4_0_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
+                else iq4_nl_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
+            }
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
                 __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
@@ -161,14 +174,15 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
 SHAPES(K_Q8_0)
 SHAPES(K_Q4_0)
 SHAPES(K_Q5_0)
+SHAPES(K_IQ4_NL)
 
 /* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Inputs of more than TG rows go per
  * chunk of NC weight rows, each pass of up to TG activation rows over the whole chunk: the first
  * pass reads the chunk from memory, the others find it in cache. */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q4_0 ? 18 : 22;
+    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
     void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                                                                  : pass_K_Q5_0;
+                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : pass_K_IQ4_NL;
     const int nb = K / 32;
     const size_t rb = (size_t)nb * bb;
     const int nc_rows = T > TG ? NC : n1 - n0;
@@ -202,3 +216,4 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
 MM_LEGACY(g4_mm_q8_0_avx512, g4_mm_rows_q8_0_avx512, K_Q8_0, g4_mm_q8_0_avx2_rows)
 MM_LEGACY(g4_mm_q4_0_avx512, g4_mm_rows_q4_0_avx512, K_Q4_0, g4_mm_q4_0_avx2_rows)
 MM_LEGACY(g4_mm_q5_0_avx512, g4_mm_rows_q5_0_avx512, K_Q5_0, g4_mm_q5_0_avx2_rows)
+MM_LEGACY(g4_mm_iq4_nl_avx512, g4_mm_rows_iq4_nl_avx512, K_IQ4_NL, g4_mm_iq4_nl_avx2_rows)

@@ -107,6 +107,18 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
     }
 }
 
+/* d * kvalue, IQ4_NL (18 B: d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high one) */
+static void deq_iq4_nl(const uint8_t *b, float *y) {
+    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
+    const __m256 d = bcast_f16(b);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
+    const __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)), hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    _mm256_storeu_ps(y, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+    _mm256_storeu_ps(y + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+    _mm256_storeu_ps(y + 16, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+    _mm256_storeu_ps(y + 24, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+}
+
 /* Q3_K's (d (sc - 32)) q and Q2_K's (d sc) q - dmin m per 16-weight sub-block, from the quants
  * and scales quant_dq256_avx2.c unpacks (the products are exact: one rounding, as g4_dequant_row's) */
 static inline __attribute__((always_inline)) void deq_k16(g4_dtype dt, const uint8_t *b, float *y) {
@@ -168,6 +180,7 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
     case G4_DT_IQ4_XS: DEQ_ROWS(deq_iq4_xs, 256, 136) break;
     case G4_DT_Q3_K: DEQ_ROWS(deq_q3_k, 256, 110) break;
     case G4_DT_Q2_K: DEQ_ROWS(deq_q2_k, 256, 84) break;
+    case G4_DT_IQ4_NL: DEQ_ROWS(deq_iq4_nl, 32, 18) break;
     default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);

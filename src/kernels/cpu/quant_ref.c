@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
- * dequantize_row_{q8_0,q4_0,q5_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs} operation for operation (so float results are
+ * dequantize_row_{q8_0,q4_0,q5_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs,iq4_nl} operation for operation (so float results are
  * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
  * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
 #include <stdlib.h>
@@ -95,6 +95,16 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
     }
 }
 
+/* d, q[16]: weight j < 16 the low nibble of q[j], 16 + j its high one, each through the kvalues
+ * table (IQ4_XS's sub-block on its own) */
+static void deq_iq4_nl(const uint8_t *b, float *y) {
+    const float d = g4_f16_at(b);
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * g4_kvalues_iq4nl[b[2 + j] & 0xf];
+        y[j + 16] = d * g4_kvalues_iq4nl[b[2 + j] >> 4];
+    }
+}
+
 /* Q3_K sub-block s's six-bit scale (s < 16; the weights are d (sc - 32) q): ggml's unpacking of
  * scales[12] — low nibbles from bytes 0-7, high two bits from bytes 8-11 */
 int g4_q3_k_scale(const uint8_t *scales, int s) {
@@ -160,7 +170,7 @@ void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
                                         : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
                                         : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k
                                         : dt == G4_DT_IQ4_XS ? deq_iq4_xs : dt == G4_DT_Q3_K ? deq_q3_k
-                                        : dt == G4_DT_Q2_K ? deq_q2_k : NULL;
+                                        : dt == G4_DT_Q2_K ? deq_q2_k : dt == G4_DT_IQ4_NL ? deq_iq4_nl : NULL;
     if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
@@ -199,3 +209,4 @@ MM_REF(g4_mm_q5_k_ref, G4_DT_Q5_K)
 MM_REF(g4_mm_iq4_xs_ref, G4_DT_IQ4_XS)
 MM_REF(g4_mm_q3_k_ref, G4_DT_Q3_K)
 MM_REF(g4_mm_q2_k_ref, G4_DT_Q2_K)
+MM_REF(g4_mm_iq4_nl_ref, G4_DT_IQ4_NL)

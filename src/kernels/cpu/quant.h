@@ -78,8 +78,8 @@ int g4_gemm_quant_avx2(g4_dtype dt, const float *x, int T, int K, const void *w,
  * panel[kc][16], each weight exactly g4_dequant_row's (quant_panel_avx2.c) */
 #define G4_QUANT_PANEL_KC 512
 void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
-/* The same panels on AVX-512F (quant_panel_avx512.c: Q4_K, Q6_K, Q8_0 and Q4_0 decoded k-major;
- * Q5_0 by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
+/* The same panels on AVX-512F (quant_panel_avx512.c: Q4_K, Q6_K, Q8_0, Q4_0 and IQ4_NL decoded
+ * k-major; the others by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
                               g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows

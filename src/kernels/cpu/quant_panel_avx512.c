@@ -1,12 +1,12 @@
 /* quant_panel_avx512.c — the AVX-512 prefill GEMM's (avx512.c) weight panels from Q4_K, Q6_K,
- * Q8_0 and Q4_0 rows, written k-major straight away: the 16 rows' bytes are transposed 4 at a time (a 16 x 16
+ * Q8_0, Q4_0 and IQ4_NL rows, written k-major straight away: the 16 rows' bytes are transposed 4 at a time (a 16 x 16
  * dword transpose: column c holds every row's bytes 4c..4c+3), so each row's weight is already in
  * its lane and one vector of 16 rows is stored per k; the per-row scales are transposed the same
  * way into one vector per sub-block. The AVX2 decoder (quant_panel_avx2.c) decoded row-major and
  * transposed the floats afterwards, which cost about as much again. The arithmetic is that
  * decoder's, operation for operation (no FMA contraction: the build is C11), so the panels are
- * bit-identical to it and to quant_ref.c's g4_dequant_row (tests/c/test_quant.c). Q5_0 goes to
- * the AVX2 decoder. AVX-512F only, as avx512.c. */
+ * bit-identical to it and to quant_ref.c's g4_dequant_row (tests/c/test_quant.c). Q5_0 and the
+ * other 256-weight types go to the AVX2 decoder. AVX-512F only, as avx512.c. */
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #include <immintrin.h>
 
@@ -145,10 +145,10 @@ static void q8_0_blocks16(const uint8_t *w, size_t rb, int nblk, float *p) {
             }
 }
 
-/* nblk (1..4) Q4_0 blocks (18 B: d, q[16]; low nibbles weights 0-15, high 16-31) of 16 rows ->
- * p[32 nblk][16]: (q - 8) * d, four blocks' quants per row vector, q - 8 by a table lookup */
-static void q4_0_blocks16(const uint8_t *w, size_t rb, int nblk, float *p) {
-    const __m512 nib = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+/* nblk (1..4) Q4_0 / IQ4_NL blocks (18 B: d, q[16]; low nibbles weights 0-15, high 16-31) of 16
+ * rows -> p[32 nblk][16]: nib[q] * d, four blocks' quants per row vector, nib[q] by a table lookup
+ * (Q4_0: q - 8; IQ4_NL: the kvalue) */
+static void nib_blocks16(const uint8_t *w, size_t rb, int nblk, __m512 nib, float *p) {
     __m512i q[16];
     __m512 d[4];
     for (int r = 0; r < 16; r++) {
@@ -184,10 +184,13 @@ void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int 
         for (int b = 0; b < kc / 32; b += 2)
             q8_0_blocks16(src + (size_t)(k0 / 32 + b) * 34, rb, kc / 32 - b < 2 ? 1 : 2, panel + (size_t)b * 32 * 16);
         break;
-    case G4_DT_Q4_0:
+    case G4_DT_Q4_0: case G4_DT_IQ4_NL: {
+        const __m512 nib = dt == G4_DT_Q4_0 ? _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7)
+                                            : _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl)));
         for (int b = 0; b < kc / 32; b += 4)
-            q4_0_blocks16(src + (size_t)(k0 / 32 + b) * 18, rb, kc / 32 - b < 4 ? kc / 32 - b : 4, panel + (size_t)b * 32 * 16);
+            nib_blocks16(src + (size_t)(k0 / 32 + b) * 18, rb, kc / 32 - b < 4 ? kc / 32 - b : 4, nib, panel + (size_t)b * 32 * 16);
         break;
+    }
     default: g4_quant_panel16_avx2(dt, w, rb, k0, kc, panel);   /* Q5_0 */
     }
 }

@@ -135,13 +135,24 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
     return sumf;
 }
 
+/* ggml's generic K-quant dots: a block's 256 products of weight quants a and activation quants q8,
+ * in groups of 8 (int16, as ggml stores them) scaled by their sub-block's scale (nsub sub-blocks of
+ * 256 / nsub) into 8 int32 lanes: lane l sums the products at l, 8 + l, 16 + l, ... */
+static void scaled_lane_sums(const int8_t *q8, const int8_t *a, const int *scale, int nsub, int32_t aux32[8]) {
+    int16_t aux16[8];
+    for (int j = 0; j < nsub; j++)
+        for (int k = 0; k < 256 / nsub / 8; k++, q8 += 8, a += 8) {
+            for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
+            for (int l = 0; l < 8; l++) aux32[l] += scale[j] * aux16[l];
+        }
+}
+
 /* ggml's ggml_vec_dot_q4_K_q8_K_generic and ggml_vec_dot_q5_K_q8_K_generic: the same loops, Q5_K's
  * quants with their fifth bit (bit j of qh[l] for sub-block j's weight l) worth 16 */
 static float dot_q45_k_q8_k(int q5, int n, const void *vw, const void *vx) {
     const uint8_t *w = vw;
     const g4_block_q8_K *y = vx;
     int8_t aux8[256];
-    int16_t aux16[8];
     float sums[8] = {0};
     int32_t aux32[8];
     float sumf = 0;
@@ -166,17 +177,9 @@ static float dot_q45_k_q8_k(int q5, int n, const void *vw, const void *vx) {
         const uint8_t *scales = (const uint8_t *)sm, *mins = scales + 8;
         int sumi = 0;
         for (int j = 0; j < 16; j++) sumi += y[i].bsums[j] * mins[j / 2];
-        a = aux8;
-        int is = 0;
-        for (int j = 0; j < 8; j++) {
-            const int32_t scale = scales[is++];
-            for (int k = 0; k < 4; k++) {
-                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
-                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
-                q8 += 8;
-                a += 8;
-            }
-        }
+        int sc8[8];
+        for (int j = 0; j < 8; j++) sc8[j] = scales[j];
+        scaled_lane_sums(q8, aux8, sc8, 8, aux32);
         /* fmaf: gcc contracts these two into FMAs in ggml's own build (-march=native, GNU C),
          * and with them the result is bit-identical to ggml's (tests/c/test_quant_act.c) */
         const float d = g4_f16_at(w) * y[i].d;
@@ -194,7 +197,6 @@ float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
     const uint8_t *w = vw;
     const g4_block_q8_K *y = vx;
     int8_t aux8[256];
-    int16_t aux16[8];
     float sums[8] = {0};
     int32_t aux32[8];
     float sumf = 0;
@@ -215,17 +217,9 @@ float g4_vec_dot_q6_k_q8_k_ref(int n, const void *vw, const void *vx) {   /* ...
             q4 += 64;
             qh += 32;
         }
-        a = aux8;
-        int is = 0;
-        for (int j = 0; j < 16; j++) {
-            const int scale = sc[is++];
-            for (int k = 0; k < 2; k++) {
-                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
-                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
-                q8 += 8;
-                a += 8;
-            }
-        }
+        int sc16[16];
+        for (int j = 0; j < 16; j++) sc16[j] = sc[j];
+        scaled_lane_sums(q8, aux8, sc16, 16, aux32);
         const float d = g4_f16_at(w + 208) * y[i].d;
         for (int l = 0; l < 8; l++) sums[l] += d * aux32[l];
     }
@@ -276,7 +270,6 @@ float g4_vec_dot_q3_k_q8_k_ref(int n, const void *vw, const void *vx) {
     const uint8_t *w = vw;
     const g4_block_q8_K *y = vx;
     int8_t aux8[256];
-    int16_t aux16[8];
     float sums[8] = {0};
     int32_t aux32[8];
     float sumf = 0;
@@ -289,16 +282,9 @@ float g4_vec_dot_q3_k_q8_k_ref(int n, const void *vw, const void *vx) {
         for (int j = 0; j < 256; j += 128, q3 += 32)
             for (int s = 0; s < 8; s += 2, a += 32, m = (uint8_t)(m << 1))
                 for (int l = 0; l < 32; l++) a[l] = (int8_t)(((q3[l] >> s) & 3) - (hm[l] & m ? 0 : 4));
-        a = aux8;
-        for (int j = 0; j < 16; j++) {
-            const int scale = g4_q3_k_scale(w + 96, j) - 32;
-            for (int k = 0; k < 2; k++) {
-                for (int l = 0; l < 8; l++) aux16[l] = (int16_t)(q8[l] * a[l]);
-                for (int l = 0; l < 8; l++) aux32[l] += scale * aux16[l];
-                q8 += 8;
-                a += 8;
-            }
-        }
+        int sc16[16];
+        for (int j = 0; j < 16; j++) sc16[j] = g4_q3_k_scale(w + 96, j) - 32;
+        scaled_lane_sums(q8, aux8, sc16, 16, aux32);
         const float d = g4_f16_at(w + 108) * y[i].d;
         for (int l = 0; l < 8; l++) sums[l] += d * (float)aux32[l];   /* not an FMA in ggml's build here (its vectors say so) */
     }

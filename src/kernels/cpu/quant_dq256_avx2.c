@@ -58,14 +58,10 @@ AI void iq4_xs_unpack(const uint8_t *blk, uint8_t q[256], float dsc[16]) {
 /* A Q3_K block (110 B: hmask[32], qs[64], scales[12], d): weight 128h + 32j + l (l < 32) is bits
  * 2j, 2j + 1 of qs[32h + l], minus 4 unless bit 4h + j of hmask[l] is set. Its 256 quants as signed
  * bytes in weight order (16-bit shifts; the masks drop the bits that cross a byte), and each
- * 16-weight sub-block's d (sc - 32), exact in float (ggml's scale unpacking, 4 words at a time) */
+ * 16-weight sub-block's d (sc - 32), exact in float */
 AI void q3_k_unpack(const uint8_t *blk, uint8_t q[256], float dsc[32]) {
-    uint32_t a[3], s[4];
-    memcpy(a, blk + 96, 12);
-    s[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);
-    s[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    s[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    s[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    uint32_t s[4];
+    g4_q3_k_scales(blk + 96, s);
     const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
     const __m256 d = _mm256_set1_ps(g4_ld_f16(blk + 108));
     _mm256_storeu_ps(dsc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));

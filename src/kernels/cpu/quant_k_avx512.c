@@ -167,12 +167,8 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
  * weight order, 64 per operation (the shift counts differ by half, as Q5_K's), and each 16-weight
  * sub-block's d (sc - 32), exact in float */
 AI void q3_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
-    uint32_t a[3], s[4];
-    memcpy(a, blk + 96, 12);
-    s[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);
-    s[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    s[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    s[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
+    uint32_t s[4];
+    g4_q3_k_scales(blk + 96, s);
     const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
     g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
     const __m512i m1 = _mm512_set1_epi8(1), m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);

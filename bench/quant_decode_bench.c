@@ -31,9 +31,10 @@ int main(int argc, char **argv) {
     int Ts[8] = {1, 2, 4, 8, 16}, nT = 5;
     if (argc > 1) for (nT = 0; nT < argc - 1 && nT < 8; nT++) Ts[nT] = atoi(argv[nT + 1]);
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
+                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
     const g4_matmul_fn old[] = {g4_mm_q8_0_avx2, g4_mm_q4_0_avx2, g4_mm_q5_0_avx2, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2,
-                                g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows};
+                                g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows,
+                                g4_mm_q4_1_avx2_rows, g4_mm_q5_1_avx2_rows};
     printf("one thread, [%d x %d] in cache, best of 7 (thread CPU time); old = quant_avx2.c, new = the %s table's %s\n", N, K, k->name,
            rows ? "matmul_rows" : "matmul");
     uint32_t s = 1;
@@ -50,7 +51,7 @@ int main(int argc, char **argv) {
             for (size_t b = 0; b < rb * N / bb; b++) {   /* sane f16 scales */
                 uint8_t *p = wq + b * bb + (dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0);
                 p[0] = 0x00; p[1] = 0x18;
-                if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K) { p[2] = 0x00; p[3] = 0x18; }
+                if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K || dt == G4_DT_Q4_1 || dt == G4_DT_Q5_1) { p[2] = 0x00; p[3] = 0x18; }
             }
             double best[2] = {1e30, 1e30};
             const int reps = 20;

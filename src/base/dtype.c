@@ -8,7 +8,7 @@ static const struct { const char *name; int block; int bytes; } info[G4_DT_COUNT
     [G4_DT_Q4_K] = {"Q4_K", 256, 144}, [G4_DT_Q6_K] = {"Q6_K", 256, 210},
     [G4_DT_Q5_K] = {"Q5_K", 256, 176}, [G4_DT_IQ4_XS] = {"IQ4_XS", 256, 136},
     [G4_DT_Q3_K] = {"Q3_K", 256, 110}, [G4_DT_Q2_K] = {"Q2_K", 256, 84},
-    [G4_DT_IQ4_NL] = {"IQ4_NL", 32, 18},
+    [G4_DT_IQ4_NL] = {"IQ4_NL", 32, 18}, [G4_DT_Q4_1] = {"Q4_1", 32, 20}, [G4_DT_Q5_1] = {"Q5_1", 32, 24},
 };
 
 size_t g4_dtype_size(g4_dtype dt) { return (unsigned)dt < G4_DT_COUNT ? (size_t)info[dt].bytes : 0; }

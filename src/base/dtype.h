@@ -21,6 +21,8 @@ typedef enum {
     G4_DT_Q3_K = 10, /* 256 el: hmask[32], 2-bit q[64], 6-bit scales[12], f16 d    110 B */
     G4_DT_Q2_K = 11, /* 256 el: 4-bit scales/mins[16], 2-bit q[64], f16 d, dmin     84 B */
     G4_DT_IQ4_NL = 12, /* 32 el: f16 d, nibbles q[16] indexing IQ4_XS's table        18 B */
+    G4_DT_Q4_1 = 13, /* 32 el: f16 d, f16 m, nibbles q[16] (value d q + m)        20 B */
+    G4_DT_Q5_1 = 14, /* 32 el: f16 d, f16 m, high bits qh[4], nibbles q[16]       24 B */
     G4_DT_COUNT
 } g4_dtype;
 

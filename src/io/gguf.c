@@ -39,7 +39,7 @@ static int ggml_to_dtype(uint32_t t) {
     case 8: return G4_DT_Q8_0;  case 2: return G4_DT_Q4_0;  case 6: return G4_DT_Q5_0;
     case 12: return G4_DT_Q4_K; case 13: return G4_DT_Q5_K; case 14: return G4_DT_Q6_K;
     case 23: return G4_DT_IQ4_XS; case 11: return G4_DT_Q3_K; case 10: return G4_DT_Q2_K;
-    case 20: return G4_DT_IQ4_NL;
+    case 20: return G4_DT_IQ4_NL; case 3: return G4_DT_Q4_1; case 7: return G4_DT_Q5_1;
     default: return -1;
     }
 }

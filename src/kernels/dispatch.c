@@ -109,6 +109,10 @@ static void x512_init(void) {
     x512.avx512_table.matmul_rows[G4_DT_Q5_0] = g4_mm_rows_q5_0_avx512;
     x512.avx512_table.matmul[G4_DT_IQ4_NL] = g4_mm_iq4_nl_avx512;
     x512.avx512_table.matmul_rows[G4_DT_IQ4_NL] = g4_mm_rows_iq4_nl_avx512;
+    x512.avx512_table.matmul[G4_DT_Q4_1] = g4_mm_q4_1_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_Q4_1] = g4_mm_rows_q4_1_avx512;
+    x512.avx512_table.matmul[G4_DT_Q5_1] = g4_mm_q5_1_avx512;
+    x512.avx512_table.matmul_rows[G4_DT_Q5_1] = g4_mm_rows_q5_1_avx512;
     x512.avx512_table.attend_block = g4_attend_block_avx512;
     x512.avx512_table.attend_kv = g4_attend_kv_avx512;
     x512.avx512_table.matmul_xp[G4_DT_F32] = g4_matmul_xp_f32_avx512;
@@ -124,6 +128,8 @@ static void x512_init(void) {
     x512.avx512_table.matmul_xp[G4_DT_Q3_K] = g4_matmul_xp_q3_k_avx512;
     x512.avx512_table.matmul_xp[G4_DT_Q2_K] = g4_matmul_xp_q2_k_avx512;
     x512.avx512_table.matmul_xp[G4_DT_IQ4_NL] = g4_matmul_xp_iq4_nl_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q4_1] = g4_matmul_xp_q4_1_avx512;
+    x512.avx512_table.matmul_xp[G4_DT_Q5_1] = g4_matmul_xp_q5_1_avx512;
     x512.avx512_table.pack_x = g4_pack_x_avx512;
     if (has_avx512bwvl()) {   /* Q4_K / Q6_K / Q5_K / IQ4_XS / Q3_K / Q2_K decode on 16 lanes (quant_k_avx512.c) */
         x512.avx512_table.matmul[G4_DT_Q4_K] = g4_mm_q4_k_avx512;

@@ -36,6 +36,8 @@
 #define g4_matmul_xp_q3_k_avx512 emu_matmul_xp_q3_k_avx512
 #define g4_matmul_xp_q2_k_avx512 emu_matmul_xp_q2_k_avx512
 #define g4_matmul_xp_iq4_nl_avx512 emu_matmul_xp_iq4_nl_avx512
+#define g4_matmul_xp_q4_1_avx512 emu_matmul_xp_q4_1_avx512
+#define g4_matmul_xp_q5_1_avx512 emu_matmul_xp_q5_1_avx512
 #define g4_quant_panel16_avx512 g4_quant_panel16_avx2   /* the real one needs AVX-512 */
 #include "../../src/kernels/cpu/avx512.c"
 #undef g4_matmul_f32_avx512
@@ -56,6 +58,8 @@
 #undef g4_matmul_xp_q3_k_avx512
 #undef g4_matmul_xp_q2_k_avx512
 #undef g4_matmul_xp_iq4_nl_avx512
+#undef g4_matmul_xp_q4_1_avx512
+#undef g4_matmul_xp_q5_1_avx512
 
 /* matmul_xp behind g4_matmul_fn's signature: X packed by pack_x (all panels), then the GEMM on
  * the panels, as the forward pass calls them (kernels/matmul.c pack_inputs) */

@@ -75,10 +75,11 @@ static void test_read_tiny(void **state) {
     assert_int_equal(t->n_dims, 2);
     assert_true(t->shape[0] == 2 && t->shape[1] == 3);
     assert_true(((const float *)t->data)[5] == 5.0f);
-    const char *names[] = {"q8_0", "q4_0", "q5_0", "q4_k", "q6_k", "q5_k", "iq4_xs", "q3_k", "q2_k", "iq4_nl", "bf16", "f16"};
+    const char *names[] = {"q8_0", "q4_0", "q5_0", "q4_k", "q6_k", "q5_k", "iq4_xs", "q3_k", "q2_k", "iq4_nl", "q4_1", "q5_1",
+                           "bf16", "f16"};
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_BF16, G4_DT_F16};
-    for (int i = 0; i < 12; i++) {
+                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1, G4_DT_BF16, G4_DT_F16};
+    for (int i = 0; i < 14; i++) {
         t = g4_st_find(&ts, names[i]);
         assert_non_null(t);
         assert_int_equal(t->dtype, dts[i]);
@@ -178,7 +179,7 @@ static void test_lies(void **state) {
     size_t ti = at + 4;
     FRESH(); u32 = 9; memcpy(b + ti, &u32, 4); expect_fail(b, n, "q8_0");                 /* n_dims */
     FRESH(); memcpy(b + ti + 4, &big, 8); expect_fail(b, n, "q8_0");                    /* ne[0] */
-    FRESH(); u32 = 3; memcpy(b + ti + 20, &u32, 4); expect_fail(b, n, "Q4_1");          /* unsupported */
+    FRESH(); u32 = 16; memcpy(b + ti + 20, &u32, 4); expect_fail(b, n, "IQ2_XXS");      /* unsupported */
     FRESH(); u32 = 99; memcpy(b + ti + 20, &u32, 4); expect_fail(b, n, "unknown ggml type");
     FRESH(); memcpy(b + ti + 24, &big, 8); expect_fail(b, n, "q8_0");                   /* offset */
     uint64_t odd = 1;

@@ -18,7 +18,7 @@
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_F16, G4_DT_BF16, G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K,
-                                 G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
+                                 G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
 
 static void *load(g4_dtype dt, const char *ext, size_t want) {
     char path[256];
@@ -46,6 +46,8 @@ static void test_sizes(void **state) {
     assert_string_equal(g4_dtype_name(G4_DT_Q2_K), "Q2_K");
     assert_int_equal(g4_dtype_row_bytes(G4_DT_IQ4_NL, 512), 16 * 18);
     assert_string_equal(g4_dtype_name(G4_DT_IQ4_NL), "IQ4_NL");
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q4_1, 512), 16 * 20);
+    assert_int_equal(g4_dtype_row_bytes(G4_DT_Q5_1, 512), 16 * 24);
     assert_int_equal(g4_dtype_row_bytes(G4_DT_BF16, 512), 1024);
     assert_string_equal(g4_dtype_name(G4_DT_Q4_K), "Q4_K");
 }
@@ -175,7 +177,8 @@ static void rand_blocks(g4_dtype dt, uint8_t *w, size_t nbytes, unsigned *seed) 
     }
     for (size_t b = 0; b < nbytes / bb; b++) {   /* f16 scales in [2^-9, 2^-8), either sign */
         uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0);
-        for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K ? 2 : 1); k++) {   /* d (, dmin) */
+        for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K || dt == G4_DT_Q4_1 || dt == G4_DT_Q5_1 ? 2 : 1);
+             k++) {   /* d (, dmin / m) */
             *seed = *seed * 1664525u + 1013904223u;
             const uint16_t h = (uint16_t)(0x1800 | ((*seed >> 8) & 0x3ff) | (((*seed >> 20) & 1) << 15));
             p[2 * k] = (uint8_t)h;
@@ -189,14 +192,15 @@ static void test_decode_rows(void **state) {
     enum { N = 37, TM = G4_QDEC_MAX_ROWS };
     const g4_kernels *paths[3] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
     const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
-    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 23 * 32};
-    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256, 61 * 256, 61 * 256, 342 * 32};
-    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM, TM, TM, TM};   /* the rows each kernel keeps row-invariant */
+                            G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
+    const int smallK[] = {23 * 32, 23 * 32, 23 * 32, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 3 * 256, 23 * 32, 23 * 32, 23 * 32};
+    const int bigK[] = {342 * 32, 342 * 32, 342 * 32, 342 * 256, 171 * 256, 61 * 256, 61 * 256, 61 * 256, 61 * 256, 342 * 32,
+                        342 * 32, 342 * 32};
+    const int maxT[] = {TM, TM, TM, 3, 3, TM, TM, TM, TM, TM, TM, TM};   /* the rows each kernel keeps row-invariant */
     unsigned seed = 11;
     for (int p = 0; p < 3; p++) {
         if (!paths[p]) continue;
-        for (int i = 0; i < 10; i++) {
+        for (int i = 0; i < 12; i++) {
             const g4_dtype dt = dts[i];
             const int TT = maxT[i];
             for (int kk = 0; kk < 2; kk++) {
@@ -242,7 +246,7 @@ static void test_decode_rows(void **state) {
     }
 }
 
-/* The avx512 table's Q8_0 / Q4_0 / Q5_0 / IQ4_NL decode (quant_legacy_avx512.c: 16 lanes, signed quants)
+/* The avx512 table's Q8_0 / Q4_0 / Q5_0 / IQ4_NL / Q4_1 / Q5_1 decode (quant_legacy_avx512.c: 16 lanes, signed quants)
  * sums in another order than the scalar reference (g4_mm_*_ref: one sequential float sum) and the
  * AVX2 kernel: each result within 4e-7 of sum |x * w| of the scalar reference's (measured: 1.4e-7
  * at most, K = 640-15360) and within 5e-8 of the dot in double (measured: 2.0e-8; the scalar
@@ -252,12 +256,12 @@ static void test_legacy_avx512_tolerance(void **state) {
     const g4_kernels *k = g4_kernels_avx512();
     if (!k) skip();
     enum { N = 64 };
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_IQ4_NL};
-    const g4_matmul_fn ref[] = {g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_iq4_nl_ref};
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
+    const g4_matmul_fn ref[] = {g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_iq4_nl_ref, g4_mm_q4_1_ref, g4_mm_q5_1_ref};
     const int Ks[] = {640, 4096};
     unsigned seed = 29;
     double worst_ref = 0, worst_exact = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         for (int kk = 0; kk < 2; kk++) {
             const g4_dtype dt = dts[i];
             const int K = Ks[kk];
@@ -408,6 +412,14 @@ static void test_decode_bits_pinned(void **state) {
         {1, G4_DT_IQ4_NL, 342 * 32, 0x0b98227527a92da5ull},
         {2, G4_DT_IQ4_NL, 23 * 32, 0xc40ac862acf68417ull},   /* quant_legacy_avx512.c */
         {2, G4_DT_IQ4_NL, 342 * 32, 0xe7f767c7c3bf20f3ull},
+        {1, G4_DT_Q4_1, 23 * 32, 0x75d253417997f222ull},
+        {1, G4_DT_Q4_1, 342 * 32, 0x1edd3d68b61f2fc3ull},
+        {2, G4_DT_Q4_1, 23 * 32, 0xd67eb593846f3495ull},
+        {2, G4_DT_Q4_1, 342 * 32, 0x1565f694397e64c3ull},
+        {1, G4_DT_Q5_1, 23 * 32, 0x6f37e04aae15f174ull},
+        {1, G4_DT_Q5_1, 342 * 32, 0xa10fd733277d7287ull},
+        {2, G4_DT_Q5_1, 23 * 32, 0xd7ab2b26b1aa00aeull},
+        {2, G4_DT_Q5_1, 342 * 32, 0xf1ea72695c2547bcull},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -459,7 +471,7 @@ static void test_prefill_panels(void **state) {
     (void)state;
     enum { N = 37, K = 1024, T = 40 };
     static const g4_dtype qt[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                                  G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
+                                  G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
     const g4_kernels *avx2 = g4_kernels_avx2(), *avx512 = g4_kernels_avx512();
     if (!avx2) skip();
     unsigned seed = 11;

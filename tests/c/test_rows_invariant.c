@@ -56,7 +56,7 @@ static void *rand_weights(g4_dtype dt, int rows, int K, uint32_t *s) {
         }
         for (size_t b = 0; b < nbytes / bb; b++) {
             uint8_t *p = w + b * bb + (dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0);
-            for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K ? 2 : 1); k++) {
+            for (int k = 0; k < (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K || dt == G4_DT_Q4_1 || dt == G4_DT_Q5_1 ? 2 : 1); k++) {
                 *s = *s * 1664525u + 1013904223u;
                 const uint16_t h = (uint16_t)(0x1800 | ((*s >> 8) & 0x3ff) | (((*s >> 20) & 1) << 15));
                 p[2 * k] = (uint8_t)h;
@@ -77,6 +77,7 @@ static const shape shapes[] = {
     {G4_DT_Q8_0, 96},   {G4_DT_Q4_0, 160},  {G4_DT_Q5_0, 96},   {G4_DT_Q4_K, 512},  {G4_DT_Q6_K, 256},
     {G4_DT_Q4_K, 3072}, {G4_DT_Q6_K, 3072}, {G4_DT_Q5_K, 256},  {G4_DT_Q5_K, 3072}, {G4_DT_IQ4_XS, 256}, {G4_DT_IQ4_XS, 3072},
     {G4_DT_Q3_K, 256},  {G4_DT_Q3_K, 3072}, {G4_DT_Q2_K, 256},  {G4_DT_Q2_K, 3072}, {G4_DT_IQ4_NL, 96}, {G4_DT_IQ4_NL, 3072},
+    {G4_DT_Q4_1, 96},   {G4_DT_Q4_1, 3072}, {G4_DT_Q5_1, 96},   {G4_DT_Q5_1, 3072},
 };
 
 static void fail_row(const char *what, const g4_kernels *k, g4_dtype dt, int K, int T, int t, int n, float a, float b) {

@@ -5,7 +5,7 @@ tokenizer and chat template all come from the file.
 
   * bf16: greedy tokens and last-position logits equal transformers' on the HF fixture (its
     goldens.json; logits within 1e-4 relative), for prefill chunks 1, 7 and 64.
-  * Q8_0, Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL, exact semantics: equal to transformers running the HF
+  * Q8_0, Q5_K_M, IQ4_XS, Q3_K_M, Q2_K, IQ4_NL, Q4_1 and Q5_1, exact semantics: equal to transformers running the HF
     fixture with the GGUF's quantized tensors dequantized in float32 (<group>_goldens.json,
     record_gemma4_gguf_goldens.py). The K-quant and IQ4_XS files
     (llama-quantize's recipes on g4-causal-k256, whose matrices are all 256 wide or a multiple;
@@ -34,9 +34,9 @@ HF = {f: json.loads((FIXTURES / f / "goldens.json").read_text())["cases"] for f 
 BF16 = [(f"{p}-bf16.gguf", fx, c) for p, fx in (("cond", "g4-cond-tiny"), ("causal", "g4-causal-tiny")) for c in HF[fx]]
 Q8 = json.loads((G / "q8_0_goldens.json").read_text())["files"]
 Q8_CASES = [(name, c) for name, f in Q8.items() for c in f["cases"]]
-# llama-quantize's Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL of g4-causal-k256 (every matrix 256 wide or a multiple)
+# llama-quantize's Q5_K_M, IQ4_XS, Q3_K_M, Q2_K, IQ4_NL, Q4_1 and Q5_1 of g4-causal-k256 (every matrix 256 wide or a multiple)
 K256 = {g: json.loads((G / f"{g}_goldens.json").read_text())["files"]
-        for g in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl")}
+        for g in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl", "q4_1", "q5_1")}
 K256_CASES = [(name, c) for files in K256.values() for name, f in files.items() for c in f["cases"]]
 LC = json.loads((G / "llamacpp_greedy.json").read_text())
 LC_CASES = [(name, c) for name, f in LC["files"].items() if "q8_0" in name for c in f["cases"]]
@@ -102,7 +102,10 @@ def test_k256_quants_match_dequantized_reference(g4_bin, tmp_path, name, case, c
     assert rel <= REL_TOL, f"max relative logit error {rel:.3g} > {REL_TOL}"
 
 
-@pytest.mark.parametrize("group", list(K256))
+ACT_Q8_GROUPS = [g for g in K256 if g not in ("q4_1", "q5_1")]   # Q4_1 / Q5_1: no int8 kernel
+
+
+@pytest.mark.parametrize("group", ACT_Q8_GROUPS)
 def test_k256_quants_act_q8(g4_bin, tmp_path, group):
     """--act-q8 on Q5_K / IQ4_XS / Q3_K / Q2_K (ggml's int8 dots, bit-identical to them:
     tests/c/test_quant_act.c) is in effect — the logits move off the exact ones (by 5.6% / 12.3%
@@ -125,6 +128,19 @@ def test_k256_quants_act_q8(g4_bin, tmp_path, group):
     assert np.abs(runs[0] - runs[1]).max() <= 1e-5 * np.abs(runs[1]).max()
     rel = np.abs(runs[1] - exact).max() / np.abs(exact).max()
     assert 0 < rel < 0.2, rel
+
+
+@pytest.mark.parametrize("group", ["q4_1", "q5_1"])
+@pytest.mark.parametrize("flag", [["--act-q8"], ["--numerics", "ggml"]])
+def test_k256_act_q8_refused_without_int8_kernel(g4_bin, group, flag):
+    """Q4_1 and Q5_1 have no int8 kernel (ggml multiplies them by Q8_1 activations, which gemma4c
+    does not make): --act-q8 and --numerics ggml refuse the file at load (exit 2, naming the type)
+    rather than run those matrices exact unannounced"""
+    name = next(iter(K256[group]))
+    r = run_g4(g4_bin, "run", "-m", G / name, "--prompt-ids", "2,10", "-n", 1, *flag)
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert "no int8 kernel" in err and group.upper() in err
 
 
 @pytest.mark.parametrize("name,case", LC_CASES, ids=[f"{n}:{c['name']}" for n, c in LC_CASES])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts the random-weight Gemma 4 fixtures to GGUF with llama.cpp's own converter
 (convert_hf_to_gguf.py and its bundled gguf-py), bf16 and Q8_0, into tests/fixtures/g4-gguf/; a
-type the converter does not write (q5_k_m, iq4_xs, q3_k_m, q2_k, iq4_nl) is made from its bf16 file by the checkout's built
+type the converter does not write (q5_k_m, iq4_xs, q3_k_m, q2_k, iq4_nl, q4_1, q5_1) is made from its bf16 file by the checkout's built
 llama-quantize (build/bin/llama-quantize, cmake target llama-quantize) with that recipe.
 Nothing of llama.cpp is copied into this repo: pass a llama.cpp checkout (argument or
 LLAMA_CPP_DIR) and the converter runs from there.
@@ -18,7 +18,7 @@ Two shims, both applied to a temporary copy of the fixture, never to the convert
 
 usage: "$G4_REF_PY" tools/reference/make_gemma4_gguf.py [LLAMA_CPP_DIR] [--out DIR]
        [--fixtures g4-cond-tiny g4-causal-tiny] [--types bf16 q8_0]
-       "$G4_REF_PY" tools/reference/make_gemma4_gguf.py --fixtures g4-causal-k256 --types q5_k_m iq4_xs q3_k_m q2_k iq4_nl
+       "$G4_REF_PY" tools/reference/make_gemma4_gguf.py --fixtures g4-causal-k256 --types q5_k_m iq4_xs q3_k_m q2_k iq4_nl q4_1 q5_1
 convert.json keeps the entries of files not made by this run.
 """
 import argparse
@@ -58,7 +58,8 @@ runpy.run_path(lc + "/convert_hf_to_gguf.py", run_name="__main__")
 
 # fixture -> the GGUF name prefix
 FIXTURES = {"g4-cond-tiny": "cond", "g4-causal-tiny": "causal", "g4-causal-k256": "causal-k256"}
-QUANTIZE = {"q5_k_m": "Q5_K_M", "iq4_xs": "IQ4_XS", "q3_k_m": "Q3_K_M", "q2_k": "Q2_K", "iq4_nl": "IQ4_NL"}   # llama-quantize recipes, from the bf16 conversion
+QUANTIZE = {"q5_k_m": "Q5_K_M", "iq4_xs": "IQ4_XS", "q3_k_m": "Q3_K_M", "q2_k": "Q2_K", "iq4_nl": "IQ4_NL",
+            "q4_1": "Q4_1", "q5_1": "Q5_1"}   # llama-quantize recipes, from the bf16 conversion
 RENAME = {"Gemma4UnifiedForCausalLM": "Gemma4ForCausalLM"}
 
 

@@ -8,7 +8,7 @@
   tiny.gguf      a small GGUF v3 (GGUFWriter) with one metadata key of every value type and one
                  tensor of every supported type, for the reader's tests
 
-Q8_0, Q4_0, Q5_0, BF16, F16 blocks come from gguf.quants.quantize of random floats. gguf-py has
+Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, BF16, F16 blocks come from gguf.quants.quantize of random floats. gguf-py has
 no quantizer for Q4_K / Q5_K / Q6_K / IQ4_XS / Q3_K / Q2_K / IQ4_NL, so their blocks are random bytes with finite, plausible f16 scales
 (every bit pattern of the packed scales and quants is exercised), dequantized by gguf-py.
 
@@ -58,7 +58,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261202)
     tensors = {}
-    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K, T.IQ4_NL):
+    for qtype in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K, T.IQ4_NL,
+                  T.Q4_1, T.Q5_1):
         if qtype in (T.Q4_K, T.Q6_K, T.Q5_K, T.IQ4_XS, T.Q3_K, T.Q2_K, T.IQ4_NL):
             block, size = gguf.GGML_QUANT_SIZES[qtype]
             raw = kquant_blocks(rng, qtype, ROWS * COLS // block).reshape(ROWS, COLS // block * size)

@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 """Float32 reference for the quantized Gemma 4 GGUF fixtures (tests/fixtures/g4-gguf/*-q8_0.gguf,
-causal-k256-{q5_k_m,iq4_xs,q3_k_m,q2_k,iq4_nl}.gguf):
+causal-k256-{q5_k_m,iq4_xs,q3_k_m,q2_k,iq4_nl,q4_1,q5_1}.gguf):
 transformers runs the HF fixture with every quantized tensor of the GGUF dequantized (gguf-py's
 reference dequantize, the published block format) in place of its bf16 weight, in float32 — the
 exact semantics gemma4c computes on a quantized file. The norms, layer scalars and RoPE of the GGUF
 are the HF values unchanged (F32 copies of bf16), so only the quantized matrices are swapped.
 Writes tests/fixtures/g4-gguf/<group>_goldens.json and <group>_logits_<file>_<case>.f32 (last
-prompt position, after the softcap; group q8_0, q5_k_m, iq4_xs, q3_k_m, q2_k or iq4_nl) for the prompts of the HF fixture's
+prompt position, after the softcap; group q8_0 or one of the causal-k256 files' types) for the prompts of the HF fixture's
 goldens.json, 64 greedy tokens each (EOS neither stops nor is suppressed).
 
 A multimodal placeholder id (<|image|>, ...) in a prompt or continuation is embedded as <pad> by
 Gemma4UnifiedForConditionalGeneration but as itself by llama.cpp and gemma4c on a GGUF; such cases
 are flagged "placeholder_hit" and the test skips them.
 
-usage: "$G4_REF_PY" tools/reference/record_gemma4_gguf_goldens.py [--groups q8_0 q5_k_m iq4_xs q3_k_m q2_k iq4_nl]
+usage: "$G4_REF_PY" tools/reference/record_gemma4_gguf_goldens.py [--groups q8_0 q5_k_m iq4_xs q3_k_m q2_k iq4_nl q4_1 q5_1]
 """
 import argparse
 import json
@@ -33,7 +33,9 @@ GROUPS = {"q8_0": {"cond-q8_0.gguf": "g4-cond-tiny", "causal-q8_0.gguf": "g4-cau
           "iq4_xs": {"causal-k256-iq4_xs.gguf": "g4-causal-k256"},
           "q3_k_m": {"causal-k256-q3_k_m.gguf": "g4-causal-k256"},
           "q2_k": {"causal-k256-q2_k.gguf": "g4-causal-k256"},
-          "iq4_nl": {"causal-k256-iq4_nl.gguf": "g4-causal-k256"}}
+          "iq4_nl": {"causal-k256-iq4_nl.gguf": "g4-causal-k256"},
+          "q4_1": {"causal-k256-q4_1.gguf": "g4-causal-k256"},
+          "q5_1": {"causal-k256-q5_1.gguf": "g4-causal-k256"}}
 MAP = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
        "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
        "ffn_down": "mlp.down_proj"}

@@ -64,5 +64,9 @@ void g4_matmul_xp_q2_k_avx512(const float *x, const float *xp, int T, int K, con
                               float *y, int ldy);
 void g4_matmul_xp_iq4_nl_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
+void g4_matmul_xp_q4_1_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
+void g4_matmul_xp_q5_1_avx512(const float *x, const float *xp, int T, int K, const void *w, int n0, int n1,
+                              float *y, int ldy);
 
 #endif

@@ -69,8 +69,10 @@ void g4_mm_iq4_xs_ref(const float *x, int T, int K, const void *w, int n0, int n
 void g4_mm_q3_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q2_k_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_nl_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_1_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_1_ref(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_REF g4_mm_q8_0_ref, g4_mm_q4_0_ref, g4_mm_q5_0_ref, g4_mm_q4_k_ref, g4_mm_q6_k_ref, g4_mm_q5_k_ref, \
-                             g4_mm_iq4_xs_ref, g4_mm_q3_k_ref, g4_mm_q2_k_ref, g4_mm_iq4_nl_ref
+                             g4_mm_iq4_xs_ref, g4_mm_q3_k_ref, g4_mm_q2_k_ref, g4_mm_iq4_nl_ref, g4_mm_q4_1_ref, g4_mm_q5_1_ref
 
 void g4_mm_q8_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -91,7 +93,8 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
  * k-major; the others by the AVX2 decoder), bit-identical to g4_quant_panel16_avx2's */
 void g4_quant_panel16_avx512(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel);
 #define G4_QUANT_MATMULS_AVX2 g4_mm_q8_0_avx2_rows, g4_mm_q4_0_avx2_rows, g4_mm_q5_0_avx2_rows, g4_mm_q4_k_avx2, g4_mm_q6_k_avx2, \
-                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows
+                              g4_mm_q5_k_avx2, g4_mm_iq4_xs_avx2, g4_mm_q3_k_avx2, g4_mm_q2_k_avx2, g4_mm_iq4_nl_avx2_rows, \
+                              g4_mm_q4_1_avx2_rows, g4_mm_q5_1_avx2_rows
 /* kernels.h matmul_rows: any T, each row's result bit-identical to the kernels above on that row
  * alone. Q4_K / Q6_K (quant_avx2.c) run 3 activation rows at a time over 32-row weight blocks;
  * Q8_0 / Q4_0 / Q5_0 (quant_legacy_avx2.c) read each weight block once for up to
@@ -129,9 +132,13 @@ void g4_mm_rows_q4_0_avx2(const float *x, int T, int K, const void *w, int n0, i
 void g4_mm_rows_q5_0_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_nl_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_iq4_nl_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_1_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_1_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_1_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_1_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_ROWS_AVX2 g4_mm_rows_q8_0_avx2, g4_mm_rows_q4_0_avx2, g4_mm_rows_q5_0_avx2, g4_mm_rows_q4_k_avx2, \
                            g4_mm_rows_q6_k_avx2, g4_mm_rows_q5_k_avx2, g4_mm_rows_iq4_xs_avx2, g4_mm_rows_q3_k_avx2, \
-                           g4_mm_rows_q2_k_avx2, g4_mm_rows_iq4_nl_avx2
+                           g4_mm_rows_q2_k_avx2, g4_mm_rows_iq4_nl_avx2, g4_mm_rows_q4_1_avx2, g4_mm_rows_q5_1_avx2
 /* Q5_K, IQ4_XS, Q3_K and Q2_K (quant_dq256_avx2.c): decode as dequantized weights on 8 lanes,
  * row-invariant at any T; inputs of more than G4_QDEC_MAX_ROWS rows through matmul take the panel
  * GEMM */
@@ -157,6 +164,10 @@ void g4_mm_rows_q4_0_avx512(const float *x, int T, int K, const void *w, int n0,
 void g4_mm_rows_q5_0_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_iq4_nl_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mm_rows_iq4_nl_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q4_1_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q4_1_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_q5_1_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mm_rows_q5_1_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run */
 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */

@@ -1,5 +1,5 @@
-/* quant_legacy_avx2.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights (ggml's 32-weight
- * blocks) for AVX2+FMA, for decode and for inputs of up to G4_QDEC_MAX_ROWS rows
+/* quant_legacy_avx2.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL / Q4_1 / Q5_1 weights
+ * (ggml's 32-weight blocks) for AVX2+FMA, for decode and for inputs of up to G4_QDEC_MAX_ROWS rows
  * (several slots' decode tokens, a speculative draft's verification): each weight block is read
  * from memory once per call and its quants are widened to float in registers (never stored),
  * dotted with every activation row. Inputs of more rows take the dequantized-panel GEMM
@@ -7,7 +7,8 @@
  *
  * Row invariance: each (weight row, activation row) result is one fixed chain of float
  * operations — per block s = q . x (Q4_0 / Q5_0: started from the block's offset term c * sum(x),
- * c = -8 / -16; IQ4_NL: q the kvalue, as Q8_0's signed quant), acc += d * s, then one horizontal sum per segment of SEG blocks, segments added
+ * c = -8 / -16; IQ4_NL: q the kvalue, as Q8_0's signed quant), acc += d * s (Q4_1 / Q5_1: acc +=
+ * w * x per 8 weights, w = d q + m as g4_dequant_row makes it), then one horizontal sum per segment of SEG blocks, segments added
  * in order — whatever the number of rows in the call, the row range, the thread count. So a row
  * decoded beside others gets the bits it gets alone. The chains are those of quant_avx2.c's
  * decode (T <= 3), so those results are unchanged; only how Q5_0's quants reach the float unit
@@ -114,9 +115,10 @@ AI void iq4_nl_w(const uint8_t *blk, __m256 w[4]) {
     w[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
 }
 
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3 };
-/* the kinds without an offset term: q . x alone */
-#define NO_OFFSET(kind) ((kind) == K_Q8_0 || (kind) == K_IQ4_NL)
+enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3, K_Q4_1 = 4, K_Q5_1 = 5 };
+/* the kinds without an offset term: q . x alone (Q4_1 / Q5_1: their weights d q + m made first) */
+#define NO_OFFSET(kind) ((kind) != K_Q4_0 && (kind) != K_Q5_0)
+#define KIND_BYTES(kind) ((kind) == K_Q8_0 ? 34 : (kind) == K_Q5_0 ? 22 : (kind) == K_Q4_1 ? 20 : (kind) == K_Q5_1 ? 24 : 18)
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks; pre
  * (Q4_0 / Q5_0: 8 floats per activation row and block, row stride ldp) starts each block's dot;
@@ -124,12 +126,27 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3 };
  * (the first pass over these rows) */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x,
              int ldx, const float *pre, size_t ldp, int pf, float *y, int ldy, int add) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
+    const int bb = KIND_BYTES(kind);
     __m256 acc[4][TG];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         if (pf) g4_prefetch_ahead(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
+        if (kind == K_Q4_1 || kind == K_Q5_1) {   /* acc += w * x, w = d q + m as g4_dequant_row (d q exact) */
+            for (int r = 0; r < R; r++) {
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+                __m256 q[4];
+                if (kind == K_Q4_1) q4_0_w(blk + 2, q);   /* Q4_0's layout 2 bytes on: d, m, then its q */
+                else q5_0_w(blk + 2, q);
+                const __m256 d = bcast_f16_cvt(blk), m = bcast_f16_cvt(blk + 2);
+                for (int c = 0; c < 4; c++) q[c] = _mm256_fmadd_ps(d, q[c], m);
+                for (int t = 0; t < TN; t++) {
+                    const float *xb = x + (size_t)t * ldx + 32 * b;
+                    for (int c = 0; c < 4; c++) acc[r][t] = _mm256_fmadd_ps(q[c], ld(xb + 8 * c), acc[r][t]);
+                }
+            }
+            continue;
+        }
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
             __m256 q[4];
@@ -181,6 +198,8 @@ SHAPES(K_Q8_0)
 SHAPES(K_Q4_0)
 SHAPES(K_Q5_0)
 SHAPES(K_IQ4_NL)
+SHAPES(K_Q4_1)
+SHAPES(K_Q5_1)
 
 /* The offset term of Q4_0 / Q5_0 per activation row and block: c * (x0 + x1 + x2 + x3) over the
  * block's four groups of 8 (quant_avx2.c's pre_q_0, the same operations) */
@@ -201,9 +220,10 @@ static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *p
  * activation rows stay in L1 (passes over one weight row at a time re-read all 16 activation
  * rows from L2 per weight row). */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
+    const int bb = KIND_BYTES(kind);
     void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : pass_K_IQ4_NL;
+                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : kind == K_IQ4_NL ? pass_K_IQ4_NL
+                                                 : kind == K_Q4_1 ? pass_K_Q4_1 : pass_K_Q5_1;
     const int nb = K / 32, seg = NO_OFFSET(kind) ? nb : SEG;   /* no offset terms: K in one */
     const size_t rb = (size_t)nb * bb;
     for (int b0 = 0; b0 < nb; b0 += seg) {
@@ -248,3 +268,7 @@ MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, K_Q4_0, INT_MAX)
 MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, K_Q5_0, INT_MAX)
 MM_LEGACY(g4_mm_iq4_nl_avx2_rows, G4_DT_IQ4_NL, K_IQ4_NL, G4_QDEC_MAX_ROWS)
 MM_LEGACY(g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, K_IQ4_NL, INT_MAX)
+MM_LEGACY(g4_mm_q4_1_avx2_rows, G4_DT_Q4_1, K_Q4_1, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, K_Q4_1, INT_MAX)
+MM_LEGACY(g4_mm_q5_1_avx2_rows, G4_DT_Q5_1, K_Q5_1, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, K_Q5_1, INT_MAX)

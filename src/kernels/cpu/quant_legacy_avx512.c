@@ -1,5 +1,5 @@
-/* quant_legacy_avx512.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights (ggml's 32-weight
- * blocks) on AVX-512F, for decode and inputs of up to G4_QDEC_MAX_ROWS rows: the avx512
+/* quant_legacy_avx512.c — the exact matmul over Q8_0 / Q4_0 / Q5_0 / IQ4_NL / Q4_1 / Q5_1 weights
+ * (ggml's 32-weight blocks) on AVX-512F, for decode and inputs of up to G4_QDEC_MAX_ROWS rows: the avx512
  * table's (and so avx512bf16's and amx's) matmul and matmul_rows for these types. Each weight block
  * is read once per call; its 32 quants become two 16-lane float vectors in registers, dotted with
  * every activation row. Inputs of more rows keep the AVX2 entry (the dequantized-panel GEMM).
@@ -8,7 +8,7 @@
  * per block s = q[0:16] * x[0:16] + q[16:32] * x[16:32] lane by lane (q the signed quant, exact in
  * float), acc += d * s. Q4_0 / IQ4_NL: per block acc += w[0:16] * x[0:16], then + w[16:32] * x[16:32],
  * w the dequantized weight d * (q - 8) (exact, so the same products as d * (q * x) up to rounding),
- * IQ4_NL's d * kvalue as g4_dequant_row rounds it. Either
+ * IQ4_NL's d * kvalue as g4_dequant_row rounds it, Q4_1 / Q5_1's d q + m likewise. Either
  * way acc's 16 lanes are summed at the end of the row by one fixed tree (hsum4); Q4_0 / Q5_0
  * quants are signed here (q - 8, q - 16) rather than offset by a separate c * sum(x) term. The
  * order differs from the AVX2 kernel's and the scalar reference's, within docs/numerics.md's
@@ -28,7 +28,10 @@
 /* TG: activation rows per pass (each unpacked block feeds TG accumulators); NC: weight rows per
  * chunk when an input takes several passes (the chunk stays in cache for the later passes) */
 enum { TG = 4, NC = 16 };
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3 };
+enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3, K_Q4_1 = 4, K_Q5_1 = 5 };
+#define KIND_BYTES(kind) ((kind) == K_Q8_0 ? 34 : (kind) == K_Q5_0 ? 22 : (kind) == K_Q4_1 ? 20 : (kind) == K_Q5_1 ? 24 : 18)
+/* the kinds whose block's weights come whole from a table (acc += w * x) */
+#define TABLE_KIND(kind) ((kind) == K_Q4_0 || (kind) == K_IQ4_NL || (kind) == K_Q4_1 || (kind) == K_Q5_1)
 
 /* The block scales: quant.h's table of every f16 as float (shared with the AVX2 decode), so that a
  * block's scale reaches the FMA as one broadcast load (converting it in registers took 3 vector
@@ -64,6 +67,28 @@ AI void iq4_nl_wd(const uint8_t *blk, __m512 w[2]) {
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
     w[0] = _mm512_permutexvar_ps(v, tab);
     w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab);
+}
+
+/* Q4_1 (20 B: f16 d, f16 m, q[16]) and Q5_1 (24 B: d, m, qh[4], q[16]; bit j of qh is weight j's
+ * fifth bit): tables of the block's 16 / 32 possible weights d q + m (d q exact: g4_dequant_row's
+ * values), Q5_1's two 16-entry halves indexed by the nibble with the fifth bit as bit 4 (vpermt2ps) */
+AI void q_1_wd(const int q5, const uint8_t *blk, __m512 w[2]) {
+    const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 d = bcast_f16(blk), m = bcast_f16(blk + 2);
+    const __m512 tab = _mm512_fmadd_ps(d, lut, m);
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + (q5 ? 8 : 4))));
+    if (!q5) {
+        w[0] = _mm512_permutexvar_ps(v, tab);
+        w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab);
+        return;
+    }
+    const __m512 tab_hi = _mm512_fmadd_ps(d, _mm512_add_ps(lut, _mm512_set1_ps(16.0f)), m);
+    uint16_t h[2];
+    memcpy(h, blk + 4, 4);
+    const __m512i m4 = _mm512_set1_epi32(0xF), b4 = _mm512_set1_epi32(16);
+    const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_srli_epi32(v, 4);
+    w[0] = _mm512_permutex2var_ps(tab, _mm512_mask_or_epi32(lo, (__mmask16)h[0], lo, b4), tab_hi);
+    w[1] = _mm512_permutex2var_ps(tab, _mm512_mask_or_epi32(hi, (__mmask16)h[1], hi, b4), tab_hi);
 }
 
 /* Q5_0 (22 B: f16 d, qh[4], q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble;
@@ -108,17 +133,19 @@ AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
  * 16 weights an FMA: the table costs what the scale did, and the weights serve all TN rows. */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              int pf, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
+    const int bb = KIND_BYTES(kind);
     __m512 acc[4][TG];   /* R is 4 or 1 */
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         if (pf) prefetch_l2(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
-        if (kind == K_Q4_0 || kind == K_IQ4_NL) {
+        if (TABLE_KIND(kind)) {
             __m512 wv[4][2];
             for (int r = 0; r < R; r++) {
-                if (kind == K_Q4_0) q4_0_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
-                else iq4_nl_wd(w + (size_t)r * rb + (size_t)b * bb, wv[r]);
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+                if (kind == K_Q4_0) q4_0_wd(blk, wv[r]);
+                else if (kind == K_IQ4_NL) iq4_nl_wd(blk, wv[r]);
+                else q_1_wd(kind == K_Q5_1, blk, wv[r]);
             }
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
@@ -175,14 +202,17 @@ SHAPES(K_Q8_0)
 SHAPES(K_Q4_0)
 SHAPES(K_Q5_0)
 SHAPES(K_IQ4_NL)
+SHAPES(K_Q4_1)
+SHAPES(K_Q5_1)
 
 /* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Inputs of more than TG rows go per
  * chunk of NC weight rows, each pass of up to TG activation rows over the whole chunk: the first
  * pass reads the chunk from memory, the others find it in cache. */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = kind == K_Q8_0 ? 34 : kind == K_Q5_0 ? 22 : 18;
+    const int bb = KIND_BYTES(kind);
     void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : pass_K_IQ4_NL;
+                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : kind == K_IQ4_NL ? pass_K_IQ4_NL
+                                                 : kind == K_Q4_1 ? pass_K_Q4_1 : pass_K_Q5_1;
     const int nb = K / 32;
     const size_t rb = (size_t)nb * bb;
     const int nc_rows = T > TG ? NC : n1 - n0;
@@ -217,3 +247,5 @@ MM_LEGACY(g4_mm_q8_0_avx512, g4_mm_rows_q8_0_avx512, K_Q8_0, g4_mm_q8_0_avx2_row
 MM_LEGACY(g4_mm_q4_0_avx512, g4_mm_rows_q4_0_avx512, K_Q4_0, g4_mm_q4_0_avx2_rows)
 MM_LEGACY(g4_mm_q5_0_avx512, g4_mm_rows_q5_0_avx512, K_Q5_0, g4_mm_q5_0_avx2_rows)
 MM_LEGACY(g4_mm_iq4_nl_avx512, g4_mm_rows_iq4_nl_avx512, K_IQ4_NL, g4_mm_iq4_nl_avx2_rows)
+MM_LEGACY(g4_mm_q4_1_avx512, g4_mm_rows_q4_1_avx512, K_Q4_1, g4_mm_q4_1_avx2_rows)
+MM_LEGACY(g4_mm_q5_1_avx512, g4_mm_rows_q5_1_avx512, K_Q5_1, g4_mm_q5_1_avx2_rows)

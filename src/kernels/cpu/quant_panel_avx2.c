@@ -42,6 +42,27 @@ static inline __attribute__((always_inline)) void deq_q_0(const uint8_t *b, floa
     for (int g = 0; g < 4; g++) _mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i[g], off)), d));
 }
 static void deq_q4_0(const uint8_t *b, float *y) { deq_q_0(b, y, 0); }
+
+/* d q + m, Q4_1 (20 B: d, m, q[16]) and Q5_1 (24 B: d, m, qh[4], q[16]): Q4_0's / Q5_0's quants two
+ * bytes on, d q exact so the FMA rounds once, as g4_dequant_row's add */
+static inline __attribute__((always_inline)) void deq_q_1(const uint8_t *b, float *y, int q5) {
+    const __m256 d = bcast_f16(b), m = bcast_f16(b + 2);
+    const uint8_t *qs = b + (q5 ? 8 : 4);
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10);
+    const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
+    __m256i i[4] = {_mm256_and_si256(v0, m4), _mm256_and_si256(v1, m4), _mm256_srli_epi32(v0, 4), _mm256_srli_epi32(v1, 4)};
+    if (q5) {
+        const uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+        const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        i[0] = _mm256_or_si256(i[0], _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
+        i[1] = _mm256_or_si256(i[1], _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
+        i[2] = _mm256_or_si256(i[2], _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
+        i[3] = _mm256_or_si256(i[3], _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
+    }
+    for (int g = 0; g < 4; g++) _mm256_storeu_ps(y + 8 * g, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(i[g]), m));
+}
+static void deq_q4_1(const uint8_t *b, float *y) { deq_q_1(b, y, 0); }
+static void deq_q5_1(const uint8_t *b, float *y) { deq_q_1(b, y, 1); }
 static void deq_q5_0(const uint8_t *b, float *y) { deq_q_0(b, y, 1); }
 
 /* A Q4_K / Q5_K block's d * sc_j and dmin * m_j (j < 8; the same 16 bytes of d, dmin and scales) */
@@ -181,6 +202,8 @@ void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc
     case G4_DT_Q3_K: DEQ_ROWS(deq_q3_k, 256, 110) break;
     case G4_DT_Q2_K: DEQ_ROWS(deq_q2_k, 256, 84) break;
     case G4_DT_IQ4_NL: DEQ_ROWS(deq_iq4_nl, 32, 18) break;
+    case G4_DT_Q4_1: DEQ_ROWS(deq_q4_1, 32, 20) break;
+    case G4_DT_Q5_1: DEQ_ROWS(deq_q5_1, 32, 24) break;
     default: DEQ_ROWS(deq_q6_k, 256, 210) break;
     }
     g4_pack16_f32_avx2(rows, kc, 0, kc, panel);

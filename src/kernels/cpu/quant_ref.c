@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference for ggml's block formats: dequantization mirroring ggml's
- * dequantize_row_{q8_0,q4_0,q5_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs,iq4_nl} operation for operation (so float results are
+ * dequantize_row_{q8_0,q4_0,q5_0,q4_1,q5_1,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs,iq4_nl} operation for operation (so float results are
  * bit-identical: the build is C11, so the compiler does not contract a*b-c into an FMA), and
  * the reference matmul = dequantize one weight row, then a plain float32 dot per activation row. */
 #include <stdlib.h>
@@ -32,6 +32,21 @@ static void deq_q5_0(const uint8_t *b, float *y) {   /* d, qh (32 fifth bits), q
         y[j + 16] = (float)(((q[j] >> 4) | xh1) - 16) * d;
     }
 }
+
+/* d, m, (Q5_1: qh,) q[16]: weight j < 16 the low nibble of q[j], 16 + j its high one, each with its
+ * fifth bit (bit j of qh) worth 16 for Q5_1; d q + m (d q is exact, so one rounding) */
+static void deq_q_1(const uint8_t *b, float *y, int q5) {
+    const float d = g4_f16_at(b), m = g4_f16_at(b + 2);
+    const uint32_t qh = q5 ? (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24 : 0;
+    const uint8_t *q = b + (q5 ? 8 : 4);
+    for (int j = 0; j < 16; j++) {
+        const int x0 = (q[j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10), x1 = (q[j] >> 4) | (int)((qh >> (j + 12)) & 0x10);
+        y[j] = x0 * d + m;
+        y[j + 16] = x1 * d + m;
+    }
+}
+static void deq_q4_1(const uint8_t *b, float *y) { deq_q_1(b, y, 0); }
+static void deq_q5_1(const uint8_t *b, float *y) { deq_q_1(b, y, 1); }
 
 void g4_q4_k_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
     if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
@@ -170,7 +185,8 @@ void g4_dequant_row(g4_dtype dt, const void *src, int64_t n, float *dst) {
                                         : dt == G4_DT_Q5_0 ? deq_q5_0 : dt == G4_DT_Q4_K ? deq_q4_k
                                         : dt == G4_DT_Q6_K ? deq_q6_k : dt == G4_DT_Q5_K ? deq_q5_k
                                         : dt == G4_DT_IQ4_XS ? deq_iq4_xs : dt == G4_DT_Q3_K ? deq_q3_k
-                                        : dt == G4_DT_Q2_K ? deq_q2_k : dt == G4_DT_IQ4_NL ? deq_iq4_nl : NULL;
+                                        : dt == G4_DT_Q2_K ? deq_q2_k : dt == G4_DT_IQ4_NL ? deq_iq4_nl
+                                        : dt == G4_DT_Q4_1 ? deq_q4_1 : dt == G4_DT_Q5_1 ? deq_q5_1 : NULL;
     if (!f) { g4_to_f32(dt, src, (size_t)n, dst); return; }
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
@@ -210,3 +226,5 @@ MM_REF(g4_mm_iq4_xs_ref, G4_DT_IQ4_XS)
 MM_REF(g4_mm_q3_k_ref, G4_DT_Q3_K)
 MM_REF(g4_mm_q2_k_ref, G4_DT_Q2_K)
 MM_REF(g4_mm_iq4_nl_ref, G4_DT_IQ4_NL)
+MM_REF(g4_mm_q4_1_ref, G4_DT_Q4_1)
+MM_REF(g4_mm_q5_1_ref, G4_DT_Q5_1)

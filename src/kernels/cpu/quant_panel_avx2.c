@@ -23,47 +23,44 @@ static void deq_q8_0(const uint8_t *b, float *y) {
     }
 }
 
-/* (q - 8) * d, Q4_0 (18 B: d, q[16]; low nibbles weights 0-15, high 16-31), and (q - 16) * d,
- * Q5_0 (22 B: d, qh[4], q[16]; bit j of qh is weight j's fifth bit) */
+/* A 32-weight block's quants as int32 in 4 groups of 8 (group g: weights 8g..8g+7): qs[16]'s
+ * nibbles (weight j < 16 the low nibble of qs[j], 16 + j its high one), plus 16 where bit j of qh
+ * (4 bytes; NULL: none) is set */
+static inline __attribute__((always_inline)) void nib_q(const uint8_t *qh, const uint8_t *qs, __m256i i[4]) {
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10);
+    const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
+    i[0] = _mm256_and_si256(v0, m4), i[1] = _mm256_and_si256(v1, m4), i[2] = _mm256_srli_epi32(v0, 4), i[3] = _mm256_srli_epi32(v1, 4);
+    if (!qh) return;
+    /* lane l of group g is weight 8g + l: its bit (qh >> (8g + l)) & 1 to bit 4 */
+    const uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+    const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    i[0] = _mm256_or_si256(i[0], _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
+    i[1] = _mm256_or_si256(i[1], _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
+    i[2] = _mm256_or_si256(i[2], _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
+    i[3] = _mm256_or_si256(i[3], _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
+}
+
+/* (q - 8) * d, Q4_0 (18 B: d, q[16]), and (q - 16) * d, Q5_0 (22 B: d, qh[4], q[16]) */
 static inline __attribute__((always_inline)) void deq_q_0(const uint8_t *b, float *y, int q5) {
     const __m256 d = bcast_f16(b);
-    const uint8_t *qs = b + (q5 ? 6 : 2);
-    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10), off = _mm256_set1_epi32(q5 ? 16 : 8);
-    const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
-    __m256i i[4] = {_mm256_and_si256(v0, m4), _mm256_and_si256(v1, m4), _mm256_srli_epi32(v0, 4), _mm256_srli_epi32(v1, 4)};
-    if (q5) {   /* lane l of group g is weight 8g + l: its bit (qh >> (8g + l)) & 1 to bit 4 */
-        const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
-        const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        i[0] = _mm256_or_si256(i[0], _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
-        i[1] = _mm256_or_si256(i[1], _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
-        i[2] = _mm256_or_si256(i[2], _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
-        i[3] = _mm256_or_si256(i[3], _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
-    }
+    const __m256i off = _mm256_set1_epi32(q5 ? 16 : 8);
+    __m256i i[4];
+    nib_q(q5 ? b + 2 : NULL, b + (q5 ? 6 : 2), i);
     for (int g = 0; g < 4; g++) _mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i[g], off)), d));
 }
 static void deq_q4_0(const uint8_t *b, float *y) { deq_q_0(b, y, 0); }
+static void deq_q5_0(const uint8_t *b, float *y) { deq_q_0(b, y, 1); }
 
-/* d q + m, Q4_1 (20 B: d, m, q[16]) and Q5_1 (24 B: d, m, qh[4], q[16]): Q4_0's / Q5_0's quants two
- * bytes on, d q exact so the FMA rounds once, as g4_dequant_row's add */
+/* d q + m, Q4_1 (20 B: d, m, q[16]) and Q5_1 (24 B: d, m, qh[4], q[16]); d q exact, so the FMA
+ * rounds once, as g4_dequant_row's add */
 static inline __attribute__((always_inline)) void deq_q_1(const uint8_t *b, float *y, int q5) {
     const __m256 d = bcast_f16(b), m = bcast_f16(b + 2);
-    const uint8_t *qs = b + (q5 ? 8 : 4);
-    const __m256i m4 = _mm256_set1_epi32(0x0F), m16 = _mm256_set1_epi32(0x10);
-    const __m256i v0 = u8x8(qs), v1 = u8x8(qs + 8);
-    __m256i i[4] = {_mm256_and_si256(v0, m4), _mm256_and_si256(v1, m4), _mm256_srli_epi32(v0, 4), _mm256_srli_epi32(v1, 4)};
-    if (q5) {
-        const uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
-        const __m256i hs = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        i[0] = _mm256_or_si256(i[0], _mm256_and_si256(_mm256_slli_epi32(hs, 4), m16));
-        i[1] = _mm256_or_si256(i[1], _mm256_and_si256(_mm256_srli_epi32(hs, 4), m16));
-        i[2] = _mm256_or_si256(i[2], _mm256_and_si256(_mm256_srli_epi32(hs, 12), m16));
-        i[3] = _mm256_or_si256(i[3], _mm256_and_si256(_mm256_srli_epi32(hs, 20), m16));
-    }
+    __m256i i[4];
+    nib_q(q5 ? b + 4 : NULL, b + (q5 ? 8 : 4), i);
     for (int g = 0; g < 4; g++) _mm256_storeu_ps(y + 8 * g, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(i[g]), m));
 }
 static void deq_q4_1(const uint8_t *b, float *y) { deq_q_1(b, y, 0); }
 static void deq_q5_1(const uint8_t *b, float *y) { deq_q_1(b, y, 1); }
-static void deq_q5_0(const uint8_t *b, float *y) { deq_q_0(b, y, 1); }
 
 /* A Q4_K / Q5_K block's d * sc_j and dmin * m_j (j < 8; the same 16 bytes of d, dmin and scales) */
 static void k_scales(const uint8_t *b, float dsc[8], float dmn[8]) {

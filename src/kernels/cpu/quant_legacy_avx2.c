@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/quant_simd.h"
+#include "kernels/cpu/quant_act_blocks_avx2.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -104,11 +105,11 @@ static inline __m256 q8_8(const uint8_t *q) {
 }
 
 /* IQ4_NL (18 B: f16 d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high nibble, each
- * an index into the 16 kvalues): the 32 kvalues as signed bytes (pshufb), widened */
+ * an index into the 16 kvalues): the 32 kvalues as signed bytes (the int8 kernels' unpacking),
+ * widened */
 AI void iq4_nl_w(const uint8_t *blk, __m256 w[4]) {
-    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2));
-    const __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)), hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    const __m256i q = g4_act_unpack32_avx2(G4_ACT_K_IQ4_NL, blk);
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
     w[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
     w[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
     w[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/quant_simd.h"
+#include "kernels/cpu/quant_act_blocks_avx2.h"
 #include "kernels/cpu/pack_avx2.h"
 
 static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(g4_ld_f16(p)); }
@@ -127,10 +128,9 @@ static void deq_iq4_xs(const uint8_t *b, float *y) {
 
 /* d * kvalue, IQ4_NL (18 B: d, q[16]; weight j < 16 the low nibble of q[j], 16 + j its high one) */
 static void deq_iq4_nl(const uint8_t *b, float *y) {
-    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
     const __m256 d = bcast_f16(b);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
-    const __m128i lo = _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)), hi = _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    const __m256i q = g4_act_unpack32_avx2(G4_ACT_K_IQ4_NL, b);   /* the kvalues as signed bytes */
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
     _mm256_storeu_ps(y, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
     _mm256_storeu_ps(y + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
     _mm256_storeu_ps(y + 16, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));

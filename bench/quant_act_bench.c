@@ -1,7 +1,7 @@
 /* quant_act_bench.c — one thread, one matrix (2048 x 1536, the bench model's width; 1.6-3.2 MB,
  * in L3): the exact quantized matmul (weights widened to fp32) against --act-q8's (activation rows
  * quantized to Q8_0 / Q8_K, then int8 dots; the quantization is timed too) for Q8_0, Q4_0, Q4_K,
- * Q6_K, Q5_K, IQ4_XS weights at T activation rows. Thread CPU time, best of 5 repetitions of a batch, so that
+ * Q6_K, Q5_K, IQ4_XS, Q3_K, Q2_K, IQ4_NL weights at T activation rows. Thread CPU time, best of 5 repetitions of a batch, so that
  * other tenants' load on a shared machine moves the figures less than wall time would.
  * The exact matmul runs as the forward pass calls it: above G4_ROWS_MAX_ROWS rows on the input
  * packed once (pack_x, matmul_xp: the AVX-512 GEMM) where the table has that form, the packing timed.
@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
     if (!k) { fprintf(stderr, "%s\n", g4_last_error()); return 2; }
     int Ts[8] = {1, 64}, nT = 2;
     if (argc > 1) for (nT = 0; nT < argc - 1 && nT < 8; nT++) Ts[nT] = atoi(argv[nT + 1]);
-    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS};
+    const g4_dtype dts[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS, G4_DT_Q3_K, G4_DT_Q2_K,
+                            G4_DT_IQ4_NL};
     float *w = malloc(sizeof(float) * K * N);
     uint32_t s = 1;
     for (int i = 0; i < K * N; i++) { s = s * 1664525u + 1013904223u; w[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
@@ -45,13 +46,14 @@ int main(int argc, char **argv) {
             const g4_dtype dt = dts[d];
             const size_t rb = g4_dtype_row_bytes(dt, K);
             uint8_t *wq = malloc(rb * N);
-            if (dt == G4_DT_Q6_K || dt == G4_DT_Q5_K || dt == G4_DT_IQ4_XS) {   /* no encoder: random quants, small scales */
+            if (dt != G4_DT_Q8_0 && dt != G4_DT_Q4_0 && dt != G4_DT_Q4_K) {   /* no encoder: random quants, small scales */
                 for (size_t i = 0; i < rb * N; i++) { s = s * 1664525u + 1013904223u; wq[i] = (uint8_t)(s >> 24); }
                 const uint16_t h = g4_f32_to_f16(1e-3f);
                 const size_t bb = g4_dtype_size(dt);
-                for (int b = 0; b < N * K / 256; b++)
-                    for (int j = 0; j < (dt == G4_DT_Q5_K ? 2 : 1); j++) {   /* Q6_K's / IQ4_XS's d; Q5_K's d, dmin */
-                        uint8_t *p = wq + b * bb + (dt == G4_DT_Q6_K ? 208 : 2 * j);
+                const size_t at = dt == G4_DT_Q6_K ? 208 : dt == G4_DT_Q3_K ? 108 : dt == G4_DT_Q2_K ? 80 : 0;
+                for (size_t b = 0; b < rb * N / bb; b++)
+                    for (int j = 0; j < (dt == G4_DT_Q5_K || dt == G4_DT_Q2_K ? 2 : 1); j++) {   /* d (and dmin) */
+                        uint8_t *p = wq + b * bb + at + 2 * j;
                         p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
                     }
             } else {

@@ -254,14 +254,18 @@ static void test_vs_ggml_avx2(void **state) {
  * chunk of 8 and up to 6 on the decode tiles (3 rows a tile), K-quant rows short of a chunk on
  * the avx2 tiles): every (row, t) bit-identical to the avx2 one-row decode tile (ggml's vec_dot),
  * for T at and around the tile and chunk edges, row ranges not starting at 0, and K of 1 and 2
- * blocks. IQ4_NL, whose rows llama.cpp sums in another order from two rows on (tinyBLAS): each
+ * blocks (the 32-weight types also 1, 3 and 9). IQ4_NL, whose rows llama.cpp sums in another order from two rows on (tinyBLAS): each
  * (row, t) bit-identical to that row in a 2-row call (row t twice) */
 static void check_prefill_gemm(const g4_kernels *k) {
     const g4_kernels *one = g4_kernels_avx2();
     const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 25, 26, 28, 30, 31, 37, 64, 65, 83}, N = 21, n0 = 3;
+    /* the 32-weight types also at odd block counts (IQ4_NL's one-row dot ends on a scalar block) */
+    const int Ks[] = {256, 512, 32, 96, 288};
     for (size_t ti = 0; ti < NTYPES; ti++)
-        for (int K = 256; K <= COLS; K += 256) {
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
             const g4_dtype dt = types[ti];
+            const int K = Ks[ki];
+            if (K % g4_dtype_block(dt)) continue;
             uint8_t *w = rand_weights(dt, N, 0);   /* rows of COLS; the first K columns of each */
             const size_t rb = g4_dtype_row_bytes(dt, COLS), kb = g4_dtype_row_bytes(dt, K), xb = g4_act_row_bytes(dt, K);
             uint8_t *wk = malloc(N * kb);

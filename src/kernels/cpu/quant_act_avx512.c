@@ -1,5 +1,5 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
- * Q8_0 / Q4_0 / Q5_0 (1-6 rows on decode tiles, more on chunks of rows), inputs of 12 or more rows
+ * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), inputs of 12 or more rows
  * (prefill, batched decode) over Q4_K / Q6_K; bit-identical to the AVX2 tiles (quant_act_avx2.c)
  * and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
@@ -18,6 +18,7 @@
  * rows that vnni_plan gives no chunk keep the AVX2 tiles. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "kernels/cpu/pack_avx2.h"
@@ -284,6 +285,8 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
  * and the accumulator starting at -offset * (the activation dword's byte sum), computed once a
  * block for the NR weight rows: one vpdpbusd where AVX2 takes sign, sign, maddubs and madd */
 AI __m256i dec_weights(int kind, const uint8_t *b) {
+    if (kind == G4_ACT_K_Q8_0 || kind == G4_ACT_K_IQ4_NL || kind == G4_ACT_K_IQ4_NL_VEC)   /* signed quants + 128 */
+        return _mm256_xor_si256(g4_act_unpack32_avx2(kind, b), _mm256_set1_epi8((char)0x80));
     if (kind == G4_ACT_K_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
@@ -294,13 +297,18 @@ AI __m256i dec_weights(int kind, const uint8_t *b) {
     return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
 }
 
+/* IQ4_NL_VEC (one activation row, ggml's ggml_vec_dot_iq4_nl_q8_0): even blocks into acc, odd
+ * ones into acc2, added before the horizontal sum; an odd last block after it, its integer sum
+ * times d in one scalar FMA */
 AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, size_t xb, int nb,
                  int pf, float *y, int ldy) {
-    const int shift = kind == G4_ACT_K_Q8_0 ? 7 : kind == G4_ACT_K_Q4_0 ? 3 : 4;   /* offset 128, 8, 16 */
-    __m256 acc[4][3];
+    const int vec = kind == G4_ACT_K_IQ4_NL_VEC;
+    const int shift = kind == G4_ACT_K_Q4_0 ? 3 : kind == G4_ACT_K_Q5_0 ? 4 : 7;   /* offset 8, 16, 128 */
+    __m256 acc[4][3], acc2[4][3];
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
-    for (int b = 0; b < nb; b++) {
+        for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm256_setzero_ps();
+    const int nbv = vec ? nb & ~1 : nb;
+    for (int b = 0; b < nbv; b++) {
         if (pf) g4_prefetch_ahead(w + (size_t)b * NR * bb, (size_t)NR * bb);   /* the NR rows: contiguous */
         __m256i qy[3], c[3];
         __m256 dy[3];
@@ -318,12 +326,27 @@ AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t b
             for (int t = 0; t < NT; t++) {
                 const __m256i s = _mm256_dpbusd_epi32(c[t], wu, qy[t]);
                 /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), _mm256_cvtepi32_ps(s), acc[r][t]);
+                if (vec && (b & 1)) acc2[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), _mm256_cvtepi32_ps(s), acc2[r][t]);
+                else acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), _mm256_cvtepi32_ps(s), acc[r][t]);
             }
         }
     }
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + r] = g4_hsum8(acc[r][t]);
+        for (int t = 0; t < NT; t++) {
+            float v = g4_hsum8(vec ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
+            if (vec && nbv < nb) {   /* ggml's scalar tail: sumf += d * sumi */
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)nbv * bb, *xbl = x + (size_t)t * xb + (size_t)nbv * G4_Q8_0_BYTES;
+                const __m256i qy = _mm256_loadu_si256((const __m256i *)(xbl + 2));
+                const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                   _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), 7));
+                const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
+                int32_t l[8], sumi = 0;
+                _mm256_storeu_si256((__m256i *)l, s);
+                for (int i = 0; i < 8; i++) sumi += l[i];
+                v = fmaf(g4_ld_f16(xbl) * g4_ld_f16(blk), (float)sumi, v);
+            }
+            y[(size_t)t * ldy + r] = v;
+        }
 }
 
 /* T (1-6) activation rows (stride xb) x weight rows [n0, n1) through dec_tile, up to 3 rows a
@@ -378,6 +401,13 @@ void g4_mmq_q4_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 }
 void g4_mmq_q5_0_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     gemm(G4_ACT_K_Q5_0, 22, g4_mmq_q5_0_avx2, xq, T, K, w, n0, n1, y, ldy);
+}
+
+/* IQ4_NL as llama.cpp multiplies it: one activation row through ggml's dot (two accumulators),
+ * more through its tinyBLAS GEMM (one accumulator, Q4_0's chain) */
+void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    if (T == 1) dec_rows(G4_ACT_K_IQ4_NL_VEC, 18, xq, (size_t)(K / 32) * G4_Q8_0_BYTES, 1, K / 32, w, n0, n1, y, ldy);
+    else gemm(G4_ACT_K_IQ4_NL, 18, g4_mmq_iq4_nl_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* Q4_K or Q6_K (dt): the first rows short of a chunk through the AVX2 entry, the rest in chunks */

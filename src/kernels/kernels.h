@@ -48,7 +48,7 @@ typedef void (*g4_matmul_fn)(const float *x, int T, int K, const void *w, int n0
 
 /* The int8-activation mode (--act-q8): Y[t][n] = W[n] · Xq[t] with Xq the activation rows
  * quantized by g4_act_quantize into the weight type's ggml vec_dot_type blocks — Q8_0 for Q8_0 /
- * Q4_0 / Q5_0 weights, Q8_K for Q4_K / Q5_K / Q6_K — integer products per block, one float scale per
+ * Q4_0 / Q5_0 / IQ4_NL weights, Q8_K for the K-quants and IQ4_XS, Q8_1 for Q4_1 / Q5_1 — integer products per block, one float scale per
  * block (as ggml's ggml_vec_dot_*_q8_*). xq: [T] rows of g4_act_row_bytes(wdt, K) bytes. */
 typedef void (*g4_matmul_q8_fn)(const void *xq, int T, int K, const void *w, int n0, int n1,
                                 float *y, int ldy);
@@ -307,16 +307,18 @@ void g4_xbf16_put_gemv3_avx512(const float *x, int ldx, int T, int K, uint32_t *
 void g4_matmul_gemv3_amx(const uint32_t *xg, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 
 /* --act-q8 activation blocks for weights of type wdt: ggml's block_q8_0 (f16 d, int8 q[32]: 34 B
- * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), or none for float
+ * per 32), block_q8_K (float d, int8 q[256], int16 bsums[16]: 292 B per 256), block_q8_1 (f16 d,
+ * f16 s = d * the quants' sum, int8 q[32]: 36 B per 32; Q4_1 / Q5_1 weights), or none for float
  * weight types (the mode leaves them alone). */
-typedef enum { G4_ACT_NONE = 0, G4_ACT_Q8_0 = 1, G4_ACT_Q8_K = 2 } g4_act_fmt;
+typedef enum { G4_ACT_NONE = 0, G4_ACT_Q8_0 = 1, G4_ACT_Q8_K = 2, G4_ACT_Q8_1 = 3 } g4_act_fmt;
 g4_act_fmt g4_act_format(g4_dtype wdt);
 size_t g4_act_row_bytes(g4_dtype wdt, int K);   /* bytes of one quantized row of K; 0 if none */
 /* T rows of K floats (row stride K) → T rows of g4_act_row_bytes(wdt, K) bytes, bit-exact to
- * ggml's quantize_row_q8_0_ref / quantize_row_q8_K_ref. */
+ * ggml's quantize_row_q8_0_ref / quantize_row_q8_K_ref / quantize_row_q8_1_ref. */
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* What bounds an --act-q8 dot against the exact one (cpu/quant_bound.c): for a weight row of K
- * (a type with an activation format; 0 returned otherwise), *w2 = the sum of its weights' squares
+ * (a type with an activation format but Q8_1, whose f16 block sums s add an error of their own;
+ * 0 returned otherwise), *w2 = the sum of its weights' squares
  * and *a2 the sum of squares of a_i = the magnitudes of the terms weight i is computed from
  * (d sc q and dmin m, or d q and the offset's d c), in double; |exact − int8 dot| <=
  * ‖w‖₂ ‖x − x̂‖₂ + γ ‖a‖₂ (‖x‖₂ + ‖x̂‖₂) with γ = (K + 64) 2⁻²⁴ / (1 − (K + 64) 2⁻²⁴). */

@@ -20,7 +20,7 @@
 #define COLS 512
 
 static const g4_dtype types[] = {G4_DT_Q8_0, G4_DT_Q4_0, G4_DT_Q5_0, G4_DT_Q4_K, G4_DT_Q6_K, G4_DT_Q5_K, G4_DT_IQ4_XS,
-                                 G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL};
+                                 G4_DT_Q3_K, G4_DT_Q2_K, G4_DT_IQ4_NL, G4_DT_Q4_1, G4_DT_Q5_1};
 #define NTYPES (sizeof types / sizeof *types)
 
 static void *load(const char *name, size_t want) {
@@ -57,21 +57,24 @@ static void test_sizes(void **state) {
     assert_null(g4_kernels_scalar()->matmul_q8[G4_DT_BF16]);
 }
 
-/* scalar: ggml's quantize_row_q8_0_ref (== gguf-py's Q8_0) and quantize_row_q8_K_ref */
+/* scalar: ggml's quantize_row_q8_0_ref (== gguf-py's Q8_0), quantize_row_q8_K_ref and
+ * quantize_row_q8_1_ref */
 static void test_quantize_ref(void **state) {
     (void)state;
     check_quantizer(g4_act_quantize, G4_DT_Q8_0, "act_Q8_0_ref.blocks");
     check_quantizer(g4_kernels_scalar()->quantize_act, G4_DT_Q4_0, "act_Q8_0_ref.blocks");
     check_quantizer(g4_act_quantize, G4_DT_Q4_K, "act_Q8_K.blocks");
+    check_quantizer(g4_act_quantize, G4_DT_Q4_1, "act_Q8_1_ref.blocks");
 }
 
-/* avx2: ggml's x86 quantize_row_q8_0 (round half to even) and quantize_row_q8_K_ref */
+/* avx2: ggml's x86 quantize_row_q8_0 / _q8_1 (round half to even) and quantize_row_q8_K_ref */
 static void test_quantize_avx2(void **state) {
     (void)state;
     const g4_kernels *k = g4_kernels_avx2();
     if (!k) skip();
     check_quantizer(k->quantize_act, G4_DT_Q8_0, "act_Q8_0_x86.blocks");
     check_quantizer(k->quantize_act, G4_DT_Q6_K, "act_Q8_K.blocks");
+    check_quantizer(k->quantize_act, G4_DT_Q5_1, "act_Q8_1_x86.blocks");
 }
 
 /* random weight blocks: random quant bytes, valid small f16 scales */
@@ -81,7 +84,7 @@ static float urand(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() &
 
 static void put16(uint8_t *p, float v) { uint16_t h = g4_f32_to_f16(v); p[0] = (uint8_t)h; p[1] = (uint8_t)(h >> 8); }
 
-/* scale = 0: every f16 scale (d, Q4_K's dmin) set to 1.0 so that the dot is an integer */
+/* unit: every f16 scale (d, the K-quants' dmin, Q4_1 / Q5_1's m) set to 1.0 so that the dot is an integer */
 static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
     const size_t rb = g4_dtype_row_bytes(dt, COLS), bb = g4_dtype_size(dt);
     uint8_t *w = malloc(rows * rb);
@@ -90,7 +93,7 @@ static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
         uint8_t *p = w + b * bb;
         if (dt == G4_DT_Q6_K || dt == G4_DT_Q3_K) put16(p + (dt == G4_DT_Q6_K ? 208 : 108), unit ? 1.0f : urand(-2e-3f, 2e-3f));
         else put16(p + (dt == G4_DT_Q2_K ? 80 : 0), unit ? 1.0f : urand(1e-3f, 2e-2f));
-        if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K)
+        if (dt == G4_DT_Q4_K || dt == G4_DT_Q5_K || dt == G4_DT_Q2_K || dt == G4_DT_Q4_1 || dt == G4_DT_Q5_1)
             put16(p + (dt == G4_DT_Q2_K ? 82 : 2), unit ? 1.0f : urand(1e-4f, 2e-2f));
     }
     return w;
@@ -102,7 +105,8 @@ static void test_integer_exact(void **state) {
     (void)state;
     float (*dots[])(int, const void *, const void *) = {g4_vec_dot_q8_0_q8_0_ref, g4_vec_dot_q4_0_q8_0_ref,
         g4_vec_dot_q5_0_q8_0_ref, g4_vec_dot_q4_k_q8_k_ref, g4_vec_dot_q6_k_q8_k_ref, g4_vec_dot_q5_k_q8_k_ref,
-        g4_vec_dot_iq4_xs_q8_k_ref, g4_vec_dot_q3_k_q8_k_ref, g4_vec_dot_q2_k_q8_k_ref, g4_vec_dot_iq4_nl_q8_0_ref};
+        g4_vec_dot_iq4_xs_q8_k_ref, g4_vec_dot_q3_k_q8_k_ref, g4_vec_dot_q2_k_q8_k_ref, g4_vec_dot_iq4_nl_q8_0_ref,
+        g4_vec_dot_q4_1_q8_1_ref, g4_vec_dot_q5_1_q8_1_ref};
     float *x = load("act_in.f32", AROWS * COLS * sizeof(float));
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const g4_dtype dt = types[ti];
@@ -111,10 +115,21 @@ static void test_integer_exact(void **state) {
         const size_t rb = g4_dtype_row_bytes(dt, COLS), xb = g4_act_row_bytes(dt, COLS);
         uint8_t *xq = malloc(AROWS * xb);
         g4_act_quantize(dt, x, AROWS, COLS, xq);
-        /* activation scales to 1 as well: Q8_0 f16 d at each block's start, Q8_K float d */
+        /* activation scales to 1 as well: Q8_0 f16 d at each block's start, Q8_K float d; Q8_1's
+         * s then the quants' sum (exact in f16 here) */
+        const int q8_1 = g4_act_format(dt) == G4_ACT_Q8_1;
         for (int t = 0; t < AROWS; t++) {
             if (g4_act_format(dt) == G4_ACT_Q8_0)
                 for (int b = 0; b < COLS / 32; b++) put16(xq + t * xb + b * 34, 1.0f);
+            else if (q8_1)
+                for (int b = 0; b < COLS / 32; b++) {
+                    uint8_t *blk = xq + t * xb + b * 36;
+                    int sum = 0;
+                    for (int j = 0; j < 32; j++) sum += (int8_t)blk[4 + j];
+                    assert_true(abs(sum) <= 2048);
+                    put16(blk, 1.0f);
+                    put16(blk + 2, (float)sum);
+                }
             else
                 for (int b = 0; b < COLS / 256; b++) ((g4_block_q8_K *)(xq + t * xb))[b].d = 1.0f;
         }
@@ -126,7 +141,8 @@ static void test_integer_exact(void **state) {
                 long long want = 0;
                 for (int k = 0; k < COLS; k++) {
                     const int q = g4_act_format(dt) == G4_ACT_Q8_0 ? (int8_t)xr[(k / 32) * 34 + 2 + k % 32]
-                                                                   : ((const g4_block_q8_K *)xr)[k / 256].qs[k % 256];
+                                : q8_1 ? (int8_t)xr[(k / 32) * 36 + 4 + k % 32]
+                                       : ((const g4_block_q8_K *)xr)[k / 256].qs[k % 256];
                     assert_true(wrow[k] == floorf(wrow[k]));   /* integer weights */
                     want += (long long)wrow[k] * q;
                 }
@@ -175,20 +191,31 @@ static void check_path(const g4_kernels *k) {
                     case G4_DT_Q3_K: ref = g4_vec_dot_q3_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_Q2_K: ref = g4_vec_dot_q2_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     case G4_DT_IQ4_NL: ref = g4_vec_dot_iq4_nl_q8_0_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q4_1: ref = g4_vec_dot_q4_1_q8_1_ref(COLS, w + n * rb, xq + t * xb); break;
+                    case G4_DT_Q5_1: ref = g4_vec_dot_q5_1_q8_1_ref(COLS, w + n * rb, xq + t * xb); break;
                     default: ref = g4_vec_dot_q6_k_q8_k_ref(COLS, w + n * rb, xq + t * xb); break;
                     }
                     /* scale of the sum: sum |w| |x| over the dequantized operands */
-                    if (g4_act_format(dt) == G4_ACT_Q8_0) {
+                    const int q8_1 = g4_act_format(dt) == G4_ACT_Q8_1;
+                    double deq_s = 0;   /* Q8_1: the dots take m * s, s the block sum rounded to f16 */
+                    if (g4_act_format(dt) == G4_ACT_Q8_0 || q8_1) {
                         for (int b = 0; b < COLS / 32; b++) {
-                            const uint8_t *blk = xq + t * xb + b * 34;
+                            const uint8_t *blk = xq + t * xb + b * (q8_1 ? 36 : 34);
                             const float d = g4_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
-                            for (int j = 0; j < 32; j++) xd[32 * b + j] = d * (int8_t)blk[2 + j];
+                            for (int j = 0; j < 32; j++) xd[32 * b + j] = d * (int8_t)blk[(q8_1 ? 4 : 2) + j];
+                            if (q8_1) {
+                                const double m = g4_f16_to_f32((uint16_t)(w[n * rb + b * g4_dtype_size(dt) + 2] |
+                                                                          w[n * rb + b * g4_dtype_size(dt) + 3] << 8));
+                                double xs = 0;
+                                for (int j = 0; j < 32; j++) xs += xd[32 * b + j];
+                                deq_s += m * (g4_f16_to_f32((uint16_t)(blk[2] | blk[3] << 8)) - xs);
+                            }
                         }
                     } else {
                         const g4_block_q8_K *blk = (const g4_block_q8_K *)(xq + t * xb);
                         for (int j = 0; j < COLS; j++) xd[j] = blk[j / 256].d * blk[j / 256].qs[j % 256];
                     }
-                    double mag = 0, deq = 0;
+                    double mag = 0, deq = deq_s;
                     for (int j = 0; j < COLS; j++) {
                         mag += fabs((double)wd[n * COLS + j] * xd[j]);
                         deq += (double)wd[n * COLS + j] * xd[j];
@@ -219,7 +246,9 @@ static void check_vs_ggml(const g4_kernels *k, const char *file) {
         uint8_t *w = load(name, 4 * g4_dtype_row_bytes(dt, COLS));
         /* activations quantized as ggml's x86 build does (the vectors' input) */
         const size_t xb = g4_act_row_bytes(dt, COLS);
-        uint8_t *xq = load(g4_act_format(dt) == G4_ACT_Q8_0 ? "act_Q8_0_x86.blocks" : "act_Q8_K.blocks", AROWS * xb);
+        const g4_act_fmt af = g4_act_format(dt);
+        uint8_t *xq = load(af == G4_ACT_Q8_0 ? "act_Q8_0_x86.blocks" : af == G4_ACT_Q8_1 ? "act_Q8_1_x86.blocks" : "act_Q8_K.blocks",
+                           AROWS * xb);
         float y[AROWS * 4];
         if (dt == G4_DT_IQ4_NL)   /* ggml's dot is its one-row form (more rows: tinyBLAS's order, tested end to end) */
             for (int t = 0; t < AROWS; t++) k->matmul_q8[dt](xq + (size_t)t * xb, 1, COLS, w, 0, 4, y + t * 4, 4);

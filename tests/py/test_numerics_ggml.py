@@ -7,10 +7,10 @@ Measured (this commit, AVX2 path): first-step logits bit-identical on 14/14 prom
 64-token greedy runs identical on 14/14. Before the mode: exact 1/14 runs (max |Δ| up to 1.16),
 --act-q8 3/14 (up to 0.98).
 
-The same on g4-causal-k256's Q5_K_M, IQ4_XS, Q3_K_M, Q2_K and IQ4_NL files (llamacpp_k256.json, the
-AVX2 build, weight repacking off; 16 tokens): logits bit-identical on 7/7 prompts each and greedy
-runs identical — the int8 dots (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; IQ4_NL's one-row dot and its
-tinyBLAS prefill order) end to end.
+The same on g4-causal-k256's Q5_K_M, IQ4_XS, Q3_K_M, Q2_K, IQ4_NL, Q4_1 and Q5_1 files
+(llamacpp_k256.json, the AVX2 build, weight repacking off; 16 tokens): logits bit-identical on 7/7
+prompts each and greedy runs identical — the int8 dots (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
+IQ4_NL's one-row dot and its tinyBLAS prefill order; Q4_1 / Q5_1 with Q8_1 activations) end to end.
 
 Not covered by the agreement, by construction: --tp > 1 (row-parallel o_proj / down_proj sum
 partial dot products per rank, which llama.cpp never does: 9/14 runs there) and the scalar kernel

@@ -95,7 +95,7 @@ def record_k256(exe, lc, n=16):
               "otherwise repacks the Q4_K matrices of the Q3_K_M file into 8-row blocks whose GEMM sums in "
               "another order; the other files give the same bits either way), greedy = argmax of the logits",
               "files": {}}
-    for t in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl"):
+    for t in ("q5_k_m", "iq4_xs", "q3_k_m", "q2_k", "iq4_nl", "q4_1", "q5_1"):
         name = f"causal-k256-{t}.gguf"
         p = subprocess.run([str(exe), str(OUT / name), str(n), "f32", str(OUT / f"lc_logits_{name[:-5]}_")],
                            input=prompts, capture_output=True, text=True, check=True, env={**os.environ, "NO_REPACK": "1"})

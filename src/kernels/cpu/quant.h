@@ -173,6 +173,7 @@ void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run 
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
 
 #define G4_Q8_0_BYTES 34   /* ggml block_q8_0: f16 d, int8 q[32] */
+#define G4_Q8_1_BYTES 36   /* ggml block_q8_1: f16 d, f16 s (d * sum of q), int8 q[32] */
 
 /* ggml's block_q8_K: the activation blocks for Q4_K / Q6_K weights (292 bytes) */
 typedef struct {
@@ -192,6 +193,8 @@ float g4_vec_dot_iq4_xs_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q3_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_q2_k_q8_k_ref(int n, const void *w, const void *xq);
 float g4_vec_dot_iq4_nl_q8_0_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q4_1_q8_1_ref(int n, const void *w, const void *xq);
+float g4_vec_dot_q5_1_q8_1_ref(int n, const void *w, const void *xq);
 /* Q4_K's 12 packed bytes -> 8 six-bit scales then 8 mins, as the 16 bytes of utmp (ggml's kmask
  * unpacking). Inline: the AVX2 dot unpacks every 256-weight block and keeps the result in registers. */
 static inline void g4_q4_k_scales(const uint8_t *sc12, uint32_t utmp[4]) {
@@ -213,9 +216,11 @@ void g4_mmq_iq4_xs_ref(const void *xq, int T, int K, const void *w, int n0, int 
 void g4_mmq_q3_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q2_k_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_iq4_nl_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q4_1_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q5_1_ref(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_REF NULL, NULL, NULL, g4_mmq_q8_0_ref, g4_mmq_q4_0_ref, g4_mmq_q5_0_ref, g4_mmq_q4_k_ref, \
                                 g4_mmq_q6_k_ref, g4_mmq_q5_k_ref, g4_mmq_iq4_xs_ref, g4_mmq_q3_k_ref, g4_mmq_q2_k_ref, \
-                                g4_mmq_iq4_nl_ref
+                                g4_mmq_iq4_nl_ref, g4_mmq_q4_1_ref, g4_mmq_q5_1_ref
 
 void g4_mmq_q8_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q4_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
@@ -233,6 +238,9 @@ void g4_mmq_q2_k_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 /* IQ4_NL: one row ggml's AVX2 dot (even / odd blocks in two accumulators), more rows llama.cpp's
  * tinyBLAS order (one accumulator), as llama.cpp runs them: not row-invariant */
 void g4_mmq_iq4_nl_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+/* Q4_1, Q5_1 (× Q8_1 blocks): ggml's AVX2 dots through decode tiles at any T, row-invariant */
+void g4_mmq_q4_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q5_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst);
 /* AVX512-VNNI (quant_act_avx512.c), bit-identical to the AVX2 entries above: any number of
  * activation rows over Q8_0 / Q4_0 / Q5_0, 12 or more over Q4_K / Q6_K (the AVX2 entries take
@@ -245,6 +253,6 @@ void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, \
                                  g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2, g4_mmq_q3_k_avx2, g4_mmq_q2_k_avx2, \
-                                 g4_mmq_iq4_nl_avx2
+                                 g4_mmq_iq4_nl_avx2, g4_mmq_q4_1_avx2, g4_mmq_q5_1_avx2
 
 #endif

@@ -1,5 +1,5 @@
 /* quant_act.c — the int8-activation mode (--act-q8), scalar: activation rows → ggml's Q8_0 /
- * Q8_K blocks (bit-exact to quantize_row_q8_0_ref / quantize_row_q8_K_ref in ggml-quants.c), and
+ * Q8_K / Q8_1 blocks (bit-exact to quantize_row_q8_0_ref / _q8_K_ref / _q8_1_ref in ggml-quants.c), and
  * the quantized-weight × quantized-activation dots mirroring ggml's ggml_vec_dot_*_q8_*_generic
  * (ggml-cpu/quants.c) operation for operation, bit-identical to them as ggml's build compiles
  * them (tests/c/test_quant_act.c). The AVX2 versions are quant_act_avx2.c. */
@@ -16,6 +16,7 @@ g4_act_fmt g4_act_format(g4_dtype wdt) {
     case G4_DT_Q8_0: case G4_DT_Q4_0: case G4_DT_Q5_0: case G4_DT_IQ4_NL: return G4_ACT_Q8_0;
     case G4_DT_Q4_K: case G4_DT_Q5_K: case G4_DT_Q6_K: case G4_DT_IQ4_XS: case G4_DT_Q3_K: case G4_DT_Q2_K:
         return G4_ACT_Q8_K;
+    case G4_DT_Q4_1: case G4_DT_Q5_1: return G4_ACT_Q8_1;
     default: return G4_ACT_NONE;
     }
 }
@@ -23,7 +24,13 @@ g4_act_fmt g4_act_format(g4_dtype wdt) {
 size_t g4_act_row_bytes(g4_dtype wdt, int K) {
     const g4_act_fmt a = g4_act_format(wdt);
     return a == G4_ACT_Q8_0 ? (size_t)(K / 32) * G4_Q8_0_BYTES
+         : a == G4_ACT_Q8_1 ? (size_t)(K / 32) * G4_Q8_1_BYTES
          : a == G4_ACT_Q8_K ? (size_t)(K / 256) * sizeof(g4_block_q8_K) : 0;
+}
+
+static inline void put_f16(uint8_t *p, uint16_t h) {
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
 }
 
 /* quantize_row_q8_0_ref: d = amax/127 stored as f16; q = roundf(x * (1/d)) (half away from zero),
@@ -34,10 +41,26 @@ static void quantize_q8_0(const float *x, int K, uint8_t *y) {
         for (int j = 0; j < 32; j++) { const float v = fabsf(x[j]); amax = amax > v ? amax : v; }
         const float d = amax / ((1 << 7) - 1);
         const float id = d ? 1.0f / d : 0.0f;
-        const uint16_t h = g4_f32_to_f16(d);
-        y[0] = (uint8_t)h;
-        y[1] = (uint8_t)(h >> 8);
+        put_f16(y, g4_f32_to_f16(d));
         for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    }
+}
+
+/* quantize_row_q8_1_ref: Q8_0's d and quants, then s = f16(the quants' integer sum * d) */
+static void quantize_q8_1(const float *x, int K, uint8_t *y) {
+    for (int i = 0; i < K / 32; i++, x += 32, y += G4_Q8_1_BYTES) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) { const float v = fabsf(x[j]); amax = amax > v ? amax : v; }
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            const int8_t q = (int8_t)roundf(x[j] * id);
+            y[4 + j] = (uint8_t)q;
+            sum += q;
+        }
+        put_f16(y, g4_f32_to_f16(d));
+        put_f16(y + 2, g4_f32_to_f16((float)sum * d));
     }
 }
 
@@ -81,6 +104,7 @@ void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst) {
     for (int t = 0; t < T; t++) {
         uint8_t *d = (uint8_t *)dst + (size_t)t * rb;
         if (g4_act_format(wdt) == G4_ACT_Q8_0) quantize_q8_0(x + (size_t)t * K, K, d);
+        else if (g4_act_format(wdt) == G4_ACT_Q8_1) quantize_q8_1(x + (size_t)t * K, K, d);
         else quantize_q8_K(x + (size_t)t * K, K, (g4_block_q8_K *)d);
     }
 }
@@ -134,6 +158,30 @@ float g4_vec_dot_q5_0_q8_0_ref(int n, const void *vw, const void *vx) {   /* ...
     }
     return sumf;
 }
+
+/* ggml_vec_dot_q4_1_q8_1_generic / _q5_1_q8_1_generic: per block the two halves' integer sums of
+ * the unsigned quants, sumf += (dx * dy) * sum + m * s; the build contracts that line to
+ * sumf + fma(dx * dy, sum, m * s) (its vectors say so) */
+static float dot_q41_q51_q8_1(int q5, int n, const void *vw, const void *vx) {
+    const uint8_t *w = vw, *x = vx;
+    const size_t bb = q5 ? 24 : 20;
+    float sumf = 0;
+    for (int ib = 0; ib < n / 32; ib++, w += bb, x += G4_Q8_1_BYTES) {
+        uint32_t qh = 0;
+        if (q5) memcpy(&qh, w + 4, 4);
+        const uint8_t *qs = w + (q5 ? 8 : 4);
+        int sumi0 = 0, sumi1 = 0;
+        for (int j = 0; j < 16; j++) {
+            const int x0 = (qs[j] & 0x0F) | (int)((qh >> j) & 1) << 4, x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            sumi0 += x0 * (int8_t)x[4 + j];
+            sumi1 += x1 * (int8_t)x[4 + j + 16];
+        }
+        sumf += fmaf(g4_f16_at(w) * g4_f16_at(x), (float)(sumi0 + sumi1), g4_f16_at(w + 2) * g4_f16_at(x + 2));
+    }
+    return sumf;
+}
+float g4_vec_dot_q4_1_q8_1_ref(int n, const void *vw, const void *vx) { return dot_q41_q51_q8_1(0, n, vw, vx); }
+float g4_vec_dot_q5_1_q8_1_ref(int n, const void *vw, const void *vx) { return dot_q41_q51_q8_1(1, n, vw, vx); }
 
 /* ggml's generic K-quant dots: a block's 256 products of weight quants a and activation quants q8,
  * in groups of 8 (int16, as ggml stores them) scaled by their sub-block's scale (nsub sub-blocks of
@@ -338,3 +386,5 @@ MMQ_REF(g4_mmq_iq4_xs_ref, G4_DT_IQ4_XS, g4_vec_dot_iq4_xs_q8_k_ref)
 MMQ_REF(g4_mmq_q3_k_ref, G4_DT_Q3_K, g4_vec_dot_q3_k_q8_k_ref)
 MMQ_REF(g4_mmq_q2_k_ref, G4_DT_Q2_K, g4_vec_dot_q2_k_q8_k_ref)
 MMQ_REF(g4_mmq_iq4_nl_ref, G4_DT_IQ4_NL, g4_vec_dot_iq4_nl_q8_0_ref)
+MMQ_REF(g4_mmq_q4_1_ref, G4_DT_Q4_1, g4_vec_dot_q4_1_q8_1_ref)
+MMQ_REF(g4_mmq_q5_1_ref, G4_DT_Q5_1, g4_vec_dot_q5_1_q8_1_ref)

@@ -24,14 +24,17 @@ INLINE float hsum4(__m128 s) {
 
 /* ---------------------------------------------------------------- activations */
 
-/* ggml's x86 quantize_row_q8_0 (ggml-cpu/arch/x86/quants.c, AVX2 branch), operation for
- * operation: d = amax/127 (f16), q = round-half-even(x * (127/amax)). Q8_K rows go through the
- * reference, as in ggml's x86 build (quantize_row_q8_K = quantize_row_q8_K_ref). */
+/* ggml's x86 quantize_row_q8_0 / quantize_row_q8_1 (ggml-cpu/arch/x86/quants.c, AVX2 branch),
+ * operation for operation: d = amax/127 (f16), q = round-half-even(x * (127/amax)); Q8_1's
+ * s = f16(d * the quants' integer sum). Q8_K rows go through the reference, as in ggml's x86
+ * build (quantize_row_q8_K = quantize_row_q8_K_ref). */
 void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst) {
-    if (g4_act_format(wdt) != G4_ACT_Q8_0) { g4_act_quantize(wdt, x, T, K, dst); return; }
+    const g4_act_fmt fmt = g4_act_format(wdt);
+    if (fmt != G4_ACT_Q8_0 && fmt != G4_ACT_Q8_1) { g4_act_quantize(wdt, x, T, K, dst); return; }
+    const int q8_1 = fmt == G4_ACT_Q8_1;
     uint8_t *y = dst;
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    for (int64_t i = 0; i < (int64_t)T * (K / 32); i++, x += 32, y += G4_Q8_0_BYTES) {
+    for (int64_t i = 0; i < (int64_t)T * (K / 32); i++, x += 32, y += q8_1 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES) {
         __m256 v[4];
         for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
         __m256 mx = _mm256_andnot_ps(sign, v[0]);
@@ -40,17 +43,27 @@ void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst)
         m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
         const float amax = _mm_cvtss_f32(m4);
-        const uint16_t h = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+        const float d = amax / 127.f;
+        const uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
         y[0] = (uint8_t)h;
         y[1] = (uint8_t)(h >> 8);
         const __m256 mul = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
         __m256i q[4];
         for (int k = 0; k < 4; k++)
             q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (q8_1) {
+            __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            int32_t l[8], sum = 0;
+            _mm256_storeu_si256((__m256i *)l, s);
+            for (int k = 0; k < 8; k++) sum += l[k];
+            const uint16_t hs = _cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT);
+            y[2] = (uint8_t)hs;
+            y[3] = (uint8_t)(hs >> 8);
+        }
         /* int32 -> int8 with the lane order restored after the in-lane packs */
         __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
         p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(y + 2), p);
+        _mm256_storeu_si256((__m256i *)(y + (q8_1 ? 4 : 2)), p);
     }
 }
 
@@ -63,15 +76,27 @@ INLINE __m256 mul_sum_i8(__m256i ax, __m256i x, __m256i y) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)));
 }
 
+/* Q4_1 / Q5_1's unsigned quants times the activation's (ggml's mul_sum_us8_pairs_float) */
+INLINE __m256 mul_sum_us8(__m256i ux, __m256i y) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1)));
+}
+
+/* Q4_1 / Q5_1 weights take Q8_1 activation blocks (36 B: d, s, q[32]), the others Q8_0's */
+INLINE int q8_1_kind(int kind) { return kind == G4_ACT_K_Q4_1 || kind == G4_ACT_K_Q5_1; }
+
 /* NR weight rows [n, n+NR) × NT activation rows [t0, t0+NT). IQ4_NL_VEC (ggml's
  * ggml_vec_dot_iq4_nl_q8_0): even blocks into acc, odd ones into acc2, the two added before the
- * horizontal sum; an odd last block after it, its integer sum times d in one scalar FMA */
+ * horizontal sum; an odd last block after it, its integer sum times d in one scalar FMA.
+ * Q4_1 / Q5_1 (ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1): beside acc a scalar sum of m * s, one FMA a
+ * block, added after the horizontal sum. */
 INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x,
                    size_t xb, int nb, int n, int t0, float *y, int ldy) {
-    const int iq4 = kind == G4_ACT_K_IQ4_NL_VEC;
+    const int iq4 = kind == G4_ACT_K_IQ4_NL_VEC, q81 = q8_1_kind(kind);
+    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, aq = q81 ? 4 : 2;   /* block bytes, quants' offset */
     __m256 acc[4][4], acc2[4][4];
+    float summs[4][4], sy[4] = {0};
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm256_setzero_ps();
+        for (int t = 0; t < NT; t++) acc[r][t] = acc2[r][t] = _mm256_setzero_ps(), summs[r][t] = 0;
     const uint8_t *rows = w + (size_t)n * rb;   /* the NR rows: contiguous, NR * bb bytes per block step */
     for (int b = 0; b < nb; b++) {
         /* the first pass over these rows reads them from DRAM (decode of one sequence or a few):
@@ -80,14 +105,23 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         __m256i qy[4];
         __m256 dy[4];
         for (int t = 0; t < NT; t++) {
-            const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)b * G4_Q8_0_BYTES;
-            qy[t] = _mm256_loadu_si256((const __m256i *)(xblk + 2));
+            const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)b * ab;
+            qy[t] = _mm256_loadu_si256((const __m256i *)(xblk + aq));
             dy[t] = _mm256_set1_ps(g4_ld_f16(xblk));
+            if (q81) sy[t] = g4_ld_f16(xblk + 2);
         }
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)b * bb;
             const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
             const __m256 dx = _mm256_set1_ps(g4_ld_f16(blk));
+            if (q81) {
+                const float mx = g4_ld_f16(blk + 2);
+                for (int t = 0; t < NT; t++) {
+                    summs[r][t] = fmaf(mx, sy[t], summs[r][t]);
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_us8(qx, qy[t]), acc[r][t]);
+                }
+                continue;
+            }
             /* dx * dy as a vector product: the same float as ggml's scalar product, broadcast */
             for (int t = 0; t < NT; t++) {
                 if (iq4 && (b & 1)) acc2[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[t]), mul_sum_i8(ax, qx, qy[t]), acc2[r][t]);
@@ -98,6 +132,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) {
             float v = g4_hsum8(iq4 ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
+            if (q81) v += summs[r][t];
             if (iq4 && (nb & 1)) {   /* ggml's scalar tail: sumf += d * sumi */
                 const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)(nb - 1) * bb;
                 const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)(nb - 1) * G4_Q8_0_BYTES;
@@ -119,7 +154,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
 INLINE void mmq32(int kind, size_t bb, const void *xq, int T, int K, const void *w, int n0, int n1, float *y,
                   int ldy) {
     const int nb = K / 32;
-    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES;
+    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * (q8_1_kind(kind) ? G4_Q8_1_BYTES : G4_Q8_0_BYTES);
     for (int g0 = n0; g0 < n1; g0 += 16) {
         const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
         for (int t0 = 0; t0 < T; t0 += 4) {
@@ -219,6 +254,15 @@ void g4_mmq_q5_0_avx2(const void *xq, int T, int K, const void *w, int n0, int n
 void g4_mmq_iq4_nl_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     if (T == 1) mmq32(G4_ACT_K_IQ4_NL_VEC, 18, xq, T, K, w, n0, n1, y, ldy);
     else gemm32(G4_ACT_K_IQ4_NL, 18, xq, T, K, w, n0, n1, y, ldy);
+}
+
+/* Q4_1 / Q5_1: llama.cpp multiplies them through ggml's dot at every row count (no tinyBLAS or
+ * repacked form), so the decode tiles serve prefill too: row-invariant */
+void g4_mmq_q4_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq32(G4_ACT_K_Q4_1, 20, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_q5_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    mmq32(G4_ACT_K_Q5_1, 24, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */

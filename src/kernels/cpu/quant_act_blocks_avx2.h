@@ -1,4 +1,4 @@
-/* quant_act_blocks_avx2.h — a 32-weight block (Q8_0 / Q4_0 / Q5_0) as its 32 signed quants, the
+/* quant_act_blocks_avx2.h — a 32-weight block (Q8_0 / Q4_0 / Q5_0 / IQ4_NL; Q4_1 / Q5_1 unsigned) as its 32 quants, the
  * operand of the int8-activation dots (--act-q8), exactly as ggml's x86 vec_dot kernels unpack it,
  * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does).
  * Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI GEMM (quant_act_avx512.c);
@@ -14,28 +14,32 @@
 
 /* IQ4_NL twice: its blocks summed in one accumulator (llama.cpp's prefill, tinyBLAS) or in two
  * (ggml's ggml_vec_dot_iq4_nl_q8_0, its decode); the same unpacking */
-enum { G4_ACT_K_Q8_0, G4_ACT_K_Q4_0, G4_ACT_K_Q5_0, G4_ACT_K_IQ4_NL, G4_ACT_K_IQ4_NL_VEC };
+enum { G4_ACT_K_Q8_0, G4_ACT_K_Q4_0, G4_ACT_K_Q5_0, G4_ACT_K_IQ4_NL, G4_ACT_K_IQ4_NL_VEC, G4_ACT_K_Q4_1, G4_ACT_K_Q5_1 };
 
 /* the block's 32 quants as signed bytes: Q8_0 as stored, Q4_0 nibble - 8, Q5_0 five bits - 16,
- * IQ4_NL the nibble's kvalue */
+ * IQ4_NL the nibble's kvalue; as unsigned bytes: Q4_1 the nibble, Q5_1 the five bits */
 static inline __attribute__((always_inline)) __m256i g4_act_unpack32_avx2(int kind, const uint8_t *b) {
     if (kind == G4_ACT_K_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q5_0 ? 6 : 2)));
+    const int qs = kind == G4_ACT_K_Q5_0 ? 6 : kind == G4_ACT_K_Q4_1 ? 4 : kind == G4_ACT_K_Q5_1 ? 8 : 2;
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + qs));
     if (kind == G4_ACT_K_IQ4_NL || kind == G4_ACT_K_IQ4_NL_VEC) {
         const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl);
         return _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)));
     }
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
     if (kind == G4_ACT_K_Q4_0) return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-    /* Q5_0: bit i of qh set -> +16; ggml ORs 0xF0 (i.e. -16) into the lanes whose bit is clear */
+    if (kind == G4_ACT_K_Q4_1) return nib;
+    /* Q5_0: bit i of qh set -> +16; ggml ORs 0xF0 (i.e. -16) into the lanes whose bit is clear;
+     * Q5_1: 0x10 into those whose bit is set */
     uint32_t qh;
-    memcpy(&qh, b + 2, 4);
+    memcpy(&qh, b + (kind == G4_ACT_K_Q5_1 ? 4 : 2), 4);
     const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
     bits = _mm256_or_si256(bits, _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL));
     bits = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
+    if (kind == G4_ACT_K_Q5_1) return _mm256_or_si256(nib, _mm256_and_si256(bits, _mm256_set1_epi8(0x10)));
     return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
 }
 

@@ -133,7 +133,7 @@ static void block_norms(g4_dtype dt, const uint8_t *b, norms *nm) {
  * terms no larger than Σa²'s), which the margin adds back */
 int g4_quant_row_norms(g4_dtype dt, const void *row, int K, double *w2, double *a2) {
     *w2 = *a2 = 0;
-    if (g4_act_format(dt) == G4_ACT_NONE) return 0;
+    if (g4_act_format(dt) == G4_ACT_NONE || g4_act_format(dt) == G4_ACT_Q8_1) return 0;
     const int bs = g4_dtype_block(dt);
     const size_t bb = g4_dtype_size(dt);
     norms nm = {0, 0};

@@ -14,7 +14,8 @@
 # Knobs (environment), besides bench/common.sh's (THREADS PROMPTS NGEN MODEL GGUF G4_BENCH_DATA
 #   LLAMA_CPP_DIR LLAMA_GIT G4_BIN G4_REF_PY QUICK OUT SAVE RESULTS): ROUNDS=2 REPS=2
 #   TYPES="q8_0 q4_0 q4_k" (add bf16 for the baseline: HF directory and bf16 GGUF; q5_k: Q5_K_M,
-#   iq4_xs: IQ4_XS, q3_k: Q3_K_M, q2_k: Q2_K, iq4_nl: IQ4_NL, GGUF only — gemma4c pack writes none of them)
+#   iq4_xs: IQ4_XS, q3_k: Q3_K_M, q2_k: Q2_K, iq4_nl: IQ4_NL, q4_1: Q4_1, q5_1: Q5_1, GGUF only —
+#   gemma4c pack writes none of them)
 #   QDIR=$G4_BENCH_DATA/g4-quant (the quantized GGUF files and packs)
 #   ACCURACY=FILE (markdown from bench/quant_accuracy.py to put in the section; optional)
 #   ACTQ8=1: also gemma4c on the GGUF with --act-q8 (int8 activations, as llama.cpp) in every round
@@ -29,8 +30,10 @@ bench_init compare_quant.sh compare-quant 2 2 g4-quant-compare
 TYPES=${TYPES:-q8_0 q4_0 q4_k}
 QDIR=${QDIR:-$G4_BENCH_DATA/g4-quant}
 ACCURACY=${ACCURACY:-}
+GGUF_ONLY="q5_k iq4_xs q3_k q2_k iq4_nl q4_1 q5_1"   # types gemma4c pack does not write
+gguf_only() { case " $GGUF_ONLY " in *" $1 "*) true;; *) false;; esac; }
 for t in $TYPES; do
-  case $t in bf16|q8_0|q4_0|q4_k|q5_k|iq4_xs|q3_k|q2_k|iq4_nl) ;; *) die "TYPES: unknown type $t (bf16 q8_0 q4_0 q4_k q5_k iq4_xs q3_k q2_k iq4_nl)";; esac
+  case " bf16 q8_0 q4_0 q4_k $GGUF_ONLY " in *" $t "*) ;; *) die "TYPES: unknown type $t (bf16 q8_0 q4_0 q4_k $GGUF_ONLY)";; esac
 done
 
 outside_repo "$QDIR" "QDIR=$QDIR is inside the repository; large files stay outside it"
@@ -48,8 +51,10 @@ bench_model
 bf16_gguf
 declare -A GGUF_OF=([bf16]="$GGUF" [q8_0]="$QDIR/g4-bench-q8_0.gguf" [q4_0]="$QDIR/g4-bench-q4_0.gguf" [q4_k]="$QDIR/g4-bench-q4_k_m.gguf"
                     [q5_k]="$QDIR/g4-bench-q5_k_m.gguf" [iq4_xs]="$QDIR/g4-bench-iq4_xs.gguf"
-                    [q3_k]="$QDIR/g4-bench-q3_k_m.gguf" [q2_k]="$QDIR/g4-bench-q2_k.gguf" [iq4_nl]="$QDIR/g4-bench-iq4_nl.gguf")
-declare -A LQ=([q8_0]=Q8_0 [q4_0]=Q4_0 [q4_k]=Q4_K_M [q5_k]=Q5_K_M [iq4_xs]=IQ4_XS [q3_k]=Q3_K_M [q2_k]=Q2_K [iq4_nl]=IQ4_NL)
+                    [q3_k]="$QDIR/g4-bench-q3_k_m.gguf" [q2_k]="$QDIR/g4-bench-q2_k.gguf" [iq4_nl]="$QDIR/g4-bench-iq4_nl.gguf"
+                    [q4_1]="$QDIR/g4-bench-q4_1.gguf" [q5_1]="$QDIR/g4-bench-q5_1.gguf")
+declare -A LQ=([q8_0]=Q8_0 [q4_0]=Q4_0 [q4_k]=Q4_K_M [q5_k]=Q5_K_M [iq4_xs]=IQ4_XS [q3_k]=Q3_K_M [q2_k]=Q2_K [iq4_nl]=IQ4_NL
+               [q4_1]=Q4_1 [q5_1]=Q5_1)
 for t in $TYPES; do
   f=${GGUF_OF[$t]}
   [ -f "$f" ] && continue
@@ -63,7 +68,7 @@ done
 pack_of() { if [ "$1" = bf16 ]; then echo "$MODEL"; else echo "$QDIR/g4-bench-$1.g4c"; fi; }
 for t in $TYPES; do
   [ "$t" = bf16 ] && continue
-  case $t in q5_k|iq4_xs|q3_k|q2_k|iq4_nl) continue;; esac   # gemma4c pack writes none of them
+  gguf_only "$t" && continue
   [ "${PACKS:-1}" = 0 ] && continue
   p="$QDIR/g4-bench-$t.g4c"
   if [ ! -f "$p" ] || [ "${REPACK:-0}" = 1 ]; then
@@ -101,7 +106,7 @@ run_llama() {  # type round
 }
 run_g4() {  # kind(gguf|pack|aq8) type round; aq8 = the GGUF with --act-q8
   local m=${GGUF_OF[$2]} extra=(); [ "$1" = pack ] && m=$(pack_of "$2"); [ "$1" = aq8 ] && extra=(--act-q8)
-  [ "$1" = pack ] && { [ "${PACKS:-1}" = 0 ] || case $2 in q5_k|iq4_xs|q3_k|q2_k|iq4_nl) true;; *) false;; esac; } && return
+  [ "$1" = pack ] && { [ "${PACKS:-1}" = 0 ] || gguf_only "$2"; } && return
   [ "$1" = aq8 ] && [ "${ACTQ8:-0}" != 1 ] && return
   log "round $3: gemma4c bench $m ${extra[*]}"
   "$G4_BIN" bench -m "$m" "${G4_ARGS[@]}" "${extra[@]}" > "$OUT/g4$1-$2-r$3.txt" 2> "$OUT/g4$1-$2-r$3.log" ||

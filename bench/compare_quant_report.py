@@ -20,7 +20,7 @@ from common import dirty_note, fmt, load_g4, load_llama, lscpu_summary, med, rea
 GGUF_NAME = {"bf16": "bf16 (convert_hf_to_gguf --outtype bf16)", "q8_0": "Q8_0 (llama-quantize)", "q4_0": "Q4_0 (llama-quantize)",
              "q4_k": "Q4_K_M (llama-quantize)", "q5_k": "Q5_K_M (llama-quantize)",
              "iq4_xs": "IQ4_XS (llama-quantize)", "q3_k": "Q3_K_M (llama-quantize)", "q2_k": "Q2_K (llama-quantize)",
-             "iq4_nl": "IQ4_NL (llama-quantize)"}
+             "iq4_nl": "IQ4_NL (llama-quantize)", "q4_1": "Q4_1 (llama-quantize)", "q5_1": "Q5_1 (llama-quantize)"}
 
 
 def main():

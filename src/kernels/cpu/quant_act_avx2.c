@@ -88,7 +88,8 @@ INLINE int q8_1_kind(int kind) { return kind == G4_ACT_K_Q4_1 || kind == G4_ACT_
  * ggml_vec_dot_iq4_nl_q8_0): even blocks into acc, odd ones into acc2, the two added before the
  * horizontal sum; an odd last block after it, its integer sum times d in one scalar FMA.
  * Q4_1 / Q5_1 (ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1): beside acc a scalar sum of m * s, one FMA a
- * block, added after the horizontal sum. */
+ * block as ggml's build makes it (the same float as a multiply and an add: m and s are f16, their
+ * product exact), added after the horizontal sum. */
 INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x,
                    size_t xb, int nb, int n, int t0, float *y, int ldy) {
     const int iq4 = kind == G4_ACT_K_IQ4_NL_VEC, q81 = q8_1_kind(kind);
@@ -183,40 +184,52 @@ INLINE void mmq32(int kind, size_t bb, const void *xq, int T, int K, const void 
 }
 
 /* Prefill (T >= 4): one weight row against up to G32_NT activation rows, each weight block
- * unpacked (and its |q| taken) once for all of them, and the activation blocks' d widened from
- * f16 once per call for a chunk of G32_TC rows; dx * dy for the tile's rows in one product. Per
- * (row, t) the same operations as tile32 (ggml's): the same block sums, scales and fmadd chain. */
+ * unpacked (and its |q| taken) once for all of them, and the activation blocks' d (Q8_1: and s)
+ * widened from f16 once per call for a chunk of G32_TC rows; dx * dy for the tile's rows in one
+ * product, Q4_1 / Q5_1's m * s chains (one scalar FMA chain per row in tile32) in the lanes of one
+ * vector. Per (row, t) the same operations as tile32 (ggml's): the same block sums, scales and
+ * fmadd chains. */
 enum { G32_NT = 8, G32_TC = 16, G32_NB = 512 };
 
 INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint8_t *x, size_t xb, int nb,
-                     const float *yd, float *y, int ldy) {
-    __m256 acc[G32_NT];
+                     const float *yd, const float *ys, float *y, int ldy) {
+    const int q81 = q8_1_kind(kind);
+    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, aq = q81 ? 4 : 2;
+    __m256 acc[G32_NT], summs = _mm256_setzero_ps();
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = row + (size_t)b * bb;
         const __m256i qx = g4_act_unpack32_avx2(kind, blk), ax = _mm256_sign_epi8(qx, qx);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(g4_ld_f16(blk)), _mm256_loadu_ps(yd + (size_t)b * G32_TC));
+        if (q81) summs = _mm256_fmadd_ps(_mm256_set1_ps(g4_ld_f16(blk + 2)), _mm256_loadu_ps(ys + (size_t)b * G32_TC), summs);
         for (int t = 0; t < NT; t++) {
-            const __m256i qy = _mm256_loadu_si256((const __m256i *)(x + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES + 2));
-            acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), mul_sum_i8(ax, qx, qy), acc[t]);
+            const __m256i qy = _mm256_loadu_si256((const __m256i *)(x + (size_t)t * xb + (size_t)b * ab + aq));
+            const __m256 s = q81 ? mul_sum_us8(qx, qy) : mul_sum_i8(ax, qx, qy);
+            acc[t] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(t)), s, acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = g4_hsum8(acc[t]);
+    float sm[8];
+    _mm256_storeu_ps(sm, summs);
+    for (int t = 0; t < NT; t++) y[(size_t)t * ldy] = q81 ? g4_hsum8(acc[t]) + sm[t] : g4_hsum8(acc[t]);
 }
 
 /* activation rows in chunks of G32_TC, weight rows in groups of 16 (in L1/L2 while the chunk's
  * tiles pass over them); decode and K past G32_NB blocks: mmq32 */
 INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void *w, int n0, int n1, float *y,
                    int ldy) {
-    const int nb = K / 32;
+    const int nb = K / 32, q81 = q8_1_kind(kind);
     if (T < 4 || nb > G32_NB) { mmq32(kind, bb, xq, T, K, w, n0, n1, y, ldy); return; }
-    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * G4_Q8_0_BYTES;
-    float yd[G32_NB * G32_TC + 8];   /* [block][t] (+8: a tile's 8-lane load at the last t) */
+    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, rb = (size_t)nb * bb, xb = (size_t)nb * ab;
+    /* [block][t] (+8: a tile's 8-lane load at the last t); ys: Q8_1's s */
+    float yd[G32_NB * G32_TC + 8], ys[G32_NB * G32_TC + 8];
     for (int t0 = 0; t0 < T; t0 += G32_TC) {
         const int tn = T - t0 < G32_TC ? T - t0 : G32_TC;
         const uint8_t *xc = (const uint8_t *)xq + (size_t)t0 * xb;
         for (int t = 0; t < tn; t++)
-            for (int b = 0; b < nb; b++) yd[(size_t)b * G32_TC + t] = g4_ld_f16(xc + (size_t)t * xb + (size_t)b * G4_Q8_0_BYTES);
+            for (int b = 0; b < nb; b++) {
+                yd[(size_t)b * G32_TC + t] = g4_ld_f16(xc + (size_t)t * xb + (size_t)b * ab);
+                if (q81) ys[(size_t)b * G32_TC + t] = g4_ld_f16(xc + (size_t)t * xb + (size_t)b * ab + 2);
+            }
         for (int g0 = n0; g0 < n1; g0 += 16) {
             const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
             for (int tc = 0; tc < tn; tc += G32_NT) {
@@ -225,14 +238,14 @@ INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void
                 for (int n = g0; n < g1; n++) {
                     const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;
                     switch (tn - tc < G32_NT ? tn - tc : G32_NT) {
-                    case 1: g32_tile(kind, 1, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 2: g32_tile(kind, 2, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 3: g32_tile(kind, 3, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 4: g32_tile(kind, 4, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 5: g32_tile(kind, 5, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 6: g32_tile(kind, 6, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    case 7: g32_tile(kind, 7, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
-                    default: g32_tile(kind, 8, row, bb, xt, xb, nb, yd + tc, yt + n, ldy); break;
+                    case 1: g32_tile(kind, 1, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 2: g32_tile(kind, 2, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 3: g32_tile(kind, 3, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 4: g32_tile(kind, 4, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 5: g32_tile(kind, 5, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 6: g32_tile(kind, 6, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    case 7: g32_tile(kind, 7, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
+                    default: g32_tile(kind, 8, row, bb, xt, xb, nb, yd + tc, ys + tc, yt + n, ldy); break;
                     }
                 }
             }
@@ -257,12 +270,12 @@ void g4_mmq_iq4_nl_avx2(const void *xq, int T, int K, const void *w, int n0, int
 }
 
 /* Q4_1 / Q5_1: llama.cpp multiplies them through ggml's dot at every row count (no tinyBLAS or
- * repacked form), so the decode tiles serve prefill too: row-invariant */
+ * repacked form): the decode tiles and the prefill tiles keep its chain, row-invariant */
 void g4_mmq_q4_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq32(G4_ACT_K_Q4_1, 20, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(G4_ACT_K_Q4_1, 20, xq, T, K, w, n0, n1, y, ldy);
 }
 void g4_mmq_q5_1_avx2(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    mmq32(G4_ACT_K_Q5_1, 24, xq, T, K, w, n0, n1, y, ldy);
+    gemm32(G4_ACT_K_Q5_1, 24, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* ---------------------------------------------------------------- 256-blocks × Q8_K */

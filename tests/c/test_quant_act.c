@@ -308,12 +308,13 @@ static void check_prefill_gemm(const g4_kernels *k) {
                 k->matmul_q8[dt](xq, T, K, wk, n0, N, y, N);
                 for (int t = 0; t < T; t++) {
                     if (dt == G4_DT_IQ4_NL && T > 1) {
-                        uint8_t xq2[2 * 34 * 16];
+                        uint8_t *xq2 = malloc(2 * xb);
                         float y2[2 * N];
                         memcpy(xq2, xq + t * xb, xb);
                         memcpy(xq2 + xb, xq + t * xb, xb);
                         one->matmul_q8[dt](xq2, 2, K, wk, n0, N, y2, N);
                         memcpy(y1, y2, sizeof y1);
+                        free(xq2);
                     } else
                         one->matmul_q8[dt](xq + t * xb, 1, K, wk, n0, N, y1, N);
                     for (int n = n0; n < N; n++)

@@ -170,6 +170,13 @@ void g4_mm_q5_1_avx512(const float *x, int T, int K, const void *w, int n0, int 
 void g4_mm_rows_q5_1_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run */
 
+/* The exact 32-weight kernels' block kinds (quant_legacy_avx2.c, quant_legacy_avx512.c) and the
+ * bytes of a block of each */
+enum { G4_K32_Q8_0, G4_K32_Q4_0, G4_K32_Q5_0, G4_K32_IQ4_NL, G4_K32_Q4_1, G4_K32_Q5_1 };
+static inline int g4_k32_bytes(int kind) {
+    return kind == G4_K32_Q8_0 ? 34 : kind == G4_K32_Q5_0 ? 22 : kind == G4_K32_Q4_1 ? 20 : kind == G4_K32_Q5_1 ? 24 : 18;
+}
+
 /* ---- the int8-activation mode (--act-q8): quant_act.c (scalar), quant_act_avx2.c ---- */
 
 #define G4_Q8_0_BYTES 34   /* ggml block_q8_0: f16 d, int8 q[32] */

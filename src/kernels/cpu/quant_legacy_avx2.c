@@ -116,10 +116,8 @@ AI void iq4_nl_w(const uint8_t *blk, __m256 w[4]) {
     w[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
 }
 
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3, K_Q4_1 = 4, K_Q5_1 = 5 };
 /* the kinds without an offset term: q . x alone (Q4_1 / Q5_1: their weights d q + m made first) */
-#define NO_OFFSET(kind) ((kind) != K_Q4_0 && (kind) != K_Q5_0)
-#define KIND_BYTES(kind) ((kind) == K_Q8_0 ? 34 : (kind) == K_Q5_0 ? 22 : (kind) == K_Q4_1 ? 20 : (kind) == K_Q5_1 ? 24 : 18)
+#define NO_OFFSET(kind) ((kind) != G4_K32_Q4_0 && (kind) != G4_K32_Q5_0)
 
 /* One pass: R weight rows (stride rb) x TN activation rows (stride ldx) over nb blocks; pre
  * (Q4_0 / Q5_0: 8 floats per activation row and block, row stride ldp) starts each block's dot;
@@ -127,17 +125,17 @@ enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3, K_Q4_1 = 4, K_Q5_1 = 5 
  * (the first pass over these rows) */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x,
              int ldx, const float *pre, size_t ldp, int pf, float *y, int ldy, int add) {
-    const int bb = KIND_BYTES(kind);
+    const int bb = g4_k32_bytes(kind);
     __m256 acc[4][TG];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         if (pf) g4_prefetch_ahead(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
-        if (kind == K_Q4_1 || kind == K_Q5_1) {   /* acc += w * x, w = d q + m as g4_dequant_row (d q exact) */
+        if (kind == G4_K32_Q4_1 || kind == G4_K32_Q5_1) {   /* acc += w * x, w = d q + m as g4_dequant_row (d q exact) */
             for (int r = 0; r < R; r++) {
                 const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
                 __m256 q[4];
-                if (kind == K_Q4_1) q4_0_w(blk + 2, q);   /* Q4_0's layout 2 bytes on: d, m, then its q */
+                if (kind == G4_K32_Q4_1) q4_0_w(blk + 2, q);   /* Q4_0's layout 2 bytes on: d, m, then its q */
                 else q5_0_w(blk + 2, q);
                 const __m256 d = bcast_f16_cvt(blk), m = bcast_f16_cvt(blk + 2);
                 for (int c = 0; c < 4; c++) q[c] = _mm256_fmadd_ps(d, q[c], m);
@@ -151,12 +149,12 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
             __m256 q[4];
-            if (kind == K_Q8_0) {
+            if (kind == G4_K32_Q8_0) {
                 for (int c = 0; c < 4; c++) q[c] = q8_8(blk + 2 + 8 * c);
-            } else if (kind == K_IQ4_NL) {
+            } else if (kind == G4_K32_IQ4_NL) {
                 iq4_nl_w(blk, q);
             } else {
-                if (kind == K_Q4_0) q4_0_w(blk, q);
+                if (kind == G4_K32_Q4_0) q4_0_w(blk, q);
                 else q5_0_w(blk, q);
             }
             const __m256 d = TN == 1 ? bcast_f16(blk) : bcast_f16_cvt(blk);
@@ -195,12 +193,12 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         default: pass(KIND, 1, TG, PASS_ARGS); break;                     \
         }                                                                 \
     }
-SHAPES(K_Q8_0)
-SHAPES(K_Q4_0)
-SHAPES(K_Q5_0)
-SHAPES(K_IQ4_NL)
-SHAPES(K_Q4_1)
-SHAPES(K_Q5_1)
+SHAPES(G4_K32_Q8_0)
+SHAPES(G4_K32_Q4_0)
+SHAPES(G4_K32_Q5_0)
+SHAPES(G4_K32_IQ4_NL)
+SHAPES(G4_K32_Q4_1)
+SHAPES(G4_K32_Q5_1)
 
 /* The offset term of Q4_0 / Q5_0 per activation row and block: c * (x0 + x1 + x2 + x3) over the
  * block's four groups of 8 (quant_avx2.c's pre_q_0, the same operations) */
@@ -221,10 +219,10 @@ static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *p
  * activation rows stay in L1 (passes over one weight row at a time re-read all 16 activation
  * rows from L2 per weight row). */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = KIND_BYTES(kind);
-    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : kind == K_IQ4_NL ? pass_K_IQ4_NL
-                                                 : kind == K_Q4_1 ? pass_K_Q4_1 : pass_K_Q5_1;
+    const int bb = g4_k32_bytes(kind);
+    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == G4_K32_Q8_0 ? pass_G4_K32_Q8_0 : kind == G4_K32_Q4_0 ? pass_G4_K32_Q4_0
+                                                 : kind == G4_K32_Q5_0 ? pass_G4_K32_Q5_0 : kind == G4_K32_IQ4_NL ? pass_G4_K32_IQ4_NL
+                                                 : kind == G4_K32_Q4_1 ? pass_G4_K32_Q4_1 : pass_G4_K32_Q5_1;
     const int nb = K / 32, seg = NO_OFFSET(kind) ? nb : SEG;   /* no offset terms: K in one */
     const size_t rb = (size_t)nb * bb;
     for (int b0 = 0; b0 < nb; b0 += seg) {
@@ -233,7 +231,7 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
         const uint8_t *ws = (const uint8_t *)w + (size_t)b0 * bb;
         const size_t ldp = (size_t)sn * 8;
         float pre[NO_OFFSET(kind) ? 1 : (size_t)T * ldp];
-        if (!NO_OFFSET(kind)) pre_offset(kind == K_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
+        if (!NO_OFFSET(kind)) pre_offset(kind == G4_K32_Q4_0 ? -8.0f : -16.0f, xs, K, T, sn, pre);
         const int nc_rows = T > TG ? NC : n1 - n0;
         for (int nc = n0; nc < n1; nc += nc_rows) {
             const int ne = n1 - nc < nc_rows ? n1 : nc + nc_rows;
@@ -261,15 +259,15 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
             decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \
                    n1, y + (size_t)t0 * ldy, ldy);                                                         \
     }
-MM_LEGACY(g4_mm_q8_0_avx2_rows, G4_DT_Q8_0, K_Q8_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_q4_0_avx2_rows, G4_DT_Q4_0, K_Q4_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_q5_0_avx2_rows, G4_DT_Q5_0, K_Q5_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, K_Q8_0, INT_MAX)
-MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, K_Q4_0, INT_MAX)
-MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, K_Q5_0, INT_MAX)
-MM_LEGACY(g4_mm_iq4_nl_avx2_rows, G4_DT_IQ4_NL, K_IQ4_NL, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, K_IQ4_NL, INT_MAX)
-MM_LEGACY(g4_mm_q4_1_avx2_rows, G4_DT_Q4_1, K_Q4_1, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, K_Q4_1, INT_MAX)
-MM_LEGACY(g4_mm_q5_1_avx2_rows, G4_DT_Q5_1, K_Q5_1, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, K_Q5_1, INT_MAX)
+MM_LEGACY(g4_mm_q8_0_avx2_rows, G4_DT_Q8_0, G4_K32_Q8_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_q4_0_avx2_rows, G4_DT_Q4_0, G4_K32_Q4_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_q5_0_avx2_rows, G4_DT_Q5_0, G4_K32_Q5_0, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, G4_K32_Q8_0, INT_MAX)
+MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, G4_K32_Q4_0, INT_MAX)
+MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, G4_K32_Q5_0, INT_MAX)
+MM_LEGACY(g4_mm_iq4_nl_avx2_rows, G4_DT_IQ4_NL, G4_K32_IQ4_NL, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, G4_K32_IQ4_NL, INT_MAX)
+MM_LEGACY(g4_mm_q4_1_avx2_rows, G4_DT_Q4_1, G4_K32_Q4_1, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, G4_K32_Q4_1, INT_MAX)
+MM_LEGACY(g4_mm_q5_1_avx2_rows, G4_DT_Q5_1, G4_K32_Q5_1, G4_QDEC_MAX_ROWS)
+MM_LEGACY(g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, G4_K32_Q5_1, INT_MAX)

@@ -28,10 +28,8 @@
 /* TG: activation rows per pass (each unpacked block feeds TG accumulators); NC: weight rows per
  * chunk when an input takes several passes (the chunk stays in cache for the later passes) */
 enum { TG = 4, NC = 16 };
-enum { K_Q8_0 = 0, K_Q4_0 = 1, K_Q5_0 = 2, K_IQ4_NL = 3, K_Q4_1 = 4, K_Q5_1 = 5 };
-#define KIND_BYTES(kind) ((kind) == K_Q8_0 ? 34 : (kind) == K_Q5_0 ? 22 : (kind) == K_Q4_1 ? 20 : (kind) == K_Q5_1 ? 24 : 18)
 /* the kinds whose block's weights come whole from a table (acc += w * x) */
-#define TABLE_KIND(kind) ((kind) == K_Q4_0 || (kind) == K_IQ4_NL || (kind) == K_Q4_1 || (kind) == K_Q5_1)
+#define TABLE_KIND(kind) ((kind) == G4_K32_Q4_0 || (kind) == G4_K32_IQ4_NL || (kind) == G4_K32_Q4_1 || (kind) == G4_K32_Q5_1)
 
 /* The block scales: quant.h's table of every f16 as float (shared with the AVX2 decode), so that a
  * block's scale reaches the FMA as one broadcast load (converting it in registers took 3 vector
@@ -133,7 +131,7 @@ AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
  * 16 weights an FMA: the table costs what the scale did, and the weights serve all TN rows. */
 AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
              int pf, float *y, int ldy) {
-    const int bb = KIND_BYTES(kind);
+    const int bb = g4_k32_bytes(kind);
     __m512 acc[4][TG];   /* R is 4 or 1 */
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
@@ -143,9 +141,9 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
             __m512 wv[4][2];
             for (int r = 0; r < R; r++) {
                 const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
-                if (kind == K_Q4_0) q4_0_wd(blk, wv[r]);
-                else if (kind == K_IQ4_NL) iq4_nl_wd(blk, wv[r]);
-                else q_1_wd(kind == K_Q5_1, blk, wv[r]);
+                if (kind == G4_K32_Q4_0) q4_0_wd(blk, wv[r]);
+                else if (kind == G4_K32_IQ4_NL) iq4_nl_wd(blk, wv[r]);
+                else q_1_wd(kind == G4_K32_Q5_1, blk, wv[r]);
             }
             for (int t = 0; t < TN; t++) {
                 const float *xb = x + (size_t)t * ldx + 32 * b;
@@ -161,7 +159,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
             __m512 q[2];
-            if (kind == K_Q8_0) q8_0_w(blk, q);
+            if (kind == G4_K32_Q8_0) q8_0_w(blk, q);
             else q5_0_w(blk, q);
             const __m512 d = bcast_f16(blk);
             for (int t = 0; t < TN; t++) {
@@ -198,21 +196,21 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
         default: pass(KIND, 1, 4, PASS_ARGS); break;                             \
         }                                                                        \
     }
-SHAPES(K_Q8_0)
-SHAPES(K_Q4_0)
-SHAPES(K_Q5_0)
-SHAPES(K_IQ4_NL)
-SHAPES(K_Q4_1)
-SHAPES(K_Q5_1)
+SHAPES(G4_K32_Q8_0)
+SHAPES(G4_K32_Q4_0)
+SHAPES(G4_K32_Q5_0)
+SHAPES(G4_K32_IQ4_NL)
+SHAPES(G4_K32_Q4_1)
+SHAPES(G4_K32_Q5_1)
 
 /* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Inputs of more than TG rows go per
  * chunk of NC weight rows, each pass of up to TG activation rows over the whole chunk: the first
  * pass reads the chunk from memory, the others find it in cache. */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int bb = KIND_BYTES(kind);
-    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == K_Q8_0 ? pass_K_Q8_0 : kind == K_Q4_0 ? pass_K_Q4_0
-                                                 : kind == K_Q5_0 ? pass_K_Q5_0 : kind == K_IQ4_NL ? pass_K_IQ4_NL
-                                                 : kind == K_Q4_1 ? pass_K_Q4_1 : pass_K_Q5_1;
+    const int bb = g4_k32_bytes(kind);
+    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == G4_K32_Q8_0 ? pass_G4_K32_Q8_0 : kind == G4_K32_Q4_0 ? pass_G4_K32_Q4_0
+                                                 : kind == G4_K32_Q5_0 ? pass_G4_K32_Q5_0 : kind == G4_K32_IQ4_NL ? pass_G4_K32_IQ4_NL
+                                                 : kind == G4_K32_Q4_1 ? pass_G4_K32_Q4_1 : pass_G4_K32_Q5_1;
     const int nb = K / 32;
     const size_t rb = (size_t)nb * bb;
     const int nc_rows = T > TG ? NC : n1 - n0;
@@ -243,9 +241,9 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
             decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \
                    n1, y + (size_t)t0 * ldy, ldy);                                                      \
     }
-MM_LEGACY(g4_mm_q8_0_avx512, g4_mm_rows_q8_0_avx512, K_Q8_0, g4_mm_q8_0_avx2_rows)
-MM_LEGACY(g4_mm_q4_0_avx512, g4_mm_rows_q4_0_avx512, K_Q4_0, g4_mm_q4_0_avx2_rows)
-MM_LEGACY(g4_mm_q5_0_avx512, g4_mm_rows_q5_0_avx512, K_Q5_0, g4_mm_q5_0_avx2_rows)
-MM_LEGACY(g4_mm_iq4_nl_avx512, g4_mm_rows_iq4_nl_avx512, K_IQ4_NL, g4_mm_iq4_nl_avx2_rows)
-MM_LEGACY(g4_mm_q4_1_avx512, g4_mm_rows_q4_1_avx512, K_Q4_1, g4_mm_q4_1_avx2_rows)
-MM_LEGACY(g4_mm_q5_1_avx512, g4_mm_rows_q5_1_avx512, K_Q5_1, g4_mm_q5_1_avx2_rows)
+MM_LEGACY(g4_mm_q8_0_avx512, g4_mm_rows_q8_0_avx512, G4_K32_Q8_0, g4_mm_q8_0_avx2_rows)
+MM_LEGACY(g4_mm_q4_0_avx512, g4_mm_rows_q4_0_avx512, G4_K32_Q4_0, g4_mm_q4_0_avx2_rows)
+MM_LEGACY(g4_mm_q5_0_avx512, g4_mm_rows_q5_0_avx512, G4_K32_Q5_0, g4_mm_q5_0_avx2_rows)
+MM_LEGACY(g4_mm_iq4_nl_avx512, g4_mm_rows_iq4_nl_avx512, G4_K32_IQ4_NL, g4_mm_iq4_nl_avx2_rows)
+MM_LEGACY(g4_mm_q4_1_avx512, g4_mm_rows_q4_1_avx512, G4_K32_Q4_1, g4_mm_q4_1_avx2_rows)
+MM_LEGACY(g4_mm_q5_1_avx512, g4_mm_rows_q5_1_avx512, G4_K32_Q5_1, g4_mm_q5_1_avx2_rows)

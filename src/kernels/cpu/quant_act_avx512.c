@@ -287,7 +287,6 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
 AI __m256i dec_weights(int kind, const uint8_t *b) {
     if (kind == G4_ACT_K_Q8_0 || kind == G4_ACT_K_IQ4_NL || kind == G4_ACT_K_IQ4_NL_VEC)   /* signed quants + 128 */
         return _mm256_xor_si256(g4_act_unpack32_avx2(kind, b), _mm256_set1_epi8((char)0x80));
-    if (kind == G4_ACT_K_Q8_0) return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_set1_epi8((char)0x80));
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i v = _mm_loadu_si128((const __m128i *)(b + (kind == G4_ACT_K_Q4_0 ? 2 : 6)));
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));

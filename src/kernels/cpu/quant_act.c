@@ -33,22 +33,12 @@ static inline void put_f16(uint8_t *p, uint16_t h) {
     p[1] = (uint8_t)(h >> 8);
 }
 
-/* quantize_row_q8_0_ref: d = amax/127 stored as f16; q = roundf(x * (1/d)) (half away from zero),
- * computed with the float d, not its f16 rounding, as ggml does */
-static void quantize_q8_0(const float *x, int K, uint8_t *y) {
-    for (int i = 0; i < K / 32; i++, x += 32, y += G4_Q8_0_BYTES) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) { const float v = fabsf(x[j]); amax = amax > v ? amax : v; }
-        const float d = amax / ((1 << 7) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
-        put_f16(y, g4_f32_to_f16(d));
-        for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
-    }
-}
-
-/* quantize_row_q8_1_ref: Q8_0's d and quants, then s = f16(the quants' integer sum * d) */
-static void quantize_q8_1(const float *x, int K, uint8_t *y) {
-    for (int i = 0; i < K / 32; i++, x += 32, y += G4_Q8_1_BYTES) {
+/* quantize_row_q8_0_ref / quantize_row_q8_1_ref: d = amax/127 stored as f16; q = roundf(x * (1/d))
+ * (half away from zero), computed with the float d, not its f16 rounding, as ggml does; Q8_1 also
+ * s = f16(the quants' integer sum * d) */
+static void quantize_q8_0_1(int q8_1, const float *x, int K, uint8_t *y) {
+    const int qs = q8_1 ? 4 : 2;
+    for (int i = 0; i < K / 32; i++, x += 32, y += q8_1 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES) {
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) { const float v = fabsf(x[j]); amax = amax > v ? amax : v; }
         const float d = amax / ((1 << 7) - 1);
@@ -56,11 +46,11 @@ static void quantize_q8_1(const float *x, int K, uint8_t *y) {
         int sum = 0;
         for (int j = 0; j < 32; j++) {
             const int8_t q = (int8_t)roundf(x[j] * id);
-            y[4 + j] = (uint8_t)q;
+            y[qs + j] = (uint8_t)q;
             sum += q;
         }
         put_f16(y, g4_f32_to_f16(d));
-        put_f16(y + 2, g4_f32_to_f16((float)sum * d));
+        if (q8_1) put_f16(y + 2, g4_f32_to_f16((float)sum * d));
     }
 }
 
@@ -103,8 +93,8 @@ void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst) {
     const size_t rb = g4_act_row_bytes(wdt, K);
     for (int t = 0; t < T; t++) {
         uint8_t *d = (uint8_t *)dst + (size_t)t * rb;
-        if (g4_act_format(wdt) == G4_ACT_Q8_0) quantize_q8_0(x + (size_t)t * K, K, d);
-        else if (g4_act_format(wdt) == G4_ACT_Q8_1) quantize_q8_1(x + (size_t)t * K, K, d);
+        if (g4_act_format(wdt) == G4_ACT_Q8_0 || g4_act_format(wdt) == G4_ACT_Q8_1)
+            quantize_q8_0_1(g4_act_format(wdt) == G4_ACT_Q8_1, x + (size_t)t * K, K, d);
         else quantize_q8_K(x + (size_t)t * K, K, (g4_block_q8_K *)d);
     }
 }

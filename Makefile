@@ -70,8 +70,10 @@ test: all
 test-c: all
 	./tests/run_c_tests.sh $(BUILD)
 
+# The kernels at -O2 there: at -O3 under the sanitizers they took 4.7 of the build's minutes, at -O2
+# 2.3 (at -O1 1.6, but then the sanitized tests ran a third longer)
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" KERNEL_OPT=-O2 \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  EXTRA_LDLIBS="-fsanitize=address,undefined" all
 	./tests/run_c_tests.sh build-asan

@@ -78,15 +78,23 @@ static int peer_state(int fd) {
     return p.revents & POLLRDHUP ? PEER_EOF : PEER_OK;
 }
 
-/* The client went away, so stop generating for it. An end of stream seen within HALF_CLOSE_S
- * of the request's arrival is a half-close (shutdown(SHUT_WR) right after sending, as `nc -N` and
- * some proxies do: the client still reads its answer); one that comes later is a client that gave
- * up. A "half-closed" client that had in fact closed is found out when its answer (a stream: its
- * next event) is written, or, not streaming, runs to its end: the price of answering half-closes. */
+/* The client went away, so stop generating for it. An end of stream that came within
+ * HALF_CLOSE_S of the request's arrival is a half-close (shutdown(SHUT_WR) right after sending, as
+ * `nc -N` and some proxies do: the client still reads its answer); one that comes later is a client
+ * that gave up. When it came: when the ticker first saw it (a connection asleep while its request
+ * is parsed or queued is looked at again only later, which on a loaded host can be past
+ * HALF_CLOSE_S), else now. A "half-closed" client that had in fact closed is found out when its
+ * answer (a stream: its next event) is written, or, not streaming, runs to its end: the price of
+ * answering half-closes. */
 #define HALF_CLOSE_S 0.5
 static int client_gone(conn_ctx *cc) {
     const int st = peer_state(cc->fd);
-    if (st == PEER_EOF && !cc->half_closed && g4_now() - cc->t_received < HALF_CLOSE_S) cc->half_closed = 1;
+    if (st == PEER_EOF && !cc->half_closed) {
+        pthread_mutex_lock(&cc->h->mu);
+        const double came = cc->w.eof_at > 0 ? cc->w.eof_at : g4_now();
+        pthread_mutex_unlock(&cc->h->mu);
+        if (came - cc->t_received < HALF_CLOSE_S) cc->half_closed = 1;
+    }
     return st == PEER_GONE || (st == PEER_EOF && !cc->half_closed);
 }
 

@@ -198,9 +198,10 @@ static void *ticker(void *arg) {
         const double now = g4_now();
         for (h_wake *w = h->sleeping, *next; w; w = next) {
             next = w->next;
+            const int gone = peer_gone(w->fd);
+            if (gone && !w->eof_at) w->eof_at = now;
             /* the last test is a safety net for a wake-up MHD lost (a resume that raced a suspend) */
-            if ((w->wake_at > 0 && now >= w->wake_at) || peer_gone(w->fd) || now - w->since > REWAKE_S)
-                resume_locked(h, w);
+            if ((w->wake_at > 0 && now >= w->wake_at) || gone || now - w->since > REWAKE_S) resume_locked(h, w);
         }
         const double limit = h->s->opts.timeout_s;
         for (conn_rec *r = h->conns; r && limit > 0; r = r->next)

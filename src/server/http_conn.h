@@ -19,6 +19,7 @@ typedef struct h_wake {
     int suspended, pending;
     double wake_at;                 /* the ticker resumes it then (0: never) */
     double since;                   /* when it went to sleep */
+    double eof_at;                  /* when the ticker first saw its client's end of stream (0: not yet) */
     struct h_wake *prev, *next;     /* the suspended list */
 } h_wake;
 

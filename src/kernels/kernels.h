@@ -323,6 +323,7 @@ void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst);
  * (d sc q and dmin m, or d q and the offset's d c), in double; |exact − int8 dot| <=
  * ‖w‖₂ ‖x − x̂‖₂ + γ ‖a‖₂ (‖x‖₂ + ‖x̂‖₂) with γ = (K + 64) 2⁻²⁴ / (1 − (K + 64) 2⁻²⁴). */
 int g4_quant_row_norms(g4_dtype dt, const void *row, int K, double *w2, double *a2);
+int g4_quant_bounded(g4_dtype dt);   /* whether g4_quant_row_norms bounds dt's int8 dots */
 /* For x (K floats) and its quantized row xq (g4_act_quantize): nrm = ‖x‖₂, ‖x̂‖₂, ‖x − x̂‖₂ */
 void g4_act_norms(g4_dtype wdt, const float *x, const void *xq, int K, double nrm[3]);
 

@@ -56,10 +56,6 @@ static void norms_task(void *ctx, int task, int thread) {
     }
 }
 
-/* the head types whose int8 dots g4_quant_row_norms bounds (not Q4_1 / Q5_1: their Q8_1
- * activations' f16 block sums carry an error of their own) */
-static int bounded(g4_dtype dt) { return g4_act_format(dt) != G4_ACT_NONE && g4_act_format(dt) != G4_ACT_Q8_1; }
-
 /* The weight norms and scratch, on the first greedy step; NULL (and m->lma_off set) where the
  * pre-pass does not apply: heads other than Q4_K / Q6_K (float heads stream at the bandwidth
  * already, and over Q8_0 / Q4_0 the int8 kernels are no faster than the exact ones: measured),
@@ -70,7 +66,7 @@ static struct g4_lm_argmax *state(g4_model *m) {
     const char *env = getenv("G4_GREEDY_HEAD_CHECK");
     const int check = env && *env == '1';   /* tests: on every quantized head, checked */
     m->lma_off = 1;
-    if (!w->data || w->rows <= 0 || !(w->dt == G4_DT_Q4_K || w->dt == G4_DT_Q6_K || (check && bounded(w->dt))) ||
+    if (!w->data || w->rows <= 0 || !(w->dt == G4_DT_Q4_K || w->dt == G4_DT_Q6_K || (check && g4_quant_bounded(w->dt))) ||
         !m->k->matmul_q8[w->dt] ||
         m->opts.act_q8 || m->opts.numerics == G4_NUMERICS_GGML || m->opts.tuning.full_logits == 1)
         return NULL;

@@ -91,10 +91,10 @@ static void quantize_q8_K(const float *x, int K, g4_block_q8_K *y) {
 
 void g4_act_quantize(g4_dtype wdt, const float *x, int T, int K, void *dst) {
     const size_t rb = g4_act_row_bytes(wdt, K);
+    const g4_act_fmt fmt = g4_act_format(wdt);
     for (int t = 0; t < T; t++) {
         uint8_t *d = (uint8_t *)dst + (size_t)t * rb;
-        if (g4_act_format(wdt) == G4_ACT_Q8_0 || g4_act_format(wdt) == G4_ACT_Q8_1)
-            quantize_q8_0_1(g4_act_format(wdt) == G4_ACT_Q8_1, x + (size_t)t * K, K, d);
+        if (fmt == G4_ACT_Q8_0 || fmt == G4_ACT_Q8_1) quantize_q8_0_1(fmt == G4_ACT_Q8_1, x + (size_t)t * K, K, d);
         else quantize_q8_K(x + (size_t)t * K, K, (g4_block_q8_K *)d);
     }
 }

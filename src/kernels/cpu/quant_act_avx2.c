@@ -81,8 +81,11 @@ INLINE __m256 mul_sum_us8(__m256i ux, __m256i y) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1)));
 }
 
-/* Q4_1 / Q5_1 weights take Q8_1 activation blocks (36 B: d, s, q[32]), the others Q8_0's */
+/* Q4_1 / Q5_1 weights take Q8_1 activation blocks (36 B: d, s, q[32]), the others Q8_0's (34 B:
+ * d, q[32]): which, a block's bytes, and where its quants start */
 INLINE int q8_1_kind(int kind) { return kind == G4_ACT_K_Q4_1 || kind == G4_ACT_K_Q5_1; }
+INLINE size_t act_block_bytes(int kind) { return q8_1_kind(kind) ? G4_Q8_1_BYTES : G4_Q8_0_BYTES; }
+INLINE size_t act_quants_at(int kind) { return q8_1_kind(kind) ? 4 : 2; }
 
 /* NR weight rows [n, n+NR) × NT activation rows [t0, t0+NT). IQ4_NL_VEC (ggml's
  * ggml_vec_dot_iq4_nl_q8_0): even blocks into acc, odd ones into acc2, the two added before the
@@ -93,7 +96,7 @@ INLINE int q8_1_kind(int kind) { return kind == G4_ACT_K_Q4_1 || kind == G4_ACT_
 INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x,
                    size_t xb, int nb, int n, int t0, float *y, int ldy) {
     const int iq4 = kind == G4_ACT_K_IQ4_NL_VEC, q81 = q8_1_kind(kind);
-    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, aq = q81 ? 4 : 2;   /* block bytes, quants' offset */
+    const size_t ab = act_block_bytes(kind), aq = act_quants_at(kind);
     __m256 acc[4][4], acc2[4][4];
     float summs[4][4], sy[4] = {0};
     for (int r = 0; r < NR; r++)
@@ -155,7 +158,7 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
 INLINE void mmq32(int kind, size_t bb, const void *xq, int T, int K, const void *w, int n0, int n1, float *y,
                   int ldy) {
     const int nb = K / 32;
-    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * (q8_1_kind(kind) ? G4_Q8_1_BYTES : G4_Q8_0_BYTES);
+    const size_t rb = (size_t)nb * bb, xb = (size_t)nb * act_block_bytes(kind);
     for (int g0 = n0; g0 < n1; g0 += 16) {
         const int g1 = g0 + 16 < n1 ? g0 + 16 : n1;
         for (int t0 = 0; t0 < T; t0 += 4) {
@@ -194,7 +197,7 @@ enum { G32_NT = 8, G32_TC = 16, G32_NB = 512 };
 INLINE void g32_tile(int kind, int NT, const uint8_t *row, size_t bb, const uint8_t *x, size_t xb, int nb,
                      const float *yd, const float *ys, float *y, int ldy) {
     const int q81 = q8_1_kind(kind);
-    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, aq = q81 ? 4 : 2;
+    const size_t ab = act_block_bytes(kind), aq = act_quants_at(kind);
     __m256 acc[G32_NT], summs = _mm256_setzero_ps();
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
@@ -219,7 +222,7 @@ INLINE void gemm32(int kind, size_t bb, const void *xq, int T, int K, const void
                    int ldy) {
     const int nb = K / 32, q81 = q8_1_kind(kind);
     if (T < 4 || nb > G32_NB) { mmq32(kind, bb, xq, T, K, w, n0, n1, y, ldy); return; }
-    const size_t ab = q81 ? G4_Q8_1_BYTES : G4_Q8_0_BYTES, rb = (size_t)nb * bb, xb = (size_t)nb * ab;
+    const size_t ab = act_block_bytes(kind), rb = (size_t)nb * bb, xb = (size_t)nb * ab;
     /* [block][t] (+8: a tile's 8-lane load at the last t); ys: Q8_1's s */
     float yd[G32_NB * G32_TC + 8], ys[G32_NB * G32_TC + 8];
     for (int t0 = 0; t0 < T; t0 += G32_TC) {

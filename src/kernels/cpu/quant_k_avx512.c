@@ -1,8 +1,8 @@
 /* quant_k_avx512.c — exact decode (1-16 activation rows) over Q4_K and Q6_K weights on AVX-512
  * F/BW/VL: float32 activations times each weight as g4_dequant_row gives it, summed by FMA in one
  * chain of 16 lanes per (weight row, activation row). A weight is made in registers and shared by
- * every activation row of the call: Q4_K's nibbles index a sub-block's table of its 16 weights
- * (vpermps), Q6_K's six-bit quants are assembled 64 bytes per operation, minus 32 in the bytes,
+ * every activation row of the call: Q4_K's nibbles (IQ4_XS's, Q2_K's and Q3_K's quants alike)
+ * index a sub-block's table of its possible weights (vpermps), Q6_K's six-bit quants are assembled 64 bytes per operation, minus 32 in the bytes,
  * then widened and scaled. The AVX2 kernels (quant_avx2.c) apply a sub-block's scale after its
  * sum instead, so the two paths differ in the last bits (tests/c/test_quant.c bounds both against
  * dequantize-then-dot and checks this file's chain bit for bit); each (row, t) result is the same
@@ -162,88 +162,140 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
     }
 }
 
-/* Q3_K (110 B: hmask[32], qs[64], scales[12], d; weight 128h + 32j + l, l < 32, is bits 2j, 2j + 1
- * of qs[32h + l] minus 4 unless bit 4h + j of hmask[l] is set): its 256 quants as signed bytes in
- * weight order, 64 per operation (the shift counts differ by half, as Q5_K's), and each 16-weight
- * sub-block's d (sc - 32), exact in float */
-AI void q3_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
+/* Q3_K's sub-block scales d (sc_s - 32), s < 16, exact in float */
+AI void q3_k_scales(const uint8_t *blk, float dsc[16]) {
     uint32_t s[4];
     g4_q3_k_scales(blk + 96, s);
     const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
     g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
-    const __m512i m1 = _mm512_set1_epi8(1), m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
-    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
-    for (int h = 0; h < 2; h++) {
-        const __m512i L = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h)));
-        for (int jp = 0; jp < 2; jp++) {   /* j = 2 jp in bytes 0-31, 2 jp + 1 in bytes 32-63 */
-            const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * jp)), _mm256_set1_epi16((short)(4 * jp + 2)), 1);
-            const __m512i hs = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h + 2 * jp)), _mm256_set1_epi16((short)(4 * h + 2 * jp + 1)), 1);
-            const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hm, hs), m1), 2);
-            const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(L, ls), m3);
-            g4_store_opaque64(qb + 128 * h + 64 * jp, _mm512_sub_epi8(_mm512_or_si512(lo, hi), m4));
-        }
-    }
 }
 
-/* Q2_K (84 B: scales[16], qs[64], d, dmin; weight 128h + 32j + l is bits 2j, 2j + 1 of
- * qs[32h + l]): its 256 quants as bytes in weight order, each 16-weight sub-block s's
- * d (scales[s] & 15), then its dmin (scales[s] >> 4) */
-AI void q2_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
+/* Q2_K's sub-block scales d (scales[s] & 15), then its mins dmin (scales[s] >> 4), s < 16 */
+AI void q2_k_scales(const uint8_t *blk, float dsc[32]) {
     const __m128i sm = ld16(blk), m15 = _mm_set1_epi8(0xF);
     g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 80)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(sm, m15)))));
     g4_store_opaque16f(dsc + 16, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 82)),
                                                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sm, 4), m15)))));
-    const __m512i m3 = _mm512_set1_epi8(3);
-    for (int h = 0; h < 2; h++) {
-        const __m512i L = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h)));
-        for (int jp = 0; jp < 2; jp++) {
-            const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * jp)), _mm256_set1_epi16((short)(4 * jp + 2)), 1);
-            g4_store_opaque64(qb + 128 * h + 64 * jp, _mm512_and_si512(_mm512_srlv_epi16(L, ls), m3));
-        }
-    }
 }
 
-/* The types above, unpacked to bytes and scales per block: a weight vector is 16 quants widened
- * and made (scale) q - (min) (Q5_K, Q2_K: unsigned quants, the product exact, one rounding as
- * g4_dequant_row's multiply and subtract) or (scale) q (Q3_K: signed quants) */
-enum { K_Q5_K, K_Q3_K, K_Q2_K };
-AI void dq_pass(const int kind, const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x,
-                int ldx, float *out) {
-    const size_t bb = kind == K_Q5_K ? 176 : kind == K_Q3_K ? 110 : 84;
-    const int VS = kind == K_Q5_K ? 2 : 1, MO = 16 / VS;   /* vectors a scale; the mins' offset in dsc */
+/* The 2-bit and 3-bit types as Q4_K's tables: a 16-weight sub-block's possible weights as a table
+ * that vpermps indexes by the quant, read as it lies in the bytes zero-extended into int32 lanes and
+ * shifted (vpermps reads an index's low 4 bits; the tables repeat, so the bits above the quant do
+ * not matter): no unpacking into bytes, no conversion. Each weight is the value g4_dequant_row
+ * gives, in the one chain of TILE_FMA. Weight 128h + 32j + l (l < 32)
+ * of both is bits 2j, 2j + 1 of qs[32h + l], in sub-block 8h + 2j + l / 16; a vector is weights
+ * 128h + 32j + 16c + (0..15), the bytes qs[32h + 16c ...]. */
+
+/* Q2_K (84 B: scales[16], qs[64], d, dmin): sub-block s's weights d sc_s q - dmin m_s, q < 4
+ * (fmsub: d sc_s q is exact, one rounding as g4_dequant_row's multiply and subtract) */
+AI void q2_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
+    const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
+    for (int b = 0; b < nb; b++) {
+        float dsc[4][32];
+        for (int r = 0; r < NW; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 84;
+            g4_prefetch_ahead(blk, 84);
+            q2_k_scales(blk, dsc[r]);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i q[4][2];
+            for (int r = 0; r < NW; r++)
+                for (int c = 0; c < 2; c++) q[r][c] = _mm512_cvtepu8_epi32(ld16(w + (size_t)r * rb + (size_t)b * 84 + 16 + 32 * h + 16 * c));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+                for (int c = 0; c < 2; c++) {
+                    const int sb = 8 * h + 2 * j + c;
+                    __m512 wv[4];
+                    for (int r = 0; r < NW; r++)
+                        wv[r] = _mm512_permutexvar_ps(_mm512_srli_epi32(q[r][c], 2 * j),
+                                                      _mm512_fmsub_ps(_mm512_set1_ps(dsc[r][sb]), lut, _mm512_set1_ps(dsc[r][16 + sb])));
+                    TILE_FMA(acc, wv, 256 * b + 128 * h + 32 * j + 16 * c);
+                }
+        }
+    }
+    TILE_OUT(acc);
+}
+
+/* Q3_K (110 B: hmask[32], qs[64], scales[12], d): weight 128h + 32j + l is its two bits minus 4
+ * unless bit 4h + j of hmask[l] is set, times sub-block s's d (sc_s - 32) (exact products). The
+ * index: the two bits from qs, bit 2 the hmask bit (shifted into place; a ternary-logic select) */
+AI __m512i shift_to(__m512i v, int n) { return n >= 0 ? _mm512_srli_epi32(v, n) : _mm512_slli_epi32(v, -n); }
+AI void q3_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
+    const __m512 lut = _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
+    const __m512i two_bits = _mm512_set1_epi32(3);
+    __m512 acc[4][8];
+    TILE_ZERO(acc);
+    for (int b = 0; b < nb; b++) {
+        float dsc[4][16];
+        __m512i hm[4][2];
+        for (int r = 0; r < NW; r++) {
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 110;
+            g4_prefetch_ahead(blk, 110);
+            q3_k_scales(blk, dsc[r]);
+            for (int c = 0; c < 2; c++) hm[r][c] = _mm512_cvtepu8_epi32(ld16(blk + 16 * c));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i q[4][2];
+            for (int r = 0; r < NW; r++)
+                for (int c = 0; c < 2; c++) q[r][c] = _mm512_cvtepu8_epi32(ld16(w + (size_t)r * rb + (size_t)b * 110 + 32 + 32 * h + 16 * c));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+                for (int c = 0; c < 2; c++) {
+                    const int sb = 8 * h + 2 * j + c;
+                    __m512 wv[4];
+                    for (int r = 0; r < NW; r++) {
+                        /* bits 0-1 from the shifted quants, the rest from the shifted hmask: 0xE4 = C ? A : B */
+                        const __m512i idx = _mm512_ternarylogic_epi32(_mm512_srli_epi32(q[r][c], 2 * j),
+                                                                      shift_to(hm[r][c], 4 * h + j - 2), two_bits, 0xE4);
+                        wv[r] = _mm512_permutexvar_ps(idx, _mm512_mul_ps(_mm512_set1_ps(dsc[r][sb]), lut));
+                    }
+                    TILE_FMA(acc, wv, 256 * b + 128 * h + 32 * j + 16 * c);
+                }
+        }
+    }
+    TILE_OUT(acc);
+}
+
+/* Q5_K's pass: a block's quants unpacked to bytes (q5_k_unpack), a weight vector 16 of them widened
+ * and made (d sc) q - dmin m (unsigned quants, the product exact: one rounding as g4_dequant_row's
+ * multiply and subtract) */
+AI void q5_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                  float *out) {
     __m512 acc[4][8];
     TILE_ZERO(acc);
     /* block b + 1 is unpacked while block b's products run, so that its widening loads do not wait
      * on the stores just made (the AVX2 kernel's one-row decode was 1.6x slower where they did) */
     float dsc[2][4][32];
     uint8_t qb[2][4][256] __attribute__((aligned(64)));
-#define UNPACK(blk, q, s) (kind == K_Q5_K ? q5_k_unpack(blk, q, s) : kind == K_Q3_K ? q3_k_unpack(blk, q, s) : q2_k_unpack(blk, q, s))
-    for (int r = 0; r < NW; r++) UNPACK(w + (size_t)r * rb, qb[0][r], dsc[0][r]);
+    for (int r = 0; r < NW; r++) q5_k_unpack(w + (size_t)r * rb, qb[0][r], dsc[0][r]);
     for (int b = 0; b < nb; b++) {
         const int p = b & 1;
         if (b + 1 < nb)
             for (int r = 0; r < NW; r++) {
-                const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * bb;
-                g4_prefetch_ahead(blk, bb);
-                UNPACK(blk, qb[p ^ 1][r], dsc[p ^ 1][r]);
+                const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * 176;
+                g4_prefetch_ahead(blk, 176);
+                q5_k_unpack(blk, qb[p ^ 1][r], dsc[p ^ 1][r]);
             }
         for (int v = 0; v < 16; v++) {
             __m512 wv[4];
             for (int r = 0; r < NW; r++) {
                 const __m128i q = _mm_load_si128((const __m128i *)(qb[p][r] + 16 * v));
-                const __m512 sc = _mm512_set1_ps(dsc[p][r][v / VS]);
-                wv[r] = kind == K_Q3_K ? _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)))
-                                       : _mm512_fmsub_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), _mm512_set1_ps(dsc[p][r][MO + v / VS]));
+                wv[r] = _mm512_fmsub_ps(_mm512_set1_ps(dsc[p][r][v / 2]), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)),
+                                        _mm512_set1_ps(dsc[p][r][8 + v / 2]));
             }
             TILE_FMA(acc, wv, 256 * b + 16 * v);
         }
     }
-#undef UNPACK
     TILE_OUT(acc);
 }
-#define q5_k_pass(...) dq_pass(K_Q5_K, __VA_ARGS__)
-#define q3_k_pass(...) dq_pass(K_Q3_K, __VA_ARGS__)
-#define q2_k_pass(...) dq_pass(K_Q2_K, __VA_ARGS__)
 
 /* IQ4_XS (136 B: d, scales_h, scales_l[4], q[128]; sub-block ib's weight j < 16 the low nibble of
  * q[16 ib + j], 16 + j its high one): a sub-block's 16 possible weights (d (ls - 32)) kvalue

@@ -14,6 +14,11 @@ static inline float g4_bf16_to_f32(uint16_t h) {
 float g4_f16_to_f32(uint16_t h);
 /* The IEEE half stored little-endian at p (a quantized block's scale), widened exactly. */
 static inline float g4_f16_at(const uint8_t *p) { return g4_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+/* 16-bit float bits (half or bf16) stored little-endian at p, as the files and blocks hold them */
+static inline void g4_put_16le(uint8_t *p, uint16_t h) {
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
 /* The bf16 bits of the float whose bits are u: round to nearest even, a NaN stays NaN
  * (quietened). Branch-free, so row loops over it vectorize. */
 static inline uint16_t g4_bf16_bits(uint32_t u) {

@@ -10,11 +10,7 @@
 #include "base/half.h"
 #include "kernels/kernels.h"
 
-static void put_f16(uint8_t *p, float f) {
-    uint16_t h = g4_f32_to_f16(f);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
+static void put_f16(uint8_t *p, float f) { g4_put_16le(p, g4_f32_to_f16(f)); }
 
 
 /* quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d); block = f16 d, int8 q[32] */
@@ -310,11 +306,7 @@ int g4_quantize_row(g4_dtype dt, const float *x, int64_t n, void *dst) {
         for (int64_t i = 0; i < n; i++) put_f16(y + 2 * i, x[i]);
         return 0;
     case G4_DT_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = g4_f32_to_bf16(x[i]);
-            y[2 * i] = (uint8_t)h;
-            y[2 * i + 1] = (uint8_t)(h >> 8);
-        }
+        for (int64_t i = 0; i < n; i++) g4_put_16le(y + 2 * i, g4_f32_to_bf16(x[i]));
         return 0;
     case G4_DT_Q8_0: q8_0(x, n / 32, y); return 0;
     case G4_DT_Q4_0: q4_0(x, n / 32, y); return 0;

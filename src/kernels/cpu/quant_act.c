@@ -28,11 +28,6 @@ size_t g4_act_row_bytes(g4_dtype wdt, int K) {
          : a == G4_ACT_Q8_K ? (size_t)(K / 256) * sizeof(g4_block_q8_K) : 0;
 }
 
-static inline void put_f16(uint8_t *p, uint16_t h) {
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
 /* quantize_row_q8_0_ref / quantize_row_q8_1_ref: d = amax/127 stored as f16; q = roundf(x * (1/d))
  * (half away from zero), computed with the float d, not its f16 rounding, as ggml does; Q8_1 also
  * s = f16(the quants' integer sum * d) */
@@ -49,8 +44,8 @@ static void quantize_q8_0_1(int q8_1, const float *x, int K, uint8_t *y) {
             y[qs + j] = (uint8_t)q;
             sum += q;
         }
-        put_f16(y, g4_f32_to_f16(d));
-        if (q8_1) put_f16(y + 2, g4_f32_to_f16((float)sum * d));
+        g4_put_16le(y, g4_f32_to_f16(d));
+        if (q8_1) g4_put_16le(y + 2, g4_f32_to_f16((float)sum * d));
     }
 }
 

@@ -44,9 +44,7 @@ void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst)
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
         const float amax = _mm_cvtss_f32(m4);
         const float d = amax / 127.f;
-        const uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
-        y[0] = (uint8_t)h;
-        y[1] = (uint8_t)(h >> 8);
+        g4_put_16le(y, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
         const __m256 mul = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
         __m256i q[4];
         for (int k = 0; k < 4; k++)
@@ -56,9 +54,7 @@ void g4_act_quantize_avx2(g4_dtype wdt, const float *x, int T, int K, void *dst)
             int32_t l[8], sum = 0;
             _mm256_storeu_si256((__m256i *)l, s);
             for (int k = 0; k < 8; k++) sum += l[k];
-            const uint16_t hs = _cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT);
-            y[2] = (uint8_t)hs;
-            y[3] = (uint8_t)(hs >> 8);
+            g4_put_16le(y + 2, _cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT));
         }
         /* int32 -> int8 with the lane order restored after the in-lane packs */
         __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));

@@ -18,10 +18,11 @@ from collections import Counter
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def shown_path(path: str) -> str:
-    """`path` relative to the repository when it lies inside it (a report names no checkout's location)."""
+def shown_path(path: str, name: str = "$OUT") -> str:
+    """`path` relative to the repository when it lies inside it, else `name` (the knob that set it):
+    a report names no checkout's or machine's location."""
     p = os.path.abspath(path)
-    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else path
+    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else name
 
 
 def read(path: str, default: str = "") -> str:

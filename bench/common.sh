@@ -82,9 +82,17 @@ write_results() {
 }
 
 # show_cmd ARG...: the command as a shell would read it, with paths inside the repository made
-# relative to it (a report names no checkout's location)
+# relative to it and the knobs' paths outside it named by the knob (OUT, QDIR, MODEL, ...): a report
+# names no checkout's or machine's location
 show_cmd() {
-  printf '%q ' "$@" | sed "s|$REPO/||g"
+  local s v val
+  s=$(printf '%q ' "$@" | sed "s|$REPO/||g")
+  # longest value first, so that a path inside another knob's (a build inside LLAMA_CPP_DIR) keeps its own name
+  for v in $(for v in OUT QDIR MODEL GGUF LLAMA_CPP_DIR LLAMA_BUILD_DIR LLAMA_BATCHED_BENCH G4_BENCH_DATA; do
+               val=${!v:-}; [ -n "$val" ] && [ "${val#"$REPO"}" = "$val" ] && echo "${#val} $v"; done | sort -rn | cut -d' ' -f2); do
+    s=${s//"${!v}"/$v}
+  done
+  printf '%s' "$s"
 }
 
 log() { echo "[$BENCH_TAG $(date -u +%H:%M:%S)] $*" >&2; }

@@ -114,6 +114,12 @@ void g4_metrics_spec(g4_metrics *mx, int drafted, int accepted) {
     pthread_mutex_unlock(&mx->mu);
 }
 
+void g4_metrics_queue(g4_metrics *mx, int queue) {
+    pthread_mutex_lock(&mx->mu);
+    mx->queue = queue;
+    pthread_mutex_unlock(&mx->mu);
+}
+
 void g4_metrics_gauges(g4_metrics *mx, int queue, int busy, int slots, long kv_used, long kv_cap) {
     pthread_mutex_lock(&mx->mu);
     mx->queue = queue;

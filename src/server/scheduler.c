@@ -376,8 +376,11 @@ static void *sched_main(void *arg) {
             r->next = NULL;
             admitted[n_adm++] = r;
         }
-        const int past_deadline = s->stopping && g4_now() > s->deadline;
+        const int past_deadline = s->stopping && g4_now() > s->deadline, queued = s->n_queued;
         pthread_mutex_unlock(&s->mu);
+        /* the requests that left the queue leave its gauge before a cancelled one's counter moves:
+         * a scrape never counts one both cancelled and waiting (the other gauges follow the step) */
+        if (refused || left) g4_metrics_queue(s->mx, queued);
 
         while (refused) {
             g4_req *n = refused->next;

@@ -75,6 +75,8 @@ void g4_metrics_decode_step(g4_metrics *mx, int n);
 /* Speculative decoding: drafts verified and kept in one step (over its slots). */
 void g4_metrics_spec(g4_metrics *mx, int drafted, int accepted);
 void g4_metrics_gauges(g4_metrics *mx, int queue_depth, int busy_slots, int n_slots, long kv_used, long kv_cap);
+/* the queue-depth gauge alone, as soon as requests leave the queue: before the counters of their end */
+void g4_metrics_queue(g4_metrics *mx, int queue_depth);
 /* The prompt cache: one placed request reusing `reused` prompt tokens (a hit when > 0); its
  * evictions so far, snapshot bytes and entries. */
 void g4_metrics_cache_lookup(g4_metrics *mx, int reused);

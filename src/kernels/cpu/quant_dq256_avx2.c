@@ -166,8 +166,7 @@ AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t
 
 /* T (1-8) activation rows x weight rows [n0, n1) in tiles of NW(T) weight rows (at most 8 chains
  * in 16 registers beside the weight vectors; 4 rows at T = 1 for the FMA latency, 2 for Q2_K,
- * whose scales and mins for 4 rows left too few registers: one core, 64 matrices of [2048 x 1536]
- * on 2 MiB pages, 28.1 -> 22.2 ns a block); the last rows one at a time */
+ * whose scales and mins for 4 rows spilled registers); the last rows one at a time */
 AI void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int nb = K / 256, NW = T == 1 ? (kind == K_Q2_K ? 2 : 4) : T == 2 ? 3 : T <= 4 ? 2 : 1;
     const size_t rb = (size_t)nb * kind_bytes(kind);

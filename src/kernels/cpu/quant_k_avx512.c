@@ -2,8 +2,8 @@
  * F/BW/VL: float32 activations times each weight as g4_dequant_row gives it, summed by FMA in one
  * chain of 16 lanes per (weight row, activation row). A weight is made in registers and shared by
  * every activation row of the call: Q4_K's nibbles (IQ4_XS's, Q2_K's and Q3_K's quants alike)
- * index a sub-block's table of its possible weights (vpermps), Q6_K's six-bit quants are assembled 64 bytes per operation, minus 32 in the bytes,
- * then widened and scaled. The AVX2 kernels (quant_avx2.c) apply a sub-block's scale after its
+ * index a sub-block's table of its possible weights (vpermps); Q6_K's six-bit quants are assembled
+ * 64 bytes per operation, minus 32 in the bytes, then widened and scaled. The AVX2 kernels (quant_avx2.c) apply a sub-block's scale after its
  * sum instead, so the two paths differ in the last bits (tests/c/test_quant.c bounds both against
  * dequantize-then-dot and checks this file's chain bit for bit); each (row, t) result is the same
  * chain whatever T, the row range or the thread count (row invariance,
@@ -178,74 +178,42 @@ AI void q2_k_scales(const uint8_t *blk, float dsc[32]) {
                                                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sm, 4), m15)))));
 }
 
-/* The 2-bit and 3-bit types as Q4_K's tables: a 16-weight sub-block's possible weights as a table
- * that vpermps indexes by the quant, read as it lies in the bytes zero-extended into int32 lanes and
+/* Q2_K and Q3_K as Q4_K's tables: a 16-weight sub-block's possible weights as a table that
+ * vpermps indexes by the quant, read as it lies in the bytes zero-extended into int32 lanes and
  * shifted (vpermps reads an index's low 4 bits; the tables repeat, so the bits above the quant do
  * not matter): no unpacking into bytes, no conversion. Each weight is the value g4_dequant_row
- * gives, in the one chain of TILE_FMA. Weight 128h + 32j + l (l < 32)
- * of both is bits 2j, 2j + 1 of qs[32h + l], in sub-block 8h + 2j + l / 16; a vector is weights
- * 128h + 32j + 16c + (0..15), the bytes qs[32h + 16c ...]. */
-
-/* Q2_K (84 B: scales[16], qs[64], d, dmin): sub-block s's weights d sc_s q - dmin m_s, q < 4
- * (g4_dequant_row's multiply and subtract; not one fmsub, whose second scale would need a broadcast
- * of its own, a shuffle: 16.5 -> 14.5 ns a block without it) */
-AI void q2_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
-                  float *out) {
-    const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
-    __m512 acc[4][8];
-    TILE_ZERO(acc);
-    for (int b = 0; b < nb; b++) {
-        float dsc[4][32];
-        for (int r = 0; r < NW; r++) {
-            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 84;
-            g4_prefetch_ahead(blk, 84);
-            q2_k_scales(blk, dsc[r]);
-        }
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m512i q[4][2];
-            for (int r = 0; r < NW; r++)
-                for (int c = 0; c < 2; c++) q[r][c] = _mm512_cvtepu8_epi32(ld16(w + (size_t)r * rb + (size_t)b * 84 + 16 + 32 * h + 16 * c));
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++)
-#pragma GCC unroll 2
-                for (int c = 0; c < 2; c++) {
-                    const int sb = 8 * h + 2 * j + c;
-                    __m512 wv[4];
-                    for (int r = 0; r < NW; r++)
-                        wv[r] = _mm512_permutexvar_ps(_mm512_srli_epi32(q[r][c], 2 * j),
-                                                      _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dsc[r][sb]), lut), _mm512_set1_ps(dsc[r][16 + sb])));
-                    TILE_FMA(acc, wv, 256 * b + 128 * h + 32 * j + 16 * c);
-                }
-        }
-    }
-    TILE_OUT(acc);
-}
-
-/* Q3_K (110 B: hmask[32], qs[64], scales[12], d): weight 128h + 32j + l is its two bits minus 4
- * unless bit 4h + j of hmask[l] is set, times sub-block s's d (sc_s - 32) (exact products). The
- * index: the two bits from qs, bit 2 the hmask bit (shifted into place; a ternary-logic select) */
+ * gives, in the one chain of TILE_FMA. Weight 128h + 32j + l (l < 32) of both is bits 2j, 2j + 1 of
+ * qs[32h + l], in sub-block s = 8h + 2j + l / 16; a vector is weights 128h + 32j + 16c + (0..15),
+ * the bytes qs[32h + 16c ...].
+ * Q2_K (84 B: scales[16], qs[64], d, dmin): weight d sc_s q - dmin m_s, as g4_dequant_row's multiply
+ * and subtract (one fmsub would take its second scale through a broadcast of its own, a shuffle).
+ * Q3_K (110 B: hmask[32], qs[64], scales[12], d): weight d (sc_s - 32) times the two bits minus 4
+ * unless bit 4h + j of hmask[l] is set (exact products); the index takes that bit as its bit 2,
+ * shifted into place (a ternary-logic select). */
 AI __m512i shift_to(__m512i v, int n) { return n >= 0 ? _mm512_srli_epi32(v, n) : _mm512_slli_epi32(v, -n); }
-AI void q3_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
-                  float *out) {
-    const __m512 lut = _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
+AI void k23_pass(const int q3, const int NW, const int T, const uint8_t *w, size_t rb, int nb, const float *x, int ldx,
+                 float *out) {
+    const size_t bb = q3 ? 110 : 84, qs_at = q3 ? 32 : 16;
+    const __m512 lut = q3 ? _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3)
+                          : _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
     const __m512i two_bits = _mm512_set1_epi32(3);
     __m512 acc[4][8];
     TILE_ZERO(acc);
     for (int b = 0; b < nb; b++) {
-        float dsc[4][16];
-        __m512i hm[4][2];
+        float dsc[4][32];   /* Q2_K: scales, then mins; Q3_K: scales */
+        __m512i hm[4][2];   /* Q3_K's hmask bytes */
         for (int r = 0; r < NW; r++) {
-            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * 110;
-            g4_prefetch_ahead(blk, 110);
-            q3_k_scales(blk, dsc[r]);
-            for (int c = 0; c < 2; c++) hm[r][c] = _mm512_cvtepu8_epi32(ld16(blk + 16 * c));
+            const uint8_t *blk = w + (size_t)r * rb + (size_t)b * bb;
+            g4_prefetch_ahead(blk, bb);
+            if (q3) q3_k_scales(blk, dsc[r]);
+            else q2_k_scales(blk, dsc[r]);
+            for (int c = 0; c < 2; c++) hm[r][c] = q3 ? _mm512_cvtepu8_epi32(ld16(blk + 16 * c)) : _mm512_setzero_si512();
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m512i q[4][2];
             for (int r = 0; r < NW; r++)
-                for (int c = 0; c < 2; c++) q[r][c] = _mm512_cvtepu8_epi32(ld16(w + (size_t)r * rb + (size_t)b * 110 + 32 + 32 * h + 16 * c));
+                for (int c = 0; c < 2; c++) q[r][c] = _mm512_cvtepu8_epi32(ld16(w + (size_t)r * rb + (size_t)b * bb + qs_at + 32 * h + 16 * c));
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
 #pragma GCC unroll 2
@@ -253,10 +221,11 @@ AI void q3_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
                     const int sb = 8 * h + 2 * j + c;
                     __m512 wv[4];
                     for (int r = 0; r < NW; r++) {
-                        /* bits 0-1 from the shifted quants, the rest from the shifted hmask: 0xE4 = C ? A : B */
-                        const __m512i idx = _mm512_ternarylogic_epi32(_mm512_srli_epi32(q[r][c], 2 * j),
-                                                                      shift_to(hm[r][c], 4 * h + j - 2), two_bits, 0xE4);
-                        wv[r] = _mm512_permutexvar_ps(idx, _mm512_mul_ps(_mm512_set1_ps(dsc[r][sb]), lut));
+                        const __m512i qj = _mm512_srli_epi32(q[r][c], 2 * j);
+                        const __m512 tab = _mm512_mul_ps(_mm512_set1_ps(dsc[r][sb]), lut);
+                        /* Q3_K: bits 0-1 from the quants, the rest from the hmask (0xE4 = C ? A : B) */
+                        wv[r] = q3 ? _mm512_permutexvar_ps(_mm512_ternarylogic_epi32(qj, shift_to(hm[r][c], 4 * h + j - 2), two_bits, 0xE4), tab)
+                                   : _mm512_permutexvar_ps(qj, _mm512_sub_ps(tab, _mm512_set1_ps(dsc[r][16 + sb])));
                     }
                     TILE_FMA(acc, wv, 256 * b + 128 * h + 32 * j + 16 * c);
                 }
@@ -264,6 +233,8 @@ AI void q3_k_pass(const int NW, const int T, const uint8_t *w, size_t rb, int nb
     }
     TILE_OUT(acc);
 }
+#define q2_k_pass(...) k23_pass(0, __VA_ARGS__)
+#define q3_k_pass(...) k23_pass(1, __VA_ARGS__)
 
 /* Q5_K's pass: a block's quants unpacked to bytes (q5_k_unpack), a weight vector 16 of them widened
  * and made (d sc) q - dmin m (unsigned quants, the product exact: one rounding as g4_dequant_row's

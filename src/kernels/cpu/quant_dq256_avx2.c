@@ -129,10 +129,10 @@ AI void pass(const int kind, const int NW, const int T, const uint8_t *w, size_t
     for (int r = 0; r < NW; r++) UNPACK(w + (size_t)r * rb, q[0][r], dsc[0][r]);
     for (int b = 0; b < nb; b++) {
         const int p = b & 1;
+        g4_prefetch_ahead(w + (size_t)b * NW * bb, (size_t)NW * bb);   /* the NW rows' linear range */
         if (b + 1 < nb)
             for (int r = 0; r < NW; r++) {
                 const uint8_t *blk = w + (size_t)r * rb + (size_t)(b + 1) * bb;
-                g4_prefetch_ahead(blk, bb);
                 UNPACK(blk, q[p ^ 1][r], dsc[p ^ 1][r]);
             }
         for (int j = 0; j < MO; j++) {

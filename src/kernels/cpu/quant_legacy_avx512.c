@@ -103,13 +103,6 @@ AI void q5_0_w(const uint8_t *blk, __m512 w[2]) {
     w[1] = _mm512_mask_add_ps(hi, (__mmask16)h[1], hi, sixteen);
 }
 
-/* quant.h's g4_prefetch_ahead, into L2 (prefetcht1) instead of L1: with it a Q8_0 stream from
- * DRAM ran 83-90% of a plain read on one core, against 78-82% prefetched into L1 (the same
- * distance; 16-64 KB measured alike) */
-static inline void prefetch_l2(const void *p, size_t n) {
-    for (size_t l = 0; l < n; l += 64) __builtin_prefetch((const char *)p + G4_PF_BYTES + l, 0, 2);
-}
-
 /* The sums of four rows' accumulators, in lanes 0-3: each row by the same tree of adds (lanes i +
  * i+8, then + i+4, + i+2, + i+1), so a row's bits do not depend on the rows summed beside it (a
  * range's last rows are summed beside zeros) — a quarter of the operations of four separate sums */
@@ -136,7 +129,7 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
     for (int r = 0; r < R; r++)
         for (int t = 0; t < TN; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        if (pf) prefetch_l2(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
+        if (pf) g4_prefetch_ahead(w + (size_t)b * R * bb, (size_t)R * bb);   /* the R rows' linear range */
         if (TABLE_KIND(kind)) {
             __m512 wv[4][2];
             for (int r = 0; r < R; r++) {

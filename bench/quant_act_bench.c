@@ -3,7 +3,8 @@
  * quantized to Q8_0 / Q8_K, then int8 dots; the quantization is timed too) for Q8_0, Q4_0, Q4_K,
  * Q6_K, Q5_K, IQ4_XS, Q3_K, Q2_K, IQ4_NL weights at T activation rows. Thread CPU time, best of 5 repetitions of a batch, so that
  * other tenants' load on a shared machine moves the figures less than wall time would.
- * The exact matmul runs as the forward pass calls it: above G4_ROWS_MAX_ROWS rows on the input
+ * The exact matmul runs as the forward pass calls it: 2 to G4_ROWS_MAX_ROWS rows through the
+ * row-invariant matmul_rows (batched decode) where the table has it, above that on the input
  * packed once (pack_x, matmul_xp: the AVX-512 GEMM) where the table has that form, the packing timed.
  * Usage: quant_act_bench [T...]   (default 1 64; G4_CPU_ISA picks the kernel path)
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/quant_act_bench.c build/libgemma4c.a \
@@ -68,6 +69,8 @@ int main(int argc, char **argv) {
                     if (xp && k->matmul_xp[dt]) {
                         k->pack_x(x, T, K, 0, (T + mr - 1) / mr, xp);
                         k->matmul_xp[dt](x, xp, T, K, wq, 0, N, y, N);
+                    } else if (T >= 2 && T <= G4_ROWS_MAX_ROWS && k->matmul_rows[dt]) {   /* batched decode */
+                        k->matmul_rows[dt](x, T, K, wq, 0, N, y, N);
                     } else {
                         k->matmul[dt](x, T, K, wq, 0, N, y, N);
                     }

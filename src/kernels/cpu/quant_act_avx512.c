@@ -296,12 +296,13 @@ AI __m256i dec_weights(int kind, const uint8_t *b) {
     return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
 }
 
-/* one block b of the tile's rows into acc (the pass over the NR rows' blocks, prefetching) */
+/* one block b of the tile's rows into acc (the pass over the NR rows' blocks, prefetching their
+ * linear range ahead on every pass: on the later passes over a group the lines are in cache and
+ * the hint costs little) */
 AI void dec_block(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, size_t xb, int b,
-                  int pf, __m256 acc[4][3]) {
+                  __m256 acc[4][3]) {
     const int shift = kind == G4_ACT_K_Q4_0 ? 3 : kind == G4_ACT_K_Q5_0 ? 4 : 7;   /* offset 8, 16, 128 */
-    if (pf)   /* each row's stream, ahead */
-        for (int r = 0; r < NR; r++) g4_prefetch_ahead(w + (size_t)r * rb + (size_t)b * bb, bb);
+    g4_prefetch_ahead(w + (size_t)b * NR * bb, (size_t)NR * bb);
     __m256i qy[3], c[3];
     __m256 dy[3];
     for (int t = 0; t < NT; t++) {
@@ -325,7 +326,7 @@ AI void dec_block(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t 
  * ones into acc2, added before the horizontal sum; an odd last block after it, its integer sum
  * times d in one scalar FMA */
 AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t bb, const uint8_t *x, size_t xb, int nb,
-                 int pf, float *y, int ldy) {
+                 float *y, int ldy) {
     const int vec = kind == G4_ACT_K_IQ4_NL_VEC;
     __m256 acc[4][3], acc2[4][3];
     for (int r = 0; r < NR; r++)
@@ -333,11 +334,11 @@ AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t b
     const int nbv = vec ? nb & ~1 : nb;
     if (vec)
         for (int b = 0; b < nbv; b += 2) {
-            dec_block(kind, NR, NT, w, rb, bb, x, xb, b, pf, acc);
-            dec_block(kind, NR, NT, w, rb, bb, x, xb, b + 1, pf, acc2);
+            dec_block(kind, NR, NT, w, rb, bb, x, xb, b, acc);
+            dec_block(kind, NR, NT, w, rb, bb, x, xb, b + 1, acc2);
         }
     else
-        for (int b = 0; b < nb; b++) dec_block(kind, NR, NT, w, rb, bb, x, xb, b, pf, acc);
+        for (int b = 0; b < nb; b++) dec_block(kind, NR, NT, w, rb, bb, x, xb, b, acc);
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) {
             float v = g4_hsum8(vec ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
@@ -363,21 +364,17 @@ AI void dec_rows(int kind, size_t bb, const uint8_t *xq, size_t xb, int T, int n
                  float *y, int ldy) {
     const size_t rb = (size_t)nb * bb;
     const int G = T == 1 ? n1 - n0 : 16;
-    /* one activation row over 4-bit quants: one weight row a tile, the matrix read as one stream
-     * (one core, [2048 x 1536] x 64 out of cache, Q4_0: 5.9 GB/s with 4 rows a tile, 10.3 with
-     * one; Q5_0 5.5 / 7.8; Q8_0 keeps 4: 23 / 20) */
-    const int one_row = T == 1 && kind != G4_ACT_K_Q8_0;
     for (int g0 = n0; g0 < n1; g0 += G) {
         const int g1 = n1 - g0 < G ? n1 : g0 + G;
         for (int t0 = 0; t0 < T;) {
-            const int tn = T - t0 == 4 ? 2 : T - t0 < 3 ? T - t0 : 3, pf = t0 == 0;
+            const int tn = T - t0 == 4 ? 2 : T - t0 < 3 ? T - t0 : 3;
             const uint8_t *x = xq + (size_t)t0 * xb;
             float *yt = y + (size_t)t0 * ldy;
             int n = g0;
 #define DEC_ROWS_CASE(NT)                                                                                   \
     case NT:                                                                                                \
-        if (!one_row) for (; n + 4 <= g1; n += 4) dec_tile(kind, 4, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, pf, yt + n, ldy); \
-        for (; n < g1; n++) dec_tile(kind, 1, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, pf, yt + n, ldy); \
+        for (; n + 4 <= g1; n += 4) dec_tile(kind, 4, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, yt + n, ldy); \
+        for (; n < g1; n++) dec_tile(kind, 1, NT, (const uint8_t *)w + (size_t)n * rb, rb, bb, x, xb, nb, yt + n, ldy); \
         break;
             switch (tn) {
                 DEC_ROWS_CASE(1)

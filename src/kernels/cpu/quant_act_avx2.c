@@ -16,11 +16,6 @@
 #define INLINE static inline __attribute__((always_inline))
 
 
-INLINE float hsum4(__m128 s) {
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* ---------------------------------------------------------------- activations */
 
@@ -346,7 +341,7 @@ INLINE void tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x,
         }
     }
     for (int t = 0; t < NT; t++)
-        y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]) + (q5 ? summs[t] : hsum4(acc_m[t]));
+        y[(size_t)(t0 + t) * ldy + n] = g4_hsum8(acc[t]) + (q5 ? summs[t] : g4_hsum4(acc_m[t]));
 }
 INLINE void tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int n, int t0, float *y, int ldy) {
     tile_k45(0, NT, row, x, nb, n, t0, y, ldy);
@@ -645,7 +640,7 @@ INLINE void gk_tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K 
     }
     for (int t = 0; t < NT; t++) {
         const __m256 m = acc_m[t / 2];
-        y[(size_t)t * ldy] = g4_hsum8(acc[t]) + (q5 ? summs[t] : hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m)));
+        y[(size_t)t * ldy] = g4_hsum8(acc[t]) + (q5 ? summs[t] : g4_hsum4(t & 1 ? _mm256_extractf128_ps(m, 1) : _mm256_castps256_ps128(m)));
     }
 }
 INLINE void gk_tile_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, const gk_chunk *c, int tc,

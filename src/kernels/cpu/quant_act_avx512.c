@@ -1,6 +1,7 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
- * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), inputs of 12 or more rows
- * (prefill, batched decode) over Q4_K / Q6_K; bit-identical to the AVX2 tiles (quant_act_avx2.c)
+ * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
+ * inputs of 12 or more rows (prefill, batched decode) on chunks and the rest on their decode tiles
+ * (Q4_K's 1-3 rows); bit-identical to the AVX2 tiles (quant_act_avx2.c)
  * and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
@@ -14,8 +15,8 @@
  * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
  * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
  * fmadd chains per lane and the final trees, done for a chunk's rows at a time. A block's weights
- * are unpacked and stored for the broadcasts one block ahead of the dots that read them. K-quant
- * rows that vnni_plan gives no chunk keep the AVX2 tiles. */
+ * are unpacked and stored for the broadcasts one block ahead of the dots that read them. Q4_K
+ * inputs of 4-11 rows keep the AVX2 GEMM tiles. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include <immintrin.h>
 #include <math.h>
@@ -38,8 +39,8 @@ enum { TC = 16, SC = 4, KSC = 2, RG = 16 };
  * on 256-bit registers (pad8 to 8 rows, padded; 0 for none); [t8, T) the rest. Over the 32-weight
  * blocks the rest (at most DEC_MAX_ROWS rows) take the decode tiles below, and a padded 16-row
  * chunk costs about what 10 rows take on an 8-row chunk and those; over the K-quants the rest take
- * the AVX2 tiles, which run near the rate of a 256-bit VNNI kernel (62-66 against 59-70 GMAC/s at
- * 8 rows), so those take no 8-row chunks and pad from 12 rows. */
+ * their decode tiles (or the AVX2 tiles), which run near the rate of a 256-bit VNNI chunk (62-66
+ * against 59-70 GMAC/s at 8 rows), so those take no 8-row chunks and pad from 12 rows. */
 enum { DEC_MAX_ROWS = 6 };
 static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
     const int r = T % TC;
@@ -418,7 +419,139 @@ void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n
     else gemm(G4_ACT_K_IQ4_NL, 18, g4_mmq_iq4_nl_avx2, xq, T, K, w, n0, n1, y, ldy);
 }
 
-/* Q4_K or Q6_K (dt): the first rows short of a chunk through the AVX2 entry, the rest in chunks */
+/* ---------------------------------------------------------------- K-quant decode tiles */
+
+/* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q6_K: one weight row
+ * against up to KD_NT activation rows with the weights in the lanes — a 512-bit register holds 64
+ * of the row's quants, the activation row's 64 bytes sit at the same positions. Per 64 weights and
+ * row one vpdpbusd gives the dword sums of two 32-weight vectors (lanes 0-7 and 8-15; each ggml's
+ * maddubs + madd sum of 4 products, at most 4 * 63 * 128 so it fits 16 bits) and one vpdpwssd
+ * scales them by their sub-block scales (each dword's low 16 bits; the high ones zero) into the
+ * row's total; the total's two halves added (exact integers) are ggml's 8-lane sumi, and the
+ * float chain from there is the AVX2 tiles' (tile_k45, tile_q6_k): bit-identical to them. */
+enum { KD_NT = 6 };
+
+/* lanes 0-7 index a, 8-15 index b (the scales of the two vectors sharing a register) */
+AI __m512i pair_index(int a, int b) {
+    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
+}
+
+AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+    const __m512i m4z = _mm512_set1_epi8(0x0F);
+    __m256 acc[KD_NT];
+    __m128 acc_m[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 144;
+        g4_prefetch_ahead(b, 144);
+        const float dw = g4_ld_f16(b), dmw = g4_ld_f16(b + 2);
+        uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
+        g4_q4_k_scales(b + 4, utmp);
+        const __m128i sm = _mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]);
+        const __m512i sc = _mm512_cvtepu8_epi32(sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
+        __m512i sumi[KD_NT];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {   /* weights 64j..64j+63: sub-blocks 2j (low nibbles), 2j + 1 */
+            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j)));
+            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4z);
+            const __m512i s = _mm512_permutexvar_epi32(pair_index(2 * j, 2 * j + 1), sc);
+            for (int t = 0; t < NT; t++) {
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
+                                                      _mm512_loadu_si512(x[(size_t)(t0 + t) * nb + i].qs + 64 * j));
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], p, s);
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(_mm_madd_epi16(mins, q8s)), acc_m[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]) + g4_hsum4(acc_m[t]);
+}
+
+/* Q6_K: a register holds quant vectors k and k + 1 of a half (64 weights, the activation's 64
+ * bytes in a row), lane l of vector k scaled by sc[8j + 2k + (l >= 4)]; the -32 as tile_q6_k's */
+AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+    const __m512i m15 = _mm512_set1_epi8(15), lo16 = _mm512_set1_epi32(0xFFFF);
+    /* vectors (k, k + 1) = (0, 1): (qh & 3) << 4, (qh & 12) << 2; (2, 3): qh & 48, (qh & 192) >> 2 */
+    const __m512i hm01 = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi8(3), _mm512_set1_epi8(12)),
+                  hm23 = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi8(48), _mm512_set1_epi8(-64)),
+                  sh01 = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi16(4), _mm512_set1_epi16(2)),
+                  sh23 = _mm512_mask_blend_epi32(0xFF00, _mm512_setzero_si512(), _mm512_set1_epi16(2));
+    __m256 acc[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 210;
+        g4_prefetch_ahead(b, 210);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(sc8), lo16);   /* signed, in 16 bits */
+        __m512i sumi[KD_NT];
+        __m256i s8[KD_NT];
+        for (int t = 0; t < NT; t++) {
+            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)x[(size_t)(t0 + t) * nb + i].bsums);
+            s8[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(q8sums, scales_16), 5));
+            sumi[t] = _mm512_setzero_si512();
+        }
+        for (int j = 0; j < 2; j++) {
+            const __m512i L = _mm512_loadu_si512(b + 64 * j);   /* ql of vectors k = 0 | 1 */
+            const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * j)));
+            for (int kk = 0; kk < 4; kk += 2) {
+                const __m512i lo = kk ? _mm512_and_si512(_mm512_srli_epi16(L, 4), m15) : _mm512_and_si512(L, m15);
+                const __m512i hi = kk ? _mm512_srlv_epi16(_mm512_and_si512(H, hm23), sh23)
+                                      : _mm512_sllv_epi16(_mm512_and_si512(H, hm01), sh01);
+                const __m512i q = _mm512_or_si512(lo, hi);
+                const __m512i s = _mm512_permutexvar_epi32(
+                    _mm512_add_epi32(_mm512_set1_epi32(8 * j + 2 * kk), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), sc);
+                for (int t = 0; t < NT; t++) {
+                    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
+                                                          _mm512_loadu_si512(x[(size_t)(t0 + t) * nb + i].qs + 128 * j + 32 * kk));
+                    sumi[t] = _mm512_dpwssd_epi32(sumi[t], p, s);
+                }
+            }
+        }
+        const float d = g4_ld_f16(b + 208);
+        for (int t = 0; t < NT; t++) {
+            const __m256i tot = _mm256_add_epi32(s8[t], _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1)));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * d), _mm256_cvtepi32_ps(tot), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
+}
+
+/* T (< 12) activation rows x weight rows [n0, n1): weight rows in groups of 8 held in cache while
+ * the activation rows pass over them in even chunks of at most KD_NT */
+#define KDEC_CASE(TILE, NT) case NT: TILE(NT, row, xq, nb, t0, y + n, ldy); break;
+#define KDEC_ROWS(NAME, TILE, BB)                                                                        \
+    static void NAME(const g4_block_q8_K *xq, int T, int nb, const void *w, int n0, int n1, float *y, int ldy) { \
+        const size_t rb = (size_t)nb * BB;                                                               \
+        const int nch = (T + KD_NT - 1) / KD_NT;                                                         \
+        for (int g0 = n0; g0 < n1; g0 += 8) {                                                            \
+            const int g1 = g0 + 8 < n1 ? g0 + 8 : n1;                                                    \
+            for (int c = 0, t0 = 0; c < nch; c++) {                                                      \
+                const int tn = (T - t0) / (nch - c);                                                     \
+                for (int n = g0; n < g1; n++) {                                                          \
+                    const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;                            \
+                    switch (tn) {                                                                        \
+                        KDEC_CASE(TILE, 1) KDEC_CASE(TILE, 2) KDEC_CASE(TILE, 3) KDEC_CASE(TILE, 4)      \
+                        KDEC_CASE(TILE, 5) default: TILE(KD_NT, row, xq, nb, t0, y + n, ldy); break;     \
+                    }                                                                                    \
+                }                                                                                        \
+                t0 += tn;                                                                                \
+            }                                                                                            \
+        }                                                                                                \
+    }
+KDEC_ROWS(kdec_rows_q4_k, kdec_q4_k, 144)
+KDEC_ROWS(kdec_rows_q6_k, kdec_q6_k, 210)
+
+/* Q4_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from 4
+ * rows, and every row where the chunks' scratch is missing, through the AVX2 entry), the rest in
+ * chunks */
 static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int q4_k = dt == G4_DT_Q4_K, nb = K / 256;
     const size_t bb = q4_k ? 144 : 210;
@@ -427,8 +560,16 @@ static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int 
     vnni_plan(T, 12, 0, &tv, NULL);   /* no 8-row chunks over the K-quants */
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
     const int t_avx2 = chunks ? tv : 0;
-    if (t_avx2 < T)
-        avx2((const g4_block_q8_K *)xq + (size_t)t_avx2 * nb, T - t_avx2, K, w, n0, n1, y + (size_t)t_avx2 * ldy, ldy);
+    if (t_avx2 < T) {
+        const g4_block_q8_K *xr = (const g4_block_q8_K *)xq + (size_t)t_avx2 * nb;
+        float *yr = y + (size_t)t_avx2 * ldy;
+        /* Q4_K from 4 rows: the AVX2 GEMM tiles, whose per-row work a block (the mins, the scales)
+         * is gathered once a call, ran faster than these (one core: 0.20 against 0.24-0.27 ms at 4
+         * rows of [2048 x 1536]) */
+        if (T - t_avx2 >= 12 || (q4_k && T - t_avx2 >= 4)) avx2(xr, T - t_avx2, K, w, n0, n1, yr, ldy);
+        else if (q4_k) kdec_rows_q4_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy);
+        else kdec_rows_q6_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy);
+    }
     if (!chunks) return;
     T = tv;
     const size_t rb = (size_t)nb * bb, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;

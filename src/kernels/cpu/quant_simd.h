@@ -21,6 +21,13 @@ static inline __attribute__((always_inline)) float g4_hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* The 4 lanes summed as ggml's Q4_K dot sums its mins' lanes: (0 + 2, 1 + 3), then the two */
+static inline __attribute__((always_inline)) float g4_hsum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
 /* Stores the compiler cannot see through, so that the loads after them stay loads: a widening
  * from memory (vpmovzxbd m64) or a broadcast from memory (vbroadcastss m32, vpbroadcastd) runs on the load
  * ports, where the same operation out of the register just stored takes a shuffle uop */

@@ -151,6 +151,7 @@ static void x512_init(void) {
         x512.avx512_table.matmul_q8[G4_DT_Q5_0] = g4_mmq_q5_0_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_Q4_K] = g4_mmq_q4_k_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_Q6_K] = g4_mmq_q6_k_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_Q5_K] = g4_mmq_q5_k_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_IQ4_NL] = g4_mmq_iq4_nl_avx512vnni;
     }
     x512.avx512_table.x_mr = G4_AVX512_XMR;

@@ -1,7 +1,7 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
  * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
  * inputs of 12 or more rows (prefill, batched decode) on chunks and the rest on their decode tiles
- * (Q4_K's 1-3 rows); bit-identical to the AVX2 tiles (quant_act_avx2.c)
+ * (Q4_K's 1-3 rows), every input over Q5_K on its decode tiles; bit-identical to the AVX2 tiles (quant_act_avx2.c)
  * and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
@@ -436,25 +436,36 @@ AI __m512i pair_index(int a, int b) {
     return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
 }
 
-AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
-    const __m512i m4z = _mm512_set1_epi8(0x0F);
+/* Q4_K / Q5_K (q5): a register holds sub-blocks 2j (low nibbles) and 2j + 1 (high), Q5_K's fifth
+ * bits (bits 2j / 2j + 1 of qh) added as 16; the mins as tile_k45's (Q4_K a 4-lane fmadd, Q5_K an
+ * integer sum into one scalar fmadd a block) */
+AI void kdec_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+    const size_t bb = q5 ? 176 : 144;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
     __m256 acc[KD_NT];
     __m128 acc_m[KD_NT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm_setzero_ps();
+    float summs[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm_setzero_ps(), summs[t] = 0.0f;
     for (int i = 0; i < nb; i++) {
-        const uint8_t *b = row + (size_t)i * 144;
-        g4_prefetch_ahead(b, 144);
+        const uint8_t *b = row + (size_t)i * bb;
+        g4_prefetch_ahead(b, bb);
         const float dw = g4_ld_f16(b), dmw = g4_ld_f16(b + 2);
         uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
         g4_q4_k_scales(b + 4, utmp);
         const __m128i sm = _mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]);
         const __m512i sc = _mm512_cvtepu8_epi32(sm);
         const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
+        const __m512i hb = q5 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16))) : _mm512_setzero_si512();
         __m512i sumi[KD_NT];
         for (int t = 0; t < NT; t++) sumi[t] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {   /* weights 64j..64j+63: sub-blocks 2j (low nibbles), 2j + 1 */
-            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j)));
-            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4z);
+            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + (q5 ? 48 : 16) + 32 * j)));
+            __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4);
+            if (q5) {   /* bit 2j of qh for the low half, 2j + 1 for the high one, as 16 */
+                const __m512i h = _mm512_and_si512(_mm512_mask_srli_epi16(_mm512_srli_epi16(hb, 2 * j), 0xFFFF0000u,
+                                                                          _mm512_srli_epi16(hb, 2 * j), 1), one);
+                q = _mm512_or_si512(q, _mm512_slli_epi16(h, 4));
+            }
             const __m512i s = _mm512_permutexvar_epi32(pair_index(2 * j, 2 * j + 1), sc);
             for (int t = 0; t < NT; t++) {
                 const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
@@ -464,14 +475,26 @@ AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
         }
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
             const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
             const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
-            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(_mm_madd_epi16(mins, q8s)), acc_m[t]);
+            const __m128i prod = _mm_madd_epi16(mins, q8s);
+            if (q5) {
+                const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+                summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
+            } else {
+                acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
+            }
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]) + g4_hsum4(acc_m[t]);
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]) + (q5 ? summs[t] : g4_hsum4(acc_m[t]));
+}
+AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+    kdec_k45(0, NT, row, x, nb, t0, y, ldy);
+}
+AI void kdec_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+    kdec_k45(1, NT, row, x, nb, t0, y, ldy);
 }
 
 /* Q6_K: a register holds quant vectors k and k + 1 of a half (64 weights, the activation's 64
@@ -548,6 +571,7 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
     }
 KDEC_ROWS(kdec_rows_q4_k, kdec_q4_k, 144)
 KDEC_ROWS(kdec_rows_q6_k, kdec_q6_k, 210)
+KDEC_ROWS(kdec_rows_q5_k, kdec_q5_k, 176)
 
 /* Q4_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from 4
  * rows, and every row where the chunks' scratch is missing, through the AVX2 entry), the rest in
@@ -596,4 +620,9 @@ void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 }
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     kgemm(G4_DT_Q6_K, xq, T, K, w, n0, n1, y, ldy);
+}
+
+/* Q5_K: every input on the decode tiles (it has no chunk kernel) */
+void g4_mmq_q5_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kdec_rows_q5_k(xq, T, K / 256, w, n0, n1, y, ldy);
 }

@@ -310,15 +310,7 @@ INLINE void tile_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x,
         __m256i sumi[4];
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
-            const __m128i prod = _mm_madd_epi16(mins, q8s);
-            if (q5) {
-                const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-                summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
-            } else {
-                acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
-            }
+            g4_k45_mins(q5, mins, yb, dmw, &acc_m[t], &summs[t]);
             sumi[t] = _mm256_setzero_si256();
         }
         const __m256i hbits = q5 ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();

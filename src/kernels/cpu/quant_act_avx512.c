@@ -475,15 +475,7 @@ AI void kdec_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int
         }
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-            const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
-            const __m128i prod = _mm_madd_epi16(mins, q8s);
-            if (q5) {
-                const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-                summs[t] = fmaf(-yb->d * dmw, (float)_mm_cvtsi128_si32(hs), summs[t]);
-            } else {
-                acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmw), _mm_cvtepi32_ps(prod), acc_m[t]);
-            }
+            g4_k45_mins(q5, mins, yb, dmw, &acc_m[t], &summs[t]);
             const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
         }

@@ -1,15 +1,17 @@
 /* quant_act_blocks_avx2.h — a 32-weight block (Q8_0 / Q4_0 / Q5_0 / IQ4_NL; Q4_1 / Q5_1 unsigned) as its 32 quants, the
  * operand of the int8-activation dots (--act-q8), exactly as ggml's x86 vec_dot kernels unpack it,
- * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does).
- * Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI GEMM (quant_act_avx512.c);
+ * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does), and the Q4_K / Q5_K dots' mins
+ * term. Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI kernels (quant_act_avx512.c);
  * include after <immintrin.h> in a file built with AVX2. */
 #ifndef G4_QUANT_ACT_BLOCKS_AVX2_H
 #define G4_QUANT_ACT_BLOCKS_AVX2_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cpu/quant.h"
 #include "kernels/cpu/quant_simd.h"
 
 /* IQ4_NL twice: its blocks summed in one accumulator (llama.cpp's prefill, tinyBLAS) or in two
@@ -41,6 +43,22 @@ static inline __attribute__((always_inline)) __m256i g4_act_unpack32_avx2(int ki
     bits = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
     if (kind == G4_ACT_K_Q5_1) return _mm256_or_si256(nib, _mm256_and_si256(bits, _mm256_set1_epi8(0x10)));
     return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
+}
+
+/* ggml's mins term of a Q4_K / Q5_K block against activation block yb: its 8 mins (int16) times
+ * the activation's per-32 sums (hadd of bsums), scaled by -yb.d dmin; Q4_K adds the 4 products to
+ * a 4-lane vector (fmadd), Q5_K their integer sum to one float (an FMA in ggml's build) */
+static inline __attribute__((always_inline)) void g4_k45_mins(int q5, __m128i mins, const g4_block_q8_K *yb, float dmin,
+                                                             __m128 *acc_m, float *summs) {
+    const __m256i q8sums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+    const __m128i prod = _mm_madd_epi16(mins, q8s);
+    if (q5) {
+        const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+        *summs = fmaf(-yb->d * dmin, (float)_mm_cvtsi128_si32(hs), *summs);
+    } else {
+        *acc_m = _mm_fmadd_ps(_mm_set1_ps(-yb->d * dmin), _mm_cvtepi32_ps(prod), *acc_m);
+    }
 }
 
 

@@ -16,7 +16,6 @@
  * operation per step, where int32 lanes took one per 8 weights), then widened by in-lane
  * shuffles (q5_0_w). */
 #pragma GCC target("avx2,fma,f16c")
-#include <limits.h>
 #include <pthread.h>
 #include <immintrin.h>
 #include <string.h>
@@ -249,25 +248,27 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
     }
 }
 
-/* gemm_above: inputs of more rows take the panel GEMM (prefill); matmul_rows's entries pass INT_MAX
- * so that any T stays row-invariant, 16 activation rows a pass. */
-#define MM_LEGACY(NAME, DT, KIND, GEMM_ABOVE)                                                              \
-    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {           \
-        g4_f16_f32_avx2_init();                                                                            \
-        if (T > (GEMM_ABOVE)) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);                    \
-        for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                        \
-            decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \
-                   n1, y + (size_t)t0 * ldy, ldy);                                                         \
+/* Any T through the decode, 16 activation rows a pass (row-invariant) */
+static void decode_rows(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    g4_f16_f32_avx2_init();
+    for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)
+        decode(kind, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, n1,
+               y + (size_t)t0 * ldy, ldy);
+}
+
+/* matmul (NAME): inputs of more than G4_QDEC_MAX_ROWS rows take the panel GEMM (prefill), its last
+ * rows and smaller inputs the decode; matmul_rows (ROWS_NAME): the decode at any T */
+#define MM_LEGACY(NAME, ROWS_NAME, DT, KIND)                                                     \
+    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        if (T > G4_QDEC_MAX_ROWS) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);      \
+        decode_rows(KIND, x, T, K, w, n0, n1, y, ldy);                                           \
+    }                                                                                            \
+    void ROWS_NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        decode_rows(KIND, x, T, K, w, n0, n1, y, ldy);                                           \
     }
-MM_LEGACY(g4_mm_q8_0_avx2_rows, G4_DT_Q8_0, G4_K32_Q8_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_q4_0_avx2_rows, G4_DT_Q4_0, G4_K32_Q4_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_q5_0_avx2_rows, G4_DT_Q5_0, G4_K32_Q5_0, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, G4_K32_Q8_0, INT_MAX)
-MM_LEGACY(g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, G4_K32_Q4_0, INT_MAX)
-MM_LEGACY(g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, G4_K32_Q5_0, INT_MAX)
-MM_LEGACY(g4_mm_iq4_nl_avx2_rows, G4_DT_IQ4_NL, G4_K32_IQ4_NL, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, G4_K32_IQ4_NL, INT_MAX)
-MM_LEGACY(g4_mm_q4_1_avx2_rows, G4_DT_Q4_1, G4_K32_Q4_1, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, G4_K32_Q4_1, INT_MAX)
-MM_LEGACY(g4_mm_q5_1_avx2_rows, G4_DT_Q5_1, G4_K32_Q5_1, G4_QDEC_MAX_ROWS)
-MM_LEGACY(g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, G4_K32_Q5_1, INT_MAX)
+MM_LEGACY(g4_mm_q8_0_avx2_rows, g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, G4_K32_Q8_0)
+MM_LEGACY(g4_mm_q4_0_avx2_rows, g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, G4_K32_Q4_0)
+MM_LEGACY(g4_mm_q5_0_avx2_rows, g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, G4_K32_Q5_0)
+MM_LEGACY(g4_mm_iq4_nl_avx2_rows, g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, G4_K32_IQ4_NL)
+MM_LEGACY(g4_mm_q4_1_avx2_rows, g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, G4_K32_Q4_1)
+MM_LEGACY(g4_mm_q5_1_avx2_rows, g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, G4_K32_Q5_1)

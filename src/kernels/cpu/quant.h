@@ -175,6 +175,8 @@ void g4_quant_legacy_avx512_init(void);   /* once, before the kernels above run 
 /* The exact 32-weight kernels' block kinds (quant_legacy_avx2.c, quant_legacy_avx512.c) and the
  * bytes of a block of each */
 enum { G4_K32_Q8_0, G4_K32_Q4_0, G4_K32_Q5_0, G4_K32_IQ4_NL, G4_K32_Q4_1, G4_K32_Q5_1 };
+/* X(name, NAME) for every kind: the kernels' per-kind entries are instantiated from this list */
+#define G4_K32_KINDS(X) X(q8_0, Q8_0) X(q4_0, Q4_0) X(q5_0, Q5_0) X(iq4_nl, IQ4_NL) X(q4_1, Q4_1) X(q5_1, Q5_1)
 static inline int g4_k32_bytes(int kind) {
     return kind == G4_K32_Q8_0 ? 34 : kind == G4_K32_Q5_0 ? 22 : kind == G4_K32_Q4_1 ? 20 : kind == G4_K32_Q5_1 ? 24 : 18;
 }

@@ -181,23 +181,20 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
 #define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, const float *pre, size_t ldp, \
                     int pf, float *y, int ldy, int add
 #define PASS_ARGS w, rb, nb, x, ldx, pre, ldp, pf, y, ldy, add
-#define SHAPES(KIND)                                                     \
-    static void pass_##KIND(int R, int TN, PASS_PARAMS) {               \
+#define SHAPES(name, NAME)                                                     \
+    static void pass_##name(int R, int TN, PASS_PARAMS) {               \
         switch (R == 4 ? -4 : R == 2 ? -2 : TN) {                         \
-        case -4: pass(KIND, 4, 1, PASS_ARGS); break;                      \
-        case -2: pass(KIND, 2, 2, PASS_ARGS); break;                      \
-        case 1: pass(KIND, 1, 1, PASS_ARGS); break;                       \
-        case 2: pass(KIND, 1, 2, PASS_ARGS); break;                       \
-        case 3: pass(KIND, 1, 3, PASS_ARGS); break;                       \
-        default: pass(KIND, 1, TG, PASS_ARGS); break;                     \
+        case -4: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;                      \
+        case -2: pass(G4_K32_##NAME, 2, 2, PASS_ARGS); break;                      \
+        case 1: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;                       \
+        case 2: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;                       \
+        case 3: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;                       \
+        default: pass(G4_K32_##NAME, 1, TG, PASS_ARGS); break;                     \
         }                                                                 \
     }
-SHAPES(G4_K32_Q8_0)
-SHAPES(G4_K32_Q4_0)
-SHAPES(G4_K32_Q5_0)
-SHAPES(G4_K32_IQ4_NL)
-SHAPES(G4_K32_Q4_1)
-SHAPES(G4_K32_Q5_1)
+G4_K32_KINDS(SHAPES)
+#define PASS_OF(name, NAME) [G4_K32_##NAME] = pass_##name,
+static void (*const pass_of[])(int, int, PASS_PARAMS) = {G4_K32_KINDS(PASS_OF)};
 
 /* The offset term of Q4_0 / Q5_0 per activation row and block: c * (x0 + x1 + x2 + x3) over the
  * block's four groups of 8 (quant_avx2.c's pre_q_0, the same operations) */
@@ -219,9 +216,7 @@ static void pre_offset(float c, const float *x, int ldx, int T, int nb, float *p
  * rows from L2 per weight row). */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int bb = g4_k32_bytes(kind);
-    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == G4_K32_Q8_0 ? pass_G4_K32_Q8_0 : kind == G4_K32_Q4_0 ? pass_G4_K32_Q4_0
-                                                 : kind == G4_K32_Q5_0 ? pass_G4_K32_Q5_0 : kind == G4_K32_IQ4_NL ? pass_G4_K32_IQ4_NL
-                                                 : kind == G4_K32_Q4_1 ? pass_G4_K32_Q4_1 : pass_G4_K32_Q5_1;
+    void (*const pass_fn)(int, int, PASS_PARAMS) = pass_of[kind];
     const int nb = K / 32, seg = NO_OFFSET(kind) ? nb : SEG;   /* no offset terms: K in one */
     const size_t rb = (size_t)nb * bb;
     for (int b0 = 0; b0 < nb; b0 += seg) {
@@ -256,19 +251,15 @@ static void decode_rows(const int kind, const float *x, int T, int K, const void
                y + (size_t)t0 * ldy, ldy);
 }
 
-/* matmul (NAME): inputs of more than G4_QDEC_MAX_ROWS rows take the panel GEMM (prefill), its last
- * rows and smaller inputs the decode; matmul_rows (ROWS_NAME): the decode at any T */
-#define MM_LEGACY(NAME, ROWS_NAME, DT, KIND)                                                     \
-    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        if (T > G4_QDEC_MAX_ROWS) n0 = g4_gemm_quant_avx2(DT, x, T, K, w, n0, n1, y, ldy);      \
-        decode_rows(KIND, x, T, K, w, n0, n1, y, ldy);                                           \
-    }                                                                                            \
-    void ROWS_NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        decode_rows(KIND, x, T, K, w, n0, n1, y, ldy);                                           \
+/* matmul (g4_mm_*_avx2_rows): inputs of more than G4_QDEC_MAX_ROWS rows take the panel GEMM
+ * (prefill), its last rows and smaller inputs the decode; matmul_rows (g4_mm_rows_*_avx2): the
+ * decode at any T */
+#define MM_LEGACY(name, NAME)                                                                                   \
+    void g4_mm_##name##_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        if (T > G4_QDEC_MAX_ROWS) n0 = g4_gemm_quant_avx2(G4_DT_##NAME, x, T, K, w, n0, n1, y, ldy);           \
+        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                 \
+    }                                                                                                           \
+    void g4_mm_rows_##name##_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                 \
     }
-MM_LEGACY(g4_mm_q8_0_avx2_rows, g4_mm_rows_q8_0_avx2, G4_DT_Q8_0, G4_K32_Q8_0)
-MM_LEGACY(g4_mm_q4_0_avx2_rows, g4_mm_rows_q4_0_avx2, G4_DT_Q4_0, G4_K32_Q4_0)
-MM_LEGACY(g4_mm_q5_0_avx2_rows, g4_mm_rows_q5_0_avx2, G4_DT_Q5_0, G4_K32_Q5_0)
-MM_LEGACY(g4_mm_iq4_nl_avx2_rows, g4_mm_rows_iq4_nl_avx2, G4_DT_IQ4_NL, G4_K32_IQ4_NL)
-MM_LEGACY(g4_mm_q4_1_avx2_rows, g4_mm_rows_q4_1_avx2, G4_DT_Q4_1, G4_K32_Q4_1)
-MM_LEGACY(g4_mm_q5_1_avx2_rows, g4_mm_rows_q5_1_avx2, G4_DT_Q5_1, G4_K32_Q5_1)
+G4_K32_KINDS(MM_LEGACY)

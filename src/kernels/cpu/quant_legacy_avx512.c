@@ -176,34 +176,29 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
  * activation vector 4), 1 weight row for a range's last rows */
 #define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, int pf, float *y, int ldy
 #define PASS_ARGS w, rb, nb, x, ldx, pf, y, ldy
-#define SHAPES(KIND)                                                            \
-    static void pass_##KIND(int R, int TN, PASS_PARAMS) {                      \
+#define SHAPES(name, NAME)                                                            \
+    static void pass_##name(int R, int TN, PASS_PARAMS) {                      \
         switch ((R == 4 ? 0 : 4) + TN) {                                         \
-        case 1: pass(KIND, 4, 1, PASS_ARGS); break;                              \
-        case 2: pass(KIND, 4, 2, PASS_ARGS); break;                              \
-        case 3: pass(KIND, 4, 3, PASS_ARGS); break;                              \
-        case 4: pass(KIND, 4, 4, PASS_ARGS); break;                              \
-        case 5: pass(KIND, 1, 1, PASS_ARGS); break;                              \
-        case 6: pass(KIND, 1, 2, PASS_ARGS); break;                              \
-        case 7: pass(KIND, 1, 3, PASS_ARGS); break;                              \
-        default: pass(KIND, 1, 4, PASS_ARGS); break;                             \
+        case 1: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;                              \
+        case 2: pass(G4_K32_##NAME, 4, 2, PASS_ARGS); break;                              \
+        case 3: pass(G4_K32_##NAME, 4, 3, PASS_ARGS); break;                              \
+        case 4: pass(G4_K32_##NAME, 4, 4, PASS_ARGS); break;                              \
+        case 5: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;                              \
+        case 6: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;                              \
+        case 7: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;                              \
+        default: pass(G4_K32_##NAME, 1, 4, PASS_ARGS); break;                             \
         }                                                                        \
     }
-SHAPES(G4_K32_Q8_0)
-SHAPES(G4_K32_Q4_0)
-SHAPES(G4_K32_Q5_0)
-SHAPES(G4_K32_IQ4_NL)
-SHAPES(G4_K32_Q4_1)
-SHAPES(G4_K32_Q5_1)
+G4_K32_KINDS(SHAPES)
+#define PASS_OF(name, NAME) [G4_K32_##NAME] = pass_##name,
+static void (*const pass_of[])(int, int, PASS_PARAMS) = {G4_K32_KINDS(PASS_OF)};
 
 /* Rows [n0, n1) x T (<= G4_QDEC_MAX_ROWS) activation rows. Inputs of more than TG rows go per
  * chunk of NC weight rows, each pass of up to TG activation rows over the whole chunk: the first
  * pass reads the chunk from memory, the others find it in cache. */
 static void decode(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int bb = g4_k32_bytes(kind);
-    void (*const pass_fn)(int, int, PASS_PARAMS) = kind == G4_K32_Q8_0 ? pass_G4_K32_Q8_0 : kind == G4_K32_Q4_0 ? pass_G4_K32_Q4_0
-                                                 : kind == G4_K32_Q5_0 ? pass_G4_K32_Q5_0 : kind == G4_K32_IQ4_NL ? pass_G4_K32_IQ4_NL
-                                                 : kind == G4_K32_Q4_1 ? pass_G4_K32_Q4_1 : pass_G4_K32_Q5_1;
+    void (*const pass_fn)(int, int, PASS_PARAMS) = pass_of[kind];
     const int nb = K / 32;
     const size_t rb = (size_t)nb * bb;
     const int nc_rows = T > TG ? NC : n1 - n0;
@@ -222,21 +217,17 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
     }
 }
 
-/* matmul: inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry (its panel GEMM, as the
- * avx512 table's matmul_xp's last rows do); matmul_rows: any T, 16 activation rows a call */
-#define MM_LEGACY(NAME, ROWS_NAME, KIND, AVX2)                                                          \
-    void NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {        \
-        if (T > G4_QDEC_MAX_ROWS) AVX2(x, T, K, w, n0, n1, y, ldy);                                     \
-        else if (n0 < n1) decode(KIND, x, T, K, w, n0, n1, y, ldy);                                     \
-    }                                                                                                   \
-    void ROWS_NAME(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {   \
-        for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                      \
-            decode(KIND, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, \
-                   n1, y + (size_t)t0 * ldy, ldy);                                                      \
+/* matmul (g4_mm_*_avx512): inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry (its
+ * panel GEMM, as the avx512 table's matmul_xp's last rows do); matmul_rows (g4_mm_rows_*_avx512):
+ * any T, 16 activation rows a call */
+#define MM_LEGACY(name, NAME)                                                                                \
+    void g4_mm_##name##_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        if (T > G4_QDEC_MAX_ROWS) g4_mm_##name##_avx2_rows(x, T, K, w, n0, n1, y, ldy);                       \
+        else if (n0 < n1) decode(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                  \
+    }                                                                                                         \
+    void g4_mm_rows_##name##_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                            \
+            decode(G4_K32_##NAME, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, \
+                   n0, n1, y + (size_t)t0 * ldy, ldy);                                                        \
     }
-MM_LEGACY(g4_mm_q8_0_avx512, g4_mm_rows_q8_0_avx512, G4_K32_Q8_0, g4_mm_q8_0_avx2_rows)
-MM_LEGACY(g4_mm_q4_0_avx512, g4_mm_rows_q4_0_avx512, G4_K32_Q4_0, g4_mm_q4_0_avx2_rows)
-MM_LEGACY(g4_mm_q5_0_avx512, g4_mm_rows_q5_0_avx512, G4_K32_Q5_0, g4_mm_q5_0_avx2_rows)
-MM_LEGACY(g4_mm_iq4_nl_avx512, g4_mm_rows_iq4_nl_avx512, G4_K32_IQ4_NL, g4_mm_iq4_nl_avx2_rows)
-MM_LEGACY(g4_mm_q4_1_avx512, g4_mm_rows_q4_1_avx512, G4_K32_Q4_1, g4_mm_q4_1_avx2_rows)
-MM_LEGACY(g4_mm_q5_1_avx512, g4_mm_rows_q5_1_avx512, G4_K32_Q5_1, g4_mm_q5_1_avx2_rows)
+G4_K32_KINDS(MM_LEGACY)

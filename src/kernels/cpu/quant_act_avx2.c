@@ -15,8 +15,6 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-
-
 /* ---------------------------------------------------------------- activations */
 
 /* ggml's x86 quantize_row_q8_0 / quantize_row_q8_1 (ggml-cpu/arch/x86/quants.c, AVX2 branch),

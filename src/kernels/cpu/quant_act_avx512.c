@@ -421,7 +421,8 @@ void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n
 
 /* ---------------------------------------------------------------- K-quant decode tiles */
 
-/* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q6_K: one weight row
+/* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q6_K, and every input
+ * over Q5_K (which has no chunk kernel): one weight row
  * against up to KD_NT activation rows with the weights in the lanes — a 512-bit register holds 64
  * of the row's quants, the activation row's 64 bytes sit at the same positions. Per 64 weights and
  * row one vpdpbusd gives the dword sums of two 32-weight vectors (lanes 0-7 and 8-15; each ggml's
@@ -539,7 +540,7 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
     for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
 }
 
-/* T (< 12) activation rows x weight rows [n0, n1): weight rows in groups of 8 held in cache while
+/* T activation rows x weight rows [n0, n1): weight rows in groups of 8 held in cache while
  * the activation rows pass over them in even chunks of at most KD_NT */
 #define KDEC_CASE(TILE, NT) case NT: TILE(NT, row, xq, nb, t0, y + n, ldy); break;
 #define KDEC_ROWS(NAME, TILE, BB)                                                                        \
@@ -566,8 +567,8 @@ KDEC_ROWS(kdec_rows_q6_k, kdec_q6_k, 210)
 KDEC_ROWS(kdec_rows_q5_k, kdec_q5_k, 176)
 
 /* Q4_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from 4
- * rows, and every row where the chunks' scratch is missing, through the AVX2 entry), the rest in
- * chunks */
+ * rows through the AVX2 entry, as are 12 or more where the chunks' scratch is missing), the rest
+ * in chunks */
 static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     const int q4_k = dt == G4_DT_Q4_K, nb = K / 256;
     const size_t bb = q4_k ? 144 : 210;

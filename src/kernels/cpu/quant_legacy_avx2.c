@@ -181,16 +181,16 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
 #define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, const float *pre, size_t ldp, \
                     int pf, float *y, int ldy, int add
 #define PASS_ARGS w, rb, nb, x, ldx, pre, ldp, pf, y, ldy, add
-#define SHAPES(name, NAME)                                                     \
-    static void pass_##name(int R, int TN, PASS_PARAMS) {               \
-        switch (R == 4 ? -4 : R == 2 ? -2 : TN) {                         \
-        case -4: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;                      \
-        case -2: pass(G4_K32_##NAME, 2, 2, PASS_ARGS); break;                      \
-        case 1: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;                       \
-        case 2: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;                       \
-        case 3: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;                       \
-        default: pass(G4_K32_##NAME, 1, TG, PASS_ARGS); break;                     \
-        }                                                                 \
+#define SHAPES(name, NAME)                                     \
+    static void pass_##name(int R, int TN, PASS_PARAMS) {      \
+        switch (R == 4 ? -4 : R == 2 ? -2 : TN) {              \
+        case -4: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;  \
+        case -2: pass(G4_K32_##NAME, 2, 2, PASS_ARGS); break;  \
+        case 1: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;   \
+        case 2: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;   \
+        case 3: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;   \
+        default: pass(G4_K32_##NAME, 1, TG, PASS_ARGS); break; \
+        }                                                      \
     }
 G4_K32_KINDS(SHAPES)
 #define PASS_OF(name, NAME) [G4_K32_##NAME] = pass_##name,
@@ -254,12 +254,12 @@ static void decode_rows(const int kind, const float *x, int T, int K, const void
 /* matmul (g4_mm_*_avx2_rows): inputs of more than G4_QDEC_MAX_ROWS rows take the panel GEMM
  * (prefill), its last rows and smaller inputs the decode; matmul_rows (g4_mm_rows_*_avx2): the
  * decode at any T */
-#define MM_LEGACY(name, NAME)                                                                                   \
+#define MM_LEGACY(name, NAME)                                                                                       \
     void g4_mm_##name##_avx2_rows(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        if (T > G4_QDEC_MAX_ROWS) n0 = g4_gemm_quant_avx2(G4_DT_##NAME, x, T, K, w, n0, n1, y, ldy);           \
-        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                 \
-    }                                                                                                           \
+        if (T > G4_QDEC_MAX_ROWS) n0 = g4_gemm_quant_avx2(G4_DT_##NAME, x, T, K, w, n0, n1, y, ldy);                \
+        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                     \
+    }                                                                                                               \
     void g4_mm_rows_##name##_avx2(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                 \
+        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                     \
     }
 G4_K32_KINDS(MM_LEGACY)

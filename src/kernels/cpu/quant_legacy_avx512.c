@@ -176,18 +176,18 @@ AI void pass(const int kind, const int R, const int TN, const uint8_t *w, size_t
  * activation vector 4), 1 weight row for a range's last rows */
 #define PASS_PARAMS const uint8_t *w, size_t rb, int nb, const float *x, int ldx, int pf, float *y, int ldy
 #define PASS_ARGS w, rb, nb, x, ldx, pf, y, ldy
-#define SHAPES(name, NAME)                                                            \
-    static void pass_##name(int R, int TN, PASS_PARAMS) {                      \
-        switch ((R == 4 ? 0 : 4) + TN) {                                         \
-        case 1: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;                              \
-        case 2: pass(G4_K32_##NAME, 4, 2, PASS_ARGS); break;                              \
-        case 3: pass(G4_K32_##NAME, 4, 3, PASS_ARGS); break;                              \
-        case 4: pass(G4_K32_##NAME, 4, 4, PASS_ARGS); break;                              \
-        case 5: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;                              \
-        case 6: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;                              \
-        case 7: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;                              \
-        default: pass(G4_K32_##NAME, 1, 4, PASS_ARGS); break;                             \
-        }                                                                        \
+#define SHAPES(name, NAME)                                    \
+    static void pass_##name(int R, int TN, PASS_PARAMS) {     \
+        switch ((R == 4 ? 0 : 4) + TN) {                      \
+        case 1: pass(G4_K32_##NAME, 4, 1, PASS_ARGS); break;  \
+        case 2: pass(G4_K32_##NAME, 4, 2, PASS_ARGS); break;  \
+        case 3: pass(G4_K32_##NAME, 4, 3, PASS_ARGS); break;  \
+        case 4: pass(G4_K32_##NAME, 4, 4, PASS_ARGS); break;  \
+        case 5: pass(G4_K32_##NAME, 1, 1, PASS_ARGS); break;  \
+        case 6: pass(G4_K32_##NAME, 1, 2, PASS_ARGS); break;  \
+        case 7: pass(G4_K32_##NAME, 1, 3, PASS_ARGS); break;  \
+        default: pass(G4_K32_##NAME, 1, 4, PASS_ARGS); break; \
+        }                                                     \
     }
 G4_K32_KINDS(SHAPES)
 #define PASS_OF(name, NAME) [G4_K32_##NAME] = pass_##name,
@@ -217,17 +217,22 @@ static void decode(const int kind, const float *x, int T, int K, const void *w, 
     }
 }
 
+/* Any T through the decode, 16 activation rows a call (row-invariant) */
+static void decode_rows(const int kind, const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)
+        decode(kind, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, n0, n1,
+               y + (size_t)t0 * ldy, ldy);
+}
+
 /* matmul (g4_mm_*_avx512): inputs of more than G4_QDEC_MAX_ROWS rows take the AVX2 entry (its
- * panel GEMM, as the avx512 table's matmul_xp's last rows do); matmul_rows (g4_mm_rows_*_avx512):
- * any T, 16 activation rows a call */
-#define MM_LEGACY(name, NAME)                                                                                \
-    void g4_mm_##name##_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        if (T > G4_QDEC_MAX_ROWS) g4_mm_##name##_avx2_rows(x, T, K, w, n0, n1, y, ldy);                       \
-        else if (n0 < n1) decode(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                  \
-    }                                                                                                         \
+ * panel GEMM, as the avx512 table's matmul_xp's last rows do), the rest the decode; matmul_rows
+ * (g4_mm_rows_*_avx512): the decode at any T */
+#define MM_LEGACY(name, NAME)                                                                                       \
+    void g4_mm_##name##_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {      \
+        if (T > G4_QDEC_MAX_ROWS) g4_mm_##name##_avx2_rows(x, T, K, w, n0, n1, y, ldy);                            \
+        else decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                               \
+    }                                                                                                               \
     void g4_mm_rows_##name##_avx512(const float *x, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
-        for (int t0 = 0; t0 < T && n0 < n1; t0 += G4_QDEC_MAX_ROWS)                                            \
-            decode(G4_K32_##NAME, x + (size_t)t0 * K, T - t0 < G4_QDEC_MAX_ROWS ? T - t0 : G4_QDEC_MAX_ROWS, K, w, \
-                   n0, n1, y + (size_t)t0 * ldy, ldy);                                                        \
+        decode_rows(G4_K32_##NAME, x, T, K, w, n0, n1, y, ldy);                                                    \
     }
 G4_K32_KINDS(MM_LEGACY)

@@ -153,6 +153,9 @@ static void x512_init(void) {
         x512.avx512_table.matmul_q8[G4_DT_Q6_K] = g4_mmq_q6_k_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_Q5_K] = g4_mmq_q5_k_avx512vnni;
         x512.avx512_table.matmul_q8[G4_DT_IQ4_NL] = g4_mmq_iq4_nl_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_IQ4_XS] = g4_mmq_iq4_xs_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_Q3_K] = g4_mmq_q3_k_avx512vnni;
+        x512.avx512_table.matmul_q8[G4_DT_Q2_K] = g4_mmq_q2_k_avx512vnni;
     }
     x512.avx512_table.x_mr = G4_AVX512_XMR;
     const g4_kernels *base = &x512.avx512_table;

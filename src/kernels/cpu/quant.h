@@ -46,15 +46,7 @@ static inline int g4_iq4_xs_scale(const uint8_t *blk, int ib) {
 /* Q3_K sub-block s's six-bit scale (s < 16) from the block's packed scales[12]; the weights are
  * d (sc - 32) q (quant_ref.c) */
 int g4_q3_k_scale(const uint8_t *scales, int s);
-/* All 16 of them as the 16 bytes of s (ggml's kmask unpacking, four words at a time) */
-static inline void g4_q3_k_scales(const uint8_t *sc12, uint32_t s[4]) {
-    uint32_t a[3];
-    memcpy(a, sc12, 12);
-    s[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);
-    s[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);
-    s[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4);
-    s[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4);
-}
+/* (all 16 at once, minus 32, in registers: g4_q3_k_scales_m32 in quant_simd.h) */
 
 /* ggml's get_scale_min_k4: the six-bit scale *d and min *m of Q4_K sub-block j from the block's
  * packed scales[12] (quant_ref.c) */
@@ -263,6 +255,9 @@ void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_q5_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_iq4_xs_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q3_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
+void g4_mmq_q2_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy);
 #define G4_QUANT_MATMULS_Q8_AVX2 NULL, NULL, NULL, g4_mmq_q8_0_avx2, g4_mmq_q4_0_avx2, g4_mmq_q5_0_avx2, g4_mmq_q4_k_avx2, \
                                  g4_mmq_q6_k_avx2, g4_mmq_q5_k_avx2, g4_mmq_iq4_xs_avx2, g4_mmq_q3_k_avx2, g4_mmq_q2_k_avx2, \
                                  g4_mmq_iq4_nl_avx2, g4_mmq_q4_1_avx2, g4_mmq_q5_1_avx2

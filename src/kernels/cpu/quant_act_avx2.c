@@ -439,9 +439,7 @@ INLINE void tile_q3_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
     for (int i = 0; i < nb; i++) {
         const uint8_t *b = row + (size_t)i * 110;
         if (t0 == 0) g4_prefetch_ahead(b, 110);   /* the first pass */
-        uint32_t s16[4];
-        g4_q3_k_scales(b + 96, s16);
-        const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s16), _mm_set1_epi8(32));
+        const __m128i sc = g4_q3_k_scales_m32(b + 96);
         const __m256i all = _mm256_cvtepi8_epi16(sc);
         const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
         const __m256i scales[2] = {_mm256_set_m128i(lo, lo), _mm256_set_m128i(hi, hi)};

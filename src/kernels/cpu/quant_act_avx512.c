@@ -1,8 +1,8 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
  * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
  * inputs of 12 or more rows (prefill, batched decode) on chunks and the rest on their decode tiles
- * (Q4_K's 1-3 rows), every input over Q5_K on its decode tiles; bit-identical to the AVX2 tiles (quant_act_avx2.c)
- * and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
+ * (Q4_K's 1-3 rows), every input over Q5_K / Q3_K / Q2_K / IQ4_XS on its decode tiles;
+ * bit-identical to the AVX2 tiles (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
  * integer sum over the bytes 4l..4l+3 of the block's vectors; acc_l += (dx * dy_t) * float(lane l);
@@ -21,6 +21,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/cpu/pack_avx2.h"
 #include "kernels/cpu/quant.h"
@@ -422,19 +423,31 @@ void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n
 /* ---------------------------------------------------------------- K-quant decode tiles */
 
 /* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q6_K, and every input
- * over Q5_K (which has no chunk kernel): one weight row
+ * over Q5_K / Q3_K / Q2_K / IQ4_XS (which have no chunk kernel): one weight row
  * against up to KD_NT activation rows with the weights in the lanes — a 512-bit register holds 64
  * of the row's quants, the activation row's 64 bytes sit at the same positions. Per 64 weights and
  * row one vpdpbusd gives the dword sums of two 32-weight vectors (lanes 0-7 and 8-15; each ggml's
  * maddubs + madd sum of 4 products, at most 4 * 63 * 128 so it fits 16 bits) and one vpdpwssd
  * scales them by their sub-block scales (each dword's low 16 bits; the high ones zero) into the
  * row's total; the total's two halves added (exact integers) are ggml's 8-lane sumi, and the
- * float chain from there is the AVX2 tiles' (tile_k45, tile_q6_k): bit-identical to them. */
+ * float chain from there is the AVX2 tiles' (tile_k45, tile_q6_k, ...): bit-identical to them.
+ * Quants that vpdpbusd cannot take as they are (signed: Q3_K's, IQ4_XS's kvalues) go in with an
+ * offset that makes them unsigned, which the dots' start takes back out (offset_starts). */
 enum { KD_NT = 6 };
 
 /* lanes 0-7 index a, 8-15 index b (the scales of the two vectors sharing a register) */
 AI __m512i pair_index(int a, int b) {
     return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
+}
+
+/* lanes 4m..4m+3 index a + m (the scales of two 16-weight halves of two vectors) */
+AI __m512i quad_index(int a) {
+    return _mm512_add_epi32(_mm512_set1_epi32(a), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+}
+
+/* 16-bit shift counts: a in the low 256 bits, b in the high ones */
+AI __m512i half_counts(int a, int b) {
+    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi16((short)a), _mm512_set1_epi16((short)b));
 }
 
 /* Q4_K / Q5_K (q5): a register holds sub-blocks 2j (low nibbles) and 2j + 1 (high), Q5_K's fifth
@@ -483,16 +496,19 @@ AI void kdec_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int
     }
     for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]) + (q5 ? summs[t] : g4_hsum4(acc_m[t]));
 }
-AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+AI void kdec_q4_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    (void)yc;
     kdec_k45(0, NT, row, x, nb, t0, y, ldy);
 }
-AI void kdec_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+AI void kdec_q5_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    (void)yc;
     kdec_k45(1, NT, row, x, nb, t0, y, ldy);
 }
 
 /* Q6_K: a register holds quant vectors k and k + 1 of a half (64 weights, the activation's 64
  * bytes in a row), lane l of vector k scaled by sc[8j + 2k + (l >= 4)]; the -32 as tile_q6_k's */
-AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, float *y, int ldy) {
+AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    (void)yc;
     const __m512i m15 = _mm512_set1_epi8(15), lo16 = _mm512_set1_epi32(0xFFFF);
     /* vectors (k, k + 1) = (0, 1): (qh & 3) << 4, (qh & 12) << 2; (2, 3): qh & 48, (qh & 192) >> 2 */
     const __m512i hm01 = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi8(3), _mm512_set1_epi8(12)),
@@ -522,8 +538,7 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
                 const __m512i hi = kk ? _mm512_srlv_epi16(_mm512_and_si512(H, hm23), sh23)
                                       : _mm512_sllv_epi16(_mm512_and_si512(H, hm01), sh01);
                 const __m512i q = _mm512_or_si512(lo, hi);
-                const __m512i s = _mm512_permutexvar_epi32(
-                    _mm512_add_epi32(_mm512_set1_epi32(8 * j + 2 * kk), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), sc);
+                const __m512i s = _mm512_permutexvar_epi32(quad_index(8 * j + 2 * kk), sc);
                 for (int t = 0; t < NT; t++) {
                     const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
                                                           _mm512_loadu_si512(x[(size_t)(t0 + t) * nb + i].qs + 128 * j + 32 * kk));
@@ -540,11 +555,151 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
     for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
 }
 
+/* Q3_K: a register holds quant vectors k and k + 1 of a half (the 2-bit parts of its 32 qs bytes,
+ * the hmask bit as 4: q + 4 in 0..7, unsigned), the activation's 64 bytes in a row; the dots
+ * start from yc = -4 times each dword's sum of 4 activation bytes, so each dword is ggml's 4
+ * products of q (its two maddubs and subtraction); lane l of vector k is scaled by
+ * sc[8j + 2k + (l >= 4)] - 32 */
+AI void kdec_q3_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), lo16 = _mm512_set1_epi32(0xFFFF);
+    __m256 acc[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 110;
+        g4_prefetch_ahead(b, 110);
+        const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(g4_q3_k_scales_m32(b + 96)), lo16);   /* signed, in 16 bits */
+        const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b));
+        __m512i sumi[KD_NT];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 2; j++) {
+            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j)));
+            const __m512i b02 = _mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 2);   /* vector k's bits at 0, k + 1's */
+            for (int kk = 0; kk < 4; kk += 2) {
+                const int hbit = 4 * j + kk;   /* vector k's hmask bit; k + 1's the next, each moved to bit 2 */
+                const __m512i hb = hbit >= 2 ? _mm512_srlv_epi16(hm, half_counts(hbit - 2, hbit - 1))
+                                             : _mm512_sllv_epi16(hm, half_counts(2 - hbit, 1 - hbit));
+                const __m512i q = _mm512_ternarylogic_epi32(kk ? _mm512_srli_epi16(b02, 4) : b02, m3,
+                                                            _mm512_and_si512(hb, four), 0xEA);   /* (A & B) | C */
+                const __m512i s = _mm512_permutexvar_epi32(quad_index(8 * j + 2 * kk), sc);
+                for (int t = 0; t < NT; t++) {
+                    const size_t xi = (size_t)(t0 + t) * nb + i;
+                    const __m512i p = _mm512_dpbusd_epi32(yc[xi * 4 + 2 * j + kk / 2], q, _mm512_loadu_si512(x[xi].qs + 128 * j + 32 * kk));
+                    sumi[t] = _mm512_dpwssd_epi32(sumi[t], p, s);
+                }
+            }
+        }
+        const float dw = g4_ld_f16(b + 108);
+        for (int t = 0; t < NT; t++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
+}
+
+/* Q2_K: as Q3_K's registers, the quants' 2 bits unsigned (no offset); first the mins' products
+ * with the activation's 16-sums, as tile_q2_k */
+AI void kdec_q2_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    (void)yc;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m256 acc[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 84;
+        g4_prefetch_ahead(b, 84);
+        const __m128i ms = _mm_loadu_si128((const __m128i *)b), m4 = _mm_set1_epi8(0xF);
+        const __m256i mins = _mm256_cvtepi8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_and_si128(ms, m4));
+        const float dw = g4_ld_f16(b + 80), dmw = g4_ld_f16(b + 82);
+        __m512i sumi[KD_NT];
+        for (int t = 0; t < NT; t++) {
+            const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
+            const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)yb->bsums));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-yb->d * dmw), _mm256_cvtepi32_ps(prod), acc[t]);
+            sumi[t] = _mm512_setzero_si512();
+        }
+        for (int j = 0; j < 2; j++) {
+            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j)));
+            for (int kk = 0; kk < 4; kk += 2) {
+                const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bits, half_counts(2 * kk, 2 * kk + 2)), m3);
+                const __m512i s = _mm512_permutexvar_epi32(quad_index(8 * j + 2 * kk), sc);
+                for (int t = 0; t < NT; t++) {
+                    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
+                                                          _mm512_loadu_si512(x[(size_t)(t0 + t) * nb + i].qs + 128 * j + 32 * kk));
+                    sumi[t] = _mm512_dpwssd_epi32(sumi[t], p, s);
+                }
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
+}
+
+/* IQ4_XS: a register holds sub-blocks ib and ib + 1 (each 16 low nibbles, then 16 high, as
+ * ggml's vectors), looked up as kvalue + 128 (unsigned); the dots start from yc = -128 times each
+ * dword's activation sum, so each dword is the 4 products of the kvalues (ggml's maddubs of
+ * |kvalue| and the signed activation, then madd), at most 4 * 127 * 128: past 16 bits, so the
+ * sub-block scales ls - 32 multiply the dwords (vpmulld) */
+AI void kdec_iq4_xs(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, int t0, const __m512i *yc, float *y, int ldy) {
+    const __m512i m4 = _mm512_set1_epi8(0xF),
+                  kvu = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), _mm_set1_epi8((char)0x80)));
+    const __m512i halves = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);   /* 128-bit lanes v1 v1 v2 v2 */
+    __m256 acc[KD_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *b = row + (size_t)i * 136;
+        g4_prefetch_ahead(b, 136);
+        /* ls_ib - 32 in lane ib: the low 4 bits from scales_l (two a byte), the high 2 from scales_h */
+        int32_t sl;
+        memcpy(&sl, b + 4, 4);
+        const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi32_si128(sl)),
+                                                                                          _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)),
+                                                              _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                                            _mm256_set1_epi32(0xF));
+        const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b[2] | b[3] << 8), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                            _mm256_set1_epi32(3));
+        const __m512i sc = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32)));
+        __m512i sumi[KD_NT];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const __m512i v = _mm512_permutexvar_epi64(halves, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 8 + 16 * ib))));
+            const __m512i q = _mm512_shuffle_epi8(kvu, _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), m4));
+            const __m512i s = _mm512_permutexvar_epi32(pair_index(ib, ib + 1), sc);
+            for (int t = 0; t < NT; t++) {
+                const size_t xi = (size_t)(t0 + t) * nb + i;
+                const __m512i p = _mm512_dpbusd_epi32(yc[xi * 4 + ib / 2], q, _mm512_loadu_si512(x[xi].qs + 32 * ib));
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(p, s));
+            }
+        }
+        const float dw = g4_ld_f16(b);
+        for (int t = 0; t < NT; t++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[(size_t)(t0 + t) * nb + i].d), _mm256_cvtepi32_ps(s8), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ldy] = g4_hsum8(acc[t]);
+}
+
+/* The dots' start for the quants stored with an offset of mul (Q3_K 4, IQ4_XS 128): -mul times
+ * each dword's sum of 4 activation bytes, per row t, block i and 64-byte register r at
+ * yc[(t * nb + i) * 4 + r] */
+static void offset_starts(const g4_block_q8_K *x, int T, int nb, int mul, __m512i *yc) {
+    const __m512i m = _mm512_set1_epi8((char)mul);
+    for (size_t i = 0; i < (size_t)T * nb; i++)
+        for (int r = 0; r < 4; r++)
+            yc[i * 4 + r] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), m, _mm512_loadu_si512(x[i].qs + 64 * r)));
+}
+
 /* T activation rows x weight rows [n0, n1): weight rows in groups of 8 held in cache while
  * the activation rows pass over them in even chunks of at most KD_NT */
-#define KDEC_CASE(TILE, NT) case NT: TILE(NT, row, xq, nb, t0, y + n, ldy); break;
+#define KDEC_CASE(TILE, NT) case NT: TILE(NT, row, xq, nb, t0, yc, y + n, ldy); break;
 #define KDEC_ROWS(NAME, TILE, BB)                                                                        \
-    static void NAME(const g4_block_q8_K *xq, int T, int nb, const void *w, int n0, int n1, float *y, int ldy) { \
+    static void NAME(const g4_block_q8_K *xq, int T, int nb, const void *w, int n0, int n1, float *y, int ldy, \
+                     const __m512i *yc) {                                                                \
         const size_t rb = (size_t)nb * BB;                                                               \
         const int nch = (T + KD_NT - 1) / KD_NT;                                                         \
         for (int g0 = n0; g0 < n1; g0 += 8) {                                                            \
@@ -555,7 +710,7 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
                     const uint8_t *row = (const uint8_t *)w + (size_t)n * rb;                            \
                     switch (tn) {                                                                        \
                         KDEC_CASE(TILE, 1) KDEC_CASE(TILE, 2) KDEC_CASE(TILE, 3) KDEC_CASE(TILE, 4)      \
-                        KDEC_CASE(TILE, 5) default: TILE(KD_NT, row, xq, nb, t0, y + n, ldy); break;     \
+                        KDEC_CASE(TILE, 5) default: TILE(KD_NT, row, xq, nb, t0, yc, y + n, ldy); break; \
                     }                                                                                    \
                 }                                                                                        \
                 t0 += tn;                                                                                \
@@ -565,6 +720,9 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
 KDEC_ROWS(kdec_rows_q4_k, kdec_q4_k, 144)
 KDEC_ROWS(kdec_rows_q6_k, kdec_q6_k, 210)
 KDEC_ROWS(kdec_rows_q5_k, kdec_q5_k, 176)
+KDEC_ROWS(kdec_rows_q3_k, kdec_q3_k, 110)
+KDEC_ROWS(kdec_rows_q2_k, kdec_q2_k, 84)
+KDEC_ROWS(kdec_rows_iq4_xs, kdec_iq4_xs, 136)
 
 /* Q4_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from 4
  * rows through the AVX2 entry, as are 12 or more where the chunks' scratch is missing), the rest
@@ -584,8 +742,8 @@ static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int 
          * is gathered once a call, ran faster than these (one core: 0.20 against 0.24-0.27 ms at 4
          * rows of [2048 x 1536]) */
         if (T - t_avx2 >= 12 || (q4_k && T - t_avx2 >= 4)) avx2(xr, T - t_avx2, K, w, n0, n1, yr, ldy);
-        else if (q4_k) kdec_rows_q4_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy);
-        else kdec_rows_q6_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy);
+        else if (q4_k) kdec_rows_q4_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
+        else kdec_rows_q6_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
     }
     if (!chunks) return;
     T = tv;
@@ -617,5 +775,23 @@ void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 
 /* Q5_K: every input on the decode tiles (it has no chunk kernel) */
 void g4_mmq_q5_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kdec_rows_q5_k(xq, T, K / 256, w, n0, n1, y, ldy);
+    kdec_rows_q5_k(xq, T, K / 256, w, n0, n1, y, ldy, NULL);
 }
+
+/* Q2_K: every input on the decode tiles */
+void g4_mmq_q2_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kdec_rows_q2_k(xq, T, K / 256, w, n0, n1, y, ldy, NULL);
+}
+
+/* Q3_K / IQ4_XS: every input on the decode tiles, their dots' starts made once a call (the AVX2
+ * entry where the scratch for them is missing) */
+#define KDEC_OFFSET(NAME, ROWS, MUL, AVX2)                                                              \
+    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {        \
+        const int nb = K / 256;                                                                        \
+        __m512i *yc = (__m512i *)g4_rows_scratch_avx2((size_t)T * nb * 4 * 16);                        \
+        if (!yc) { AVX2(xq, T, K, w, n0, n1, y, ldy); return; }                                        \
+        offset_starts(xq, T, nb, MUL, yc);                                                             \
+        ROWS(xq, T, nb, w, n0, n1, y, ldy, yc);                                                        \
+    }
+KDEC_OFFSET(g4_mmq_q3_k_avx512vnni, kdec_rows_q3_k, 4, g4_mmq_q3_k_avx2)
+KDEC_OFFSET(g4_mmq_iq4_xs_avx512vnni, kdec_rows_iq4_xs, 128, g4_mmq_iq4_xs_avx2)

@@ -164,9 +164,7 @@ AI void q5_k_unpack(const uint8_t *blk, uint8_t qb[256], float dsc[32]) {
 
 /* Q3_K's sub-block scales d (sc_s - 32), s < 16, exact in float */
 AI void q3_k_scales(const uint8_t *blk, float dsc[16]) {
-    uint32_t s[4];
-    g4_q3_k_scales(blk + 96, s);
-    const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8(32));
+    const __m128i sc = g4_q3_k_scales_m32(blk + 96);
     g4_store_opaque16f(dsc, _mm512_mul_ps(_mm512_set1_ps(g4_ld_f16(blk + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
 }
 

@@ -28,6 +28,18 @@ static inline __attribute__((always_inline)) float g4_hsum4(__m128 s) {
     return _mm_cvtss_f32(s);
 }
 
+/* Q3_K's 16 six-bit sub-block scales minus 32, as signed bytes, from the block's packed
+ * scales[12] (ggml's kmask unpacking) in registers: four words stored and read back as one
+ * vector stalled the load (store forwarding), a Q3_K decode's largest cost */
+static inline __attribute__((always_inline)) __m128i g4_q3_k_scales_m32(const uint8_t *sc12) {
+    uint32_t a2;
+    __builtin_memcpy(&a2, sc12 + 8, 4);
+    const __m128i a01 = _mm_loadl_epi64((const __m128i *)sc12);   /* words a0 a1 */
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_unpacklo_epi64(a01, a01), _mm_setr_epi32(0, 0, 4, 4)), _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)), _mm_set1_epi8(32));
+}
+
 /* Stores the compiler cannot see through, so that the loads after them stay loads: a widening
  * from memory (vpmovzxbd m64) or a broadcast from memory (vbroadcastss m32, vpbroadcastd) runs on the load
  * ports, where the same operation out of the register just stored takes a shuffle uop */

@@ -279,8 +279,8 @@ static void test_vs_ggml_avx2(void **state) {
 
 /* decode and prefill (avx2: T >= 4 runs the GEMM tiles of up to 6 activation rows, in chunks of
  * 30; avx512 with VNNI, quant_act_avx512.c vnni_plan: chunks of 16 rows, 4 (K-quants 2) a pass, a
- * last one padded from 10 rows (K-quants 12); over the 32-weight blocks 7-9 rows past them on a
- * chunk of 8 and up to 6 on the decode tiles (3 rows a tile), K-quant rows short of a chunk on
+ * last one padded from 10 rows (K-quants 12); over the 32-weight blocks 6-9 rows past them on a
+ * chunk of 8 and up to 5 on the decode tiles (3 rows a tile), K-quant rows short of a chunk on
  * the avx2 tiles): every (row, t) bit-identical to the avx2 one-row decode tile (ggml's vec_dot),
  * for T at and around the tile and chunk edges, row ranges not starting at 0, and K of 1 and 2
  * blocks (the 32-weight types also 1, 3 and 9). IQ4_NL, whose rows llama.cpp sums in another order from two rows on (tinyBLAS): each

@@ -1,5 +1,5 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
- * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-6 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
+ * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-5 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
  * inputs of 12 or more rows (prefill, batched decode) on chunks and the rest on their decode tiles
  * (Q4_K's 1-3 rows), every input over Q5_K / Q3_K / Q2_K / IQ4_XS on its decode tiles;
  * bit-identical to the AVX2 tiles (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
@@ -11,7 +11,7 @@
  * into [block][dword][t], and vpdpbusd multiplies a weight dword, broadcast, by the 16 rows' bytes,
  * 64 products per instruction where AVX2 takes two (maddubs, madd) per 32. Over the 32-weight
  * blocks the same kernels run on 256-bit registers too, 8 rows a chunk (quant_act_vnni_tiles.h
- * holds both widths), for 7-9 rows past whole chunks of 16 (vnni_plan). The integers are ggml's
+ * holds both widths), for 6-9 rows past whole chunks of 16 (vnni_plan). The integers are ggml's
  * (for the 32-weight blocks the activation bytes carry a +128 offset that the accumulator's start
  * takes back out; the K-quants' sub-block scales multiply by vpdpwssd), and so are the scales, the
  * fmadd chains per lane and the final trees, done for a chunk's rows at a time. A block's weights
@@ -39,10 +39,11 @@ enum { TC = 16, SC = 4, KSC = 2, RG = 16 };
  * [0, t16) chunks of 16 rows, a last one of pad16 or more rows padded; [t16, t8) one chunk of 8 rows
  * on 256-bit registers (pad8 to 8 rows, padded; 0 for none); [t8, T) the rest. Over the 32-weight
  * blocks the rest (at most DEC_MAX_ROWS rows) take the decode tiles below, and a padded 16-row
- * chunk costs about what 10 rows take on an 8-row chunk and those; over the K-quants the rest take
+ * chunk costs about what 10 rows take on an 8-row chunk and those, a padded 8-row chunk what 6 take
+ * on the decode tiles (0.39 against 0.43-0.49 ms over Q4_0 / IQ4_NL; Q8_0 even); over the K-quants the rest take
  * their decode tiles (or the AVX2 tiles), which run near the rate of a 256-bit VNNI chunk (62-66
  * against 59-70 GMAC/s at 8 rows), so those take no 8-row chunks and pad from 12 rows. */
-enum { DEC_MAX_ROWS = 6 };
+enum { DEC_MAX_ROWS = 5 };
 static void vnni_plan(int T, int pad16, int pad8, int *t16, int *t8) {
     const int r = T % TC;
     *t16 = r >= pad16 ? T : T - r;
@@ -395,7 +396,7 @@ AI void gemm(int kind, size_t bb, g4_matmul_q8_fn avx2, const void *xq, int T, i
     const size_t xb = (size_t)nb * G4_Q8_0_BYTES;
     if (T <= DEC_MAX_ROWS) { dec_rows(kind, bb, xq, xb, T, nb, w, n0, n1, y, ldy); return; }
     int t16, t8;
-    vnni_plan(T, 10, 7, &t16, &t8);
+    vnni_plan(T, 10, 6, &t16, &t8);
     uint8_t *chunks = (uint8_t *)g4_rows_scratch_avx2((size_t)SC * nb * CHUNK_BLOCK_BYTES_w16 / 4);
     if (!chunks) { avx2(xq, T, K, w, n0, n1, y, ldy); return; }   /* out of memory: the AVX2 tiles need none */
     if (t8 < T) dec_rows(kind, bb, (const uint8_t *)xq + (size_t)t8 * xb, xb, T - t8, nb, w, n0, n1, y + (size_t)t8 * ldy, ldy);

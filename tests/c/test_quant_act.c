@@ -99,6 +99,48 @@ static uint8_t *rand_weights(g4_dtype dt, int rows, int unit) {
     return w;
 }
 
+/* Each path's matmul_q8 over the first K columns of R weight rows (w, stride COLS) and AROWS
+ * activation rows (xq, stride COLS), their scales 1: exactly the integer dot */
+static void check_paths_integer(g4_dtype dt, const uint8_t *w, const uint8_t *xq, int R) {
+    const g4_kernels *paths[] = {g4_kernels_scalar(), g4_kernels_avx2(), g4_kernels_avx512()};
+    const size_t rb = g4_dtype_row_bytes(dt, COLS), xb = g4_act_row_bytes(dt, COLS);
+    const int Ks[] = {COLS, COLS - 32};
+    for (int ki = 0; ki < 2; ki++) {
+        const int K = Ks[ki];
+        if (K % g4_dtype_block(dt)) continue;
+        const size_t kb = g4_dtype_row_bytes(dt, K), xkb = g4_act_row_bytes(dt, K);
+        uint8_t *wk = malloc(R * kb), *xk = malloc(AROWS * xkb);
+        for (int n = 0; n < R; n++) memcpy(wk + n * kb, w + n * rb, kb);
+        for (int t = 0; t < AROWS; t++) memcpy(xk + t * xkb, xq + t * xb, xkb);
+        long long want[AROWS][8];
+        float *wrow = malloc(K * sizeof(float));
+        for (int n = 0; n < R; n++) {
+            g4_dequant_row(dt, wk + n * kb, K, wrow);
+            for (int t = 0; t < AROWS; t++) {
+                const uint8_t *xr = xk + t * xkb;
+                want[t][n] = 0;
+                for (int k = 0; k < K; k++)
+                    want[t][n] += (long long)wrow[k] * (g4_act_format(dt) == G4_ACT_Q8_0 ? (int8_t)xr[(k / 32) * 34 + 2 + k % 32]
+                                                        : g4_act_format(dt) == G4_ACT_Q8_1 ? (int8_t)xr[(k / 32) * 36 + 4 + k % 32]
+                                                        : ((const g4_block_q8_K *)xr)[k / 256].qs[k % 256]);
+            }
+        }
+        for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
+            if (!paths[p]) continue;
+            for (int T = 1; T <= AROWS; T += AROWS - 1) {   /* one row (decode) and all of them */
+                float y[AROWS * 8];
+                paths[p]->matmul_q8[dt](xk, T, K, wk, 0, R, y, R);
+                for (int t = 0; t < T; t++)
+                    for (int n = 0; n < R; n++)
+                        if ((double)y[t * R + n] != (double)want[t][n])
+                            fail_msg("%s %s K %d T %d row %d x %d: %.1f, integer %lld", paths[p]->name, g4_dtype_name(dt), K, T, n, t,
+                                     y[t * R + n], want[t][n]);
+            }
+        }
+        free(wk), free(xk), free(wrow);
+    }
+}
+
 /* The scalar dots are ggml's integer sums: with every scale 1.0 the result is exactly
  * sum_k W_int[k] * Xq[k] (W_int the dequantized weight, an integer when its scales are 1). */
 static void test_integer_exact(void **state) {
@@ -151,6 +193,9 @@ static void test_integer_exact(void **state) {
                 if ((double)got != (double)want) fail_msg("%s row %d x %d: dot %.1f, integer %lld", g4_dtype_name(dt), n, t, got, want);
             }
         }
+        /* and so are every path's matmul_q8, whatever its sum order, over the whole rows and (the
+         * 32-weight types) an odd number of blocks (IQ4_NL's one-row dot ends on a scalar block) */
+        check_paths_integer(dt, w, xq, R);
         free(w), free(xq);
     }
     free(x);

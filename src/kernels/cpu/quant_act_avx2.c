@@ -126,17 +126,8 @@ INLINE void tile32(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t
         for (int t = 0; t < NT; t++) {
             float v = g4_hsum8(iq4 ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
             if (q81) v += summs[r][t];
-            if (iq4 && (nb & 1)) {   /* ggml's scalar tail: sumf += d * sumi */
-                const uint8_t *blk = w + (size_t)(n + r) * rb + (size_t)(nb - 1) * bb;
-                const uint8_t *xblk = x + (size_t)(t0 + t) * xb + (size_t)(nb - 1) * G4_Q8_0_BYTES;
-                const __m256i qx = g4_act_unpack32_avx2(kind, blk);
-                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xblk + 2)), qx)),
-                                                    _mm256_set1_epi16(1));
-                int32_t l[8], sumi = 0;
-                _mm256_storeu_si256((__m256i *)l, p);
-                for (int i = 0; i < 8; i++) sumi += l[i];
-                v = fmaf(g4_ld_f16(xblk) * g4_ld_f16(blk), (float)sumi, v);
-            }
+            if (iq4 && (nb & 1))
+                v = g4_iq4_nl_tail(w + (size_t)(n + r) * rb + (size_t)(nb - 1) * bb, x + (size_t)(t0 + t) * xb + (size_t)(nb - 1) * G4_Q8_0_BYTES, v);
             y[(size_t)(t0 + t) * ldy + n + r] = v;
         }
 }

@@ -345,17 +345,8 @@ AI void dec_tile(int kind, int NR, int NT, const uint8_t *w, size_t rb, size_t b
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) {
             float v = g4_hsum8(vec ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
-            if (vec && nbv < nb) {   /* ggml's scalar tail: sumf += d * sumi */
-                const uint8_t *blk = w + (size_t)r * rb + (size_t)nbv * bb, *xbl = x + (size_t)t * xb + (size_t)nbv * G4_Q8_0_BYTES;
-                const __m256i qy = _mm256_loadu_si256((const __m256i *)(xbl + 2));
-                const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                                   _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qy), 7));
-                const __m256i s = _mm256_dpbusd_epi32(c, dec_weights(kind, blk), qy);
-                int32_t l[8], sumi = 0;
-                _mm256_storeu_si256((__m256i *)l, s);
-                for (int i = 0; i < 8; i++) sumi += l[i];
-                v = fmaf(g4_ld_f16(xbl) * g4_ld_f16(blk), (float)sumi, v);
-            }
+            if (vec && nbv < nb)
+                v = g4_iq4_nl_tail(w + (size_t)r * rb + (size_t)nbv * bb, x + (size_t)t * xb + (size_t)nbv * G4_Q8_0_BYTES, v);
             y[(size_t)t * ldy + r] = v;
         }
 }

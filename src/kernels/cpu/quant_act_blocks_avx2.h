@@ -45,6 +45,18 @@ static inline __attribute__((always_inline)) __m256i g4_act_unpack32_avx2(int ki
     return _mm256_or_si256(nib, _mm256_andnot_si256(bits, _mm256_set1_epi8((char)0xF0)));
 }
 
+/* ggml's scalar tail of its IQ4_NL dot (an odd last block after the two accumulators' sum v):
+ * v + (d_x d_y) * the block's integer sum, one FMA */
+static inline __attribute__((always_inline)) float g4_iq4_nl_tail(const uint8_t *blk, const uint8_t *xblk, float v) {
+    const __m256i qx = g4_act_unpack32_avx2(G4_ACT_K_IQ4_NL, blk);
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xblk + 2)), qx)),
+                                        _mm256_set1_epi16(1));
+    int32_t l[8], sumi = 0;
+    _mm256_storeu_si256((__m256i *)l, p);
+    for (int i = 0; i < 8; i++) sumi += l[i];
+    return fmaf(g4_ld_f16(xblk) * g4_ld_f16(blk), (float)sumi, v);
+}
+
 /* ggml's mins term of a Q4_K / Q5_K block against activation block yb: its 8 mins (int16) times
  * the activation's per-32 sums (hadd of bsums), scaled by -yb.d dmin; Q4_K adds the 4 products to
  * a 4-lane vector (fmadd), Q5_K their integer sum to one float (an FMA in ggml's build) */

@@ -1,7 +1,8 @@
 /* quant_act_avx512.c — the int8-activation matmul (--act-q8) with AVX512-VNNI: every input over
  * Q8_0 / Q4_0 / Q5_0 / IQ4_NL (1-5 rows on decode tiles, more on chunks of rows), over Q4_K / Q6_K
  * inputs of 12 or more rows (prefill, batched decode) on chunks and the rest on their decode tiles
- * (Q4_K's 1-3 rows), every input over Q5_K / Q3_K / Q2_K / IQ4_XS on its decode tiles;
+ * (Q4_K's 1-3 rows), Q5_K likewise (its decode tiles at any row count short of a chunk), every
+ * input over Q3_K / Q2_K / IQ4_XS on its decode tiles;
  * bit-identical to the AVX2 tiles (quant_act_avx2.c) and so to ggml's x86 ggml_vec_dot_*_q8_0 / *_q8_K.
  *
  * ggml's arithmetic per (weight row, activation row t, block): 8 int32 lanes, lane l an exact
@@ -127,12 +128,12 @@ AI void tile_quants(int kind, const uint8_t *blk, int32_t q[8], int32_t c[8]) {
  * (sc_2j, sc_2j+1) into the lane's total; vpmaddwd gives the mins' products. */
 
 /* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64), [t] d as float,
- * for Q4_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l, bsums_2l+1)
- * (kchunk_build fills the region of the weight type at hand, q4_k or not) */
+ * for Q4_K / Q5_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l,
+ * bsums_2l+1) (kchunk_build fills the region of the weight type at hand: the sums or not) */
 enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4,
        KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
 
-static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int q4_k, uint8_t *chunk) {
+static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int sums, uint8_t *chunk) {
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)(nb * sizeof(g4_block_q8_K))));
     const __mmask16 live = (__mmask16)((1u << tn) - 1);
@@ -146,7 +147,7 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int q4_k, uint
         for (int t = 0; t < TC; t++) {
             const g4_block_q8_K *x = x0 + (size_t)t * nb;
             d[t] = t < tn ? x->d : 0.0f;
-            if (q4_k)   /* ggml's hadd of bsums: the int16 sum over sub-block k */
+            if (sums)   /* Q4_K / Q5_K: ggml's hadd of bsums, the int16 sum over sub-block k */
                 for (int k = 0; k < 8; k++)
                     sp[(k / 2) * 2 * TC + 2 * t + k % 2] = t < tn ? (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]) : 0;
             else
@@ -155,37 +156,46 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int q4_k, uint
     }
 }
 
-/* A Q4_K block's scales and nibbles, stored for the tile's broadcasts (int16 pairs (sc_2j, sc_2j+1)
- * and (mins_2i, mins_2i+1); nibbles of sub-block k by dword) */
+/* A Q4_K / Q5_K (q5) block's scales and quants, stored for the tile's broadcasts (int16 pairs
+ * (sc_2j, sc_2j+1) and (mins_2i, mins_2i+1); quants of sub-block k by dword, Q5_K's fifth bit k of
+ * qh as 16) */
 typedef struct {
     int32_t sc[4], mn[4], nib[8][8];
 } q4_k_prep;
 
-AI void q4_k_prepare(const uint8_t *blk, q4_k_prep *p) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+AI void k45_prepare(int q5, const uint8_t *blk, q4_k_prep *p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     uint32_t utmp[4];   /* scales[8], mins[8] as bytes */
     g4_q4_k_scales(blk + 4, utmp);
     __asm__("vmovdqu %1, %0" : "=m"(p->sc) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)utmp))));
     __asm__("vmovdqu %1, %0" : "=m"(p->mn) : "x"(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(utmp + 2)))));
+    const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
     for (int j = 0; j < 4; j++) {
-        const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * j));
-        g4_store_opaque32(p->nib[2 * j], _mm256_and_si256(q4, m4));
-        g4_store_opaque32(p->nib[2 * j + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+        const __m256i q4 = _mm256_loadu_si256((const __m256i *)(blk + (q5 ? 48 : 16) + 32 * j));
+        __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+        }
+        g4_store_opaque32(p->nib[2 * j], lo);
+        g4_store_opaque32(p->nib[2 * j + 1], hi);
     }
 }
 
 /* one weight row × one chunk's 16 activation rows: results for t < tn to y[t * ldy]; block b + 1
- * prepared while block b's dots run (as tile's) */
-static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+ * prepared while block b's dots run (as tile's). Q5_K (q5): its quants' sums fit 16 bits as well
+ * (4 * 31 * 128); its mins' products summed as integers into one float FMA a block, as tile_k45 */
+AI void ktile_k45(int q5, const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    const size_t bb = q5 ? 176 : 144;
     __m512 acc[8], accm[4];
     for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
     for (int i = 0; i < 4; i++) accm[i] = _mm512_setzero_ps();
     q4_k_prep pp[2];
-    q4_k_prepare(row, &pp[0]);
+    k45_prepare(q5, row, &pp[0]);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = row + (size_t)b * 144, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
-        g4_prefetch_ahead(blk, 144);
-        if (b + 1 < nb) q4_k_prepare(blk + 144, &pp[(b + 1) & 1]);
+        const uint8_t *blk = row + (size_t)b * bb, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        g4_prefetch_ahead(blk, bb);
+        if (b + 1 < nb) k45_prepare(q5, blk + bb, &pp[(b + 1) & 1]);
         const q4_k_prep *p = &pp[b & 1];
         const __m512 yd = _mm512_load_ps((const float *)(cb + KCHUNK_D));
         __m512i sumi[8];
@@ -207,14 +217,23 @@ static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
         const __m512 d = _mm512_mul_ps(yd, _mm512_set1_ps(g4_ld_f16(blk))), dm = _mm512_mul_ps(yd, _mm512_set1_ps(-g4_ld_f16(blk + 2)));
 #pragma GCC unroll 8
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
-        for (int i = 0; i < 4; i++) {
-            const __m512i pr = _mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_S + 64 * i), _mm512_set1_epi32(p->mn[i]));
-            accm[i] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(pr), accm[i]);
-        }
+        __m512i pr[4];
+        for (int i = 0; i < 4; i++) pr[i] = _mm512_madd_epi16(_mm512_load_si512(cb + KCHUNK_S + 64 * i), _mm512_set1_epi32(p->mn[i]));
+        if (q5)
+            accm[0] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(pr[0], pr[1]), _mm512_add_epi32(pr[2], pr[3]))),
+                                      accm[0]);
+        else
+            for (int i = 0; i < 4; i++) accm[i] = _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(pr[i]), accm[i]);
     }
-    /* ggml's hsum8_w16(acc) + hsum4(accm) */
-    const __m512 m = _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
+    /* ggml's hsum8_w16(acc) + hsum4(accm) (Q5_K: + its one sum) */
+    const __m512 m = q5 ? accm[0] : _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
     store_rows_w16(_mm512_add_ps(sum8_w16(acc), m), tn, y, ldy);
+}
+static void ktile_q4_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    ktile_k45(0, row, nb, chunk, tn, y, ldy);
+}
+static void ktile_q5_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    ktile_k45(1, row, nb, chunk, tn, y, ldy);
 }
 
 /* ggml's x86 ggml_vec_dot_q6_K_q8_K the same way: quants 0..63 (the -32 taken out through the
@@ -414,8 +433,8 @@ void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n
 
 /* ---------------------------------------------------------------- K-quant decode tiles */
 
-/* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q6_K, and every input
- * over Q5_K / Q3_K / Q2_K / IQ4_XS (which have no chunk kernel): one weight row
+/* Inputs of fewer rows than a chunk (decode, a few sequences) over Q4_K / Q5_K / Q6_K, and every
+ * input over Q3_K / Q2_K / IQ4_XS (which have no chunk kernel): one weight row
  * against up to KD_NT activation rows with the weights in the lanes — a 512-bit register holds 64
  * of the row's quants, the activation row's 64 bytes sit at the same positions. Per 64 weights and
  * row one vpdpbusd gives the dword sums of two 32-weight vectors (lanes 0-7 and 8-15; each ggml's
@@ -716,13 +735,12 @@ KDEC_ROWS(kdec_rows_q3_k, kdec_q3_k, 110)
 KDEC_ROWS(kdec_rows_q2_k, kdec_q2_k, 84)
 KDEC_ROWS(kdec_rows_iq4_xs, kdec_iq4_xs, 136)
 
-/* Q4_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from 4
- * rows through the AVX2 entry, as are 12 or more where the chunks' scratch is missing), the rest
- * in chunks */
+/* Q4_K, Q5_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from
+ * 4 rows through the AVX2 entry, as are Q4_K's and Q6_K's 12 or more where the chunks' scratch is
+ * missing), the rest in chunks */
 static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int q4_k = dt == G4_DT_Q4_K, nb = K / 256;
-    const size_t bb = q4_k ? 144 : 210;
-    const g4_matmul_q8_fn avx2 = q4_k ? g4_mmq_q4_k_avx2 : g4_mmq_q6_k_avx2;
+    const int q4_k = dt == G4_DT_Q4_K, q5_k = dt == G4_DT_Q5_K, nb = K / 256;
+    const size_t bb = q4_k ? 144 : q5_k ? 176 : 210;
     int tv;
     vnni_plan(T, 12, 0, &tv, NULL);   /* no 8-row chunks over the K-quants */
     uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
@@ -733,26 +751,28 @@ static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int 
         /* Q4_K from 4 rows: the AVX2 GEMM tiles, whose per-row work a block (the mins, the scales)
          * is gathered once a call, ran faster than these (one core: 0.20 against 0.24-0.27 ms at 4
          * rows of [2048 x 1536]) */
-        if (T - t_avx2 >= 12 || (q4_k && T - t_avx2 >= 4)) avx2(xr, T - t_avx2, K, w, n0, n1, yr, ldy);
+        if (q5_k) kdec_rows_q5_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
+        else if (T - t_avx2 >= 12 || (q4_k && T - t_avx2 >= 4))
+            (q4_k ? g4_mmq_q4_k_avx2 : g4_mmq_q6_k_avx2)(xr, T - t_avx2, K, w, n0, n1, yr, ldy);
         else if (q4_k) kdec_rows_q4_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
         else kdec_rows_q6_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
     }
     if (!chunks) return;
     T = tv;
+    void (*const tile)(const uint8_t *, int, const uint8_t *, int, float *, int) = q4_k ? ktile_q4_k : q5_k ? ktile_q5_k : ktile_q6_k;
     const size_t rb = (size_t)nb * bb, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
     for (int t0 = 0; t0 < T; t0 += KSC * TC) {
         const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;
         for (int ci = 0; ci < nc; ci++) {
             const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
-            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, q4_k, chunks + ci * cs);
+            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, q4_k || q5_k, chunks + ci * cs);
         }
         for (int g0 = n0; g0 < n1; g0 += RG) {
             const int g1 = g0 + RG < n1 ? g0 + RG : n1;
             for (int ci = 0; ci < nc; ci++) {
                 const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
                 for (int n = g0; n < g1; n++)
-                    (q4_k ? ktile_q4_k : ktile_q6_k)((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn,
-                                                     y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
+                    tile((const uint8_t *)w + (size_t)n * rb, nb, chunks + ci * cs, tn, y + (size_t)(t0 + ci * TC) * ldy + n, ldy);
             }
         }
     }
@@ -764,10 +784,8 @@ void g4_mmq_q4_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     kgemm(G4_DT_Q6_K, xq, T, K, w, n0, n1, y, ldy);
 }
-
-/* Q5_K: every input on the decode tiles (it has no chunk kernel) */
 void g4_mmq_q5_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    kdec_rows_q5_k(xq, T, K / 256, w, n0, n1, y, ldy, NULL);
+    kgemm(G4_DT_Q5_K, xq, T, K, w, n0, n1, y, ldy);
 }
 
 /* Q2_K: every input on the decode tiles */

@@ -127,13 +127,15 @@ AI void tile_quants(int kind, const uint8_t *blk, int32_t q[8], int32_t c[8]) {
  * 16 bits: at most 4 * 15 * 128) share a lane's two halves, and one vpdpwssd multiplies them by
  * (sc_2j, sc_2j+1) into the lane's total; vpmaddwd gives the mins' products. */
 
-/* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64), [t] d as float,
+/* A chunk's bytes per block: [m][t][4] activation bytes (qs's dword m: 64 * 64; + 128 for the
+ * signed quants of Q3_K / IQ4_XS, whose dots start from -128 times their dword's sum), [t] d as float,
  * for Q4_K / Q5_K [i][t] the int16 pair (s_2i, s_2i+1), for Q6_K [l][t] the pair (bsums_2l,
  * bsums_2l+1) (kchunk_build fills the region of the weight type at hand: the sums or not) */
 enum { KCHUNK_D = 64 * 64, KCHUNK_S = KCHUNK_D + TC * 4, KCHUNK_B = KCHUNK_S + 4 * TC * 4,
        KCHUNK_BLOCK_BYTES = KCHUNK_B + 8 * TC * 4 };
 
-static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int sums, uint8_t *chunk) {
+static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int sums, int offset, uint8_t *chunk) {
+    const __m512i off = _mm512_set1_epi8(offset ? (char)0x80 : 0);
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)(nb * sizeof(g4_block_q8_K))));
     const __mmask16 live = (__mmask16)((1u << tn) - 1);
@@ -141,7 +143,7 @@ static void kchunk_build(const g4_block_q8_K *xq, int nb, int tn, int sums, uint
         uint8_t *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
         const g4_block_q8_K *x0 = xq + b;
         for (int m = 0; m < 64; m++)
-            _mm512_store_si512(cb + 64 * m, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, x0->qs + 4 * m, 1));
+            _mm512_store_si512(cb + 64 * m, _mm512_xor_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, x0->qs + 4 * m, 1), off));
         float *d = (float *)(cb + KCHUNK_D);
         int16_t *sp = (int16_t *)(cb + KCHUNK_S), *bp = (int16_t *)(cb + KCHUNK_B);
         for (int t = 0; t < TC; t++) {
@@ -298,6 +300,101 @@ static void ktile_q6_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn,
         for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
     }
     store_rows_w16(sum8_w16(acc), tn, y, ldy);
+}
+
+/* Q3_K and IQ4_XS with the activation bytes offset by 128 (unsigned) against the quants as signed
+ * bytes: each lane's total starts from -128 times the scaled sums of its weight dwords, which takes
+ * the offset back out (ggml's sums of 4 products, scaled); quant vector v is ggml's 32-byte vector
+ * (Q3_K: half v / 4, v % 4; IQ4_XS: sub-block v) against the activation dwords 8v..8v+7 */
+typedef struct {
+    int32_t q[8][8], start[8], sc[8];   /* quants [v][l]; lane starts [l]; Q3_K: scale pairs (half 0, 1) [2k + (l >= 4)], IQ4_XS: ls - 32 [v] */
+} kq_offset_prep;
+
+/* -128 * the dword sums of quant vector v times their scales (s: lane l's), into start */
+AI __m256i kq_start(__m256i start, __m256i q, __m256i s) {
+    return _mm256_sub_epi32(start, _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q), s));
+}
+
+AI void q3_k_prepare(const uint8_t *blk, kq_offset_prep *p) {
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), hm = _mm256_loadu_si256((const __m256i *)blk);
+    const __m128i sc8 = g4_q3_k_scales_m32(blk + 96);
+    const __m256i sc_half[2] = {_mm256_cvtepi8_epi32(sc8), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))};
+    __m256i start = _mm256_setzero_si256();
+    for (int j = 0; j < 2; j++) {
+        const __m256i L = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * j));
+        for (int k = 0; k < 4; k++) {
+            const int hb = 4 * j + k;   /* the hmask bit, moved to bit 2 */
+            const __m256i hi = _mm256_and_si256(hb >= 2 ? _mm256_srli_epi16(hm, hb - 2) : _mm256_slli_epi16(hm, 2 - hb), m4);
+            const __m256i q = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L, 2 * k), m3), hi), m4);
+            g4_store_opaque32(p->q[4 * j + k], q);
+            start = kq_start(start, q, _mm256_permutevar8x32_epi32(sc_half[j], _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1)));
+        }
+    }
+    g4_store_opaque32(p->start, start);
+    int8_t sc[16];
+    _mm_storeu_si128((__m128i *)sc, sc8);
+    for (int k = 0; k < 8; k++) p->sc[k] = (int32_t)((uint32_t)(uint16_t)sc[k] | (uint32_t)(uint16_t)sc[8 + k] << 16);
+}
+
+AI void iq4_xs_prepare(const uint8_t *blk, kq_offset_prep *p) {
+    const __m128i kv = _mm_loadu_si128((const __m128i *)g4_kvalues_iq4nl), m4 = _mm_set1_epi8(0x0F);
+    __m256i start = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(blk + 8 + 16 * ib));
+        const __m256i q = _mm256_set_m128i(_mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(v, 4), m4)), _mm_shuffle_epi8(kv, _mm_and_si128(v, m4)));
+        g4_store_opaque32(p->q[ib], q);
+        p->sc[ib] = g4_iq4_xs_scale(blk, ib) - 32;
+        start = kq_start(start, q, _mm256_set1_epi32(p->sc[ib]));
+    }
+    g4_store_opaque32(p->start, start);
+}
+
+/* one weight row × one chunk's 16 activation rows, as ktile_k45: Q3_K's sums (at most 4 * 4 * 255)
+ * of halves 0 and 1 share a lane's 16-bit halves for one vpdpwssd (lane l of vector (j, k) scaled
+ * by sc[8j + 2k + (l >= 4)] - 32); IQ4_XS's (up to 4 * 127 * 255) take vpmulld by ls - 32 */
+AI void ktile_offset(int q3, const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    const size_t bb = q3 ? 110 : 136;
+    __m512 acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
+    kq_offset_prep pp[2];
+    if (q3) q3_k_prepare(row, &pp[0]);
+    else iq4_xs_prepare(row, &pp[0]);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (size_t)b * bb, *cb = chunk + (size_t)b * KCHUNK_BLOCK_BYTES;
+        g4_prefetch_ahead(blk, bb);
+        if (b + 1 < nb) {
+            if (q3) q3_k_prepare(blk + bb, &pp[(b + 1) & 1]);
+            else iq4_xs_prepare(blk + bb, &pp[(b + 1) & 1]);
+        }
+        const kq_offset_prep *p = &pp[b & 1];
+        __m512i sumi[8];
+        for (int l = 0; l < 8; l++) sumi[l] = _mm512_set1_epi32(p->start[l]);
+#define KQ_DOT(v, l) _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_load_si512(cb + 64 * (8 * (v) + (l))), _mm512_set1_epi32(p->q[v][l]))
+        if (q3)
+            for (int k = 0; k < 4; k++) {
+#pragma GCC unroll 8
+                for (int l = 0; l < 8; l++)
+                    sumi[l] = _mm512_dpwssd_epi32(sumi[l], _mm512_mask_blend_epi16(0xAAAAAAAA, KQ_DOT(k, l), _mm512_slli_epi32(KQ_DOT(4 + k, l), 16)),
+                                                  _mm512_set1_epi32(p->sc[2 * k + (l >= 4)]));
+            }
+        else
+            for (int v = 0; v < 8; v++) {
+                const __m512i s = _mm512_set1_epi32(p->sc[v]);
+#pragma GCC unroll 8
+                for (int l = 0; l < 8; l++) sumi[l] = _mm512_add_epi32(sumi[l], _mm512_mullo_epi32(KQ_DOT(v, l), s));
+            }
+#undef KQ_DOT
+        const __m512 d = _mm512_mul_ps(_mm512_load_ps((const float *)(cb + KCHUNK_D)), _mm512_set1_ps(g4_ld_f16(q3 ? blk + 108 : blk)));
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[l]), acc[l]);
+    }
+    store_rows_w16(sum8_w16(acc), tn, y, ldy);
+}
+static void ktile_q3_k(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    ktile_offset(1, row, nb, chunk, tn, y, ldy);
+}
+static void ktile_iq4_xs(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy) {
+    ktile_offset(0, row, nb, chunk, tn, y, ldy);
 }
 
 /* ---------------------------------------------------------------- the entries */
@@ -735,37 +832,74 @@ KDEC_ROWS(kdec_rows_q3_k, kdec_q3_k, 110)
 KDEC_ROWS(kdec_rows_q2_k, kdec_q2_k, 84)
 KDEC_ROWS(kdec_rows_iq4_xs, kdec_iq4_xs, 136)
 
-/* Q4_K, Q5_K or Q6_K (dt): the rows short of a chunk through the decode tiles above (Q4_K's from
- * 4 rows through the AVX2 entry, as are Q4_K's and Q6_K's 12 or more where the chunks' scratch is
- * missing), the rest in chunks */
+/* The rows of an input short of a chunk over Q3_K / IQ4_XS: the decode tiles, their dots'
+ * starts made once a call (the AVX2 tiles where the scratch for them is missing) */
+#define KDEC_OFFSET(NAME, ROWS, MUL, AVX2)                                                              \
+    static void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) { \
+        const int nb = K / 256;                                                                        \
+        __m512i *yc = (__m512i *)g4_rows_scratch_avx2((size_t)T * nb * 4 * 16);                        \
+        if (!yc) { AVX2(xq, T, K, w, n0, n1, y, ldy); return; }                                        \
+        offset_starts(xq, T, nb, MUL, yc);                                                             \
+        ROWS(xq, T, nb, w, n0, n1, y, ldy, yc);                                                        \
+    }
+KDEC_OFFSET(kdec_q3_k_call, kdec_rows_q3_k, 4, g4_mmq_q3_k_avx2)
+KDEC_OFFSET(kdec_iq4_xs_call, kdec_rows_iq4_xs, 128, g4_mmq_iq4_xs_avx2)
+
+/* The K-quants with a chunk kernel: inputs of 12 or more rows in chunks of 16 (a last one padded),
+ * the rows short of a chunk through the decode tiles (Q4_K's from 4 rows, and Q4_K's and Q6_K's 12
+ * or more where the chunks' scratch is missing, through the AVX2 entry) */
+typedef void (*ktile_fn)(const uint8_t *row, int nb, const uint8_t *chunk, int tn, float *y, int ldy);
 static void kgemm(g4_dtype dt, const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
-    const int q4_k = dt == G4_DT_Q4_K, q5_k = dt == G4_DT_Q5_K, nb = K / 256;
-    const size_t bb = q4_k ? 144 : q5_k ? 176 : 210;
+    const int nb = K / 256, q4_k = dt == G4_DT_Q4_K;
+    size_t bb;
+    ktile_fn tile;
+    g4_matmul_q8_fn avx2;
+    int sums = 0, offset = 0;
+    switch (dt) {
+    case G4_DT_Q4_K: bb = 144, tile = ktile_q4_k, avx2 = g4_mmq_q4_k_avx2, sums = 1; break;
+    case G4_DT_Q5_K: bb = 176, tile = ktile_q5_k, avx2 = g4_mmq_q5_k_avx2, sums = 1; break;
+    case G4_DT_Q3_K: bb = 110, tile = ktile_q3_k, avx2 = g4_mmq_q3_k_avx2, offset = 1; break;
+    case G4_DT_IQ4_XS: bb = 136, tile = ktile_iq4_xs, avx2 = g4_mmq_iq4_xs_avx2, offset = 1; break;
+    default: bb = 210, tile = ktile_q6_k, avx2 = g4_mmq_q6_k_avx2; break;
+    }
     int tv;
-    vnni_plan(T, 12, 0, &tv, NULL);   /* no 8-row chunks over the K-quants */
-    uint8_t *chunks = tv ? (uint8_t *)g4_rows_scratch_avx2((size_t)KSC * nb * KCHUNK_BLOCK_BYTES / 4) : NULL;
-    const int t_avx2 = chunks ? tv : 0;
-    if (t_avx2 < T) {
-        const g4_block_q8_K *xr = (const g4_block_q8_K *)xq + (size_t)t_avx2 * nb;
-        float *yr = y + (size_t)t_avx2 * ldy;
+    /* no 8-row chunks over the K-quants; Q3_K's and IQ4_XS's chunks, whose quants take more to
+     * prepare, only whole (12 rows: 0.66-0.72 against 0.59-0.65 ms on the decode tiles; 16: 0.67-0.74
+     * against 0.81-0.86) */
+    vnni_plan(T, offset ? TC : 12, 0, &tv, NULL);
+    const size_t chunk_bytes = (size_t)KSC * nb * KCHUNK_BLOCK_BYTES;
+    const int t_dec = tv && g4_rows_scratch_avx2(chunk_bytes / 4) ? tv : 0;
+    if (t_dec < T) {
+        const g4_block_q8_K *xr = (const g4_block_q8_K *)xq + (size_t)t_dec * nb;
+        float *yr = y + (size_t)t_dec * ldy;
+        const int tr = T - t_dec;
         /* Q4_K from 4 rows: the AVX2 GEMM tiles, whose per-row work a block (the mins, the scales)
          * is gathered once a call, ran faster than these (one core: 0.20 against 0.24-0.27 ms at 4
          * rows of [2048 x 1536]) */
-        if (q5_k) kdec_rows_q5_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
-        else if (T - t_avx2 >= 12 || (q4_k && T - t_avx2 >= 4))
-            (q4_k ? g4_mmq_q4_k_avx2 : g4_mmq_q6_k_avx2)(xr, T - t_avx2, K, w, n0, n1, yr, ldy);
-        else if (q4_k) kdec_rows_q4_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
-        else kdec_rows_q6_k(xr, T - t_avx2, nb, w, n0, n1, yr, ldy, NULL);
+        switch (dt) {
+        case G4_DT_Q5_K: kdec_rows_q5_k(xr, tr, nb, w, n0, n1, yr, ldy, NULL); break;
+        case G4_DT_Q3_K: kdec_q3_k_call(xr, tr, K, w, n0, n1, yr, ldy); break;
+        case G4_DT_IQ4_XS: kdec_iq4_xs_call(xr, tr, K, w, n0, n1, yr, ldy); break;
+        default:
+            if (tr >= 12 || (q4_k && tr >= 4)) avx2(xr, tr, K, w, n0, n1, yr, ldy);
+            else if (q4_k) kdec_rows_q4_k(xr, tr, nb, w, n0, n1, yr, ldy, NULL);
+            else kdec_rows_q6_k(xr, tr, nb, w, n0, n1, yr, ldy, NULL);
+        }
     }
-    if (!chunks) return;
-    T = tv;
-    void (*const tile)(const uint8_t *, int, const uint8_t *, int, float *, int) = q4_k ? ktile_q4_k : q5_k ? ktile_q5_k : ktile_q6_k;
+    if (!t_dec) return;
+    /* asked again: the decode tiles' starts may have taken the scratch over */
+    uint8_t *chunks = (uint8_t *)g4_rows_scratch_avx2(chunk_bytes / 4);
+    if (!chunks) {   /* out of memory: the AVX2 tiles need no scratch */
+        avx2(xq, t_dec, K, w, n0, n1, y, ldy);
+        return;
+    }
+    T = t_dec;
     const size_t rb = (size_t)nb * bb, cs = (size_t)nb * KCHUNK_BLOCK_BYTES;
     for (int t0 = 0; t0 < T; t0 += KSC * TC) {
         const int sn = T - t0 < KSC * TC ? T - t0 : KSC * TC, nc = (sn + TC - 1) / TC;
         for (int ci = 0; ci < nc; ci++) {
             const int tn = sn - ci * TC < TC ? sn - ci * TC : TC;
-            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, q4_k || q5_k, chunks + ci * cs);
+            kchunk_build((const g4_block_q8_K *)xq + (size_t)(t0 + ci * TC) * nb, nb, tn, sums, offset, chunks + ci * cs);
         }
         for (int g0 = n0; g0 < n1; g0 += RG) {
             const int g1 = g0 + RG < n1 ? g0 + RG : n1;
@@ -787,21 +921,16 @@ void g4_mmq_q6_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0,
 void g4_mmq_q5_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     kgemm(G4_DT_Q5_K, xq, T, K, w, n0, n1, y, ldy);
 }
+void g4_mmq_q3_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kgemm(G4_DT_Q3_K, xq, T, K, w, n0, n1, y, ldy);
+}
+void g4_mmq_iq4_xs_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
+    kgemm(G4_DT_IQ4_XS, xq, T, K, w, n0, n1, y, ldy);
+}
 
 /* Q2_K: every input on the decode tiles */
 void g4_mmq_q2_k_avx512vnni(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {
     kdec_rows_q2_k(xq, T, K / 256, w, n0, n1, y, ldy, NULL);
 }
 
-/* Q3_K / IQ4_XS: every input on the decode tiles, their dots' starts made once a call (the AVX2
- * entry where the scratch for them is missing) */
-#define KDEC_OFFSET(NAME, ROWS, MUL, AVX2)                                                              \
-    void NAME(const void *xq, int T, int K, const void *w, int n0, int n1, float *y, int ldy) {        \
-        const int nb = K / 256;                                                                        \
-        __m512i *yc = (__m512i *)g4_rows_scratch_avx2((size_t)T * nb * 4 * 16);                        \
-        if (!yc) { AVX2(xq, T, K, w, n0, n1, y, ldy); return; }                                        \
-        offset_starts(xq, T, nb, MUL, yc);                                                             \
-        ROWS(xq, T, nb, w, n0, n1, y, ldy, yc);                                                        \
-    }
-KDEC_OFFSET(g4_mmq_q3_k_avx512vnni, kdec_rows_q3_k, 4, g4_mmq_q3_k_avx2)
-KDEC_OFFSET(g4_mmq_iq4_xs_avx512vnni, kdec_rows_iq4_xs, 128, g4_mmq_iq4_xs_avx2)
+

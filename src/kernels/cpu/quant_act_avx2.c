@@ -485,8 +485,7 @@ INLINE void tile_q2_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb
         __m256i sumi[4];
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)yb->bsums));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-yb->d * dmw), _mm256_cvtepi32_ps(prod), acc[t]);
+            acc[t] = g4_q2_k_mins(mins, yb, dmw, acc[t]);
             sumi[t] = _mm256_setzero_si256();
         }
         for (int j = 0; j < 2; j++) {

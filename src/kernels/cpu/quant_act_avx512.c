@@ -543,6 +543,9 @@ void g4_mmq_iq4_nl_avx512vnni(const void *xq, int T, int K, const void *w, int n
  * offset that makes them unsigned, which the dots' start takes back out (offset_starts). */
 enum { KD_NT = 6 };
 
+/* a register's two vectors' lane sums added: ggml's 8 lanes (exact integers) */
+AI __m256i lanes8(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
+
 /* lanes 0-7 index a, 8-15 index b (the scales of the two vectors sharing a register) */
 AI __m512i pair_index(int a, int b) {
     return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(a), _mm512_set1_epi32(b));
@@ -598,7 +601,7 @@ AI void kdec_k45(int q5, int NT, const uint8_t *row, const g4_block_q8_K *x, int
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
             g4_k45_mins(q5, mins, yb, dmw, &acc_m[t], &summs[t]);
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            const __m256i s8 = lanes8(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
         }
     }
@@ -656,7 +659,7 @@ AI void kdec_q6_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
         }
         const float d = g4_ld_f16(b + 208);
         for (int t = 0; t < NT; t++) {
-            const __m256i tot = _mm256_add_epi32(s8[t], _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1)));
+            const __m256i tot = _mm256_add_epi32(s8[t], lanes8(sumi[t]));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * d), _mm256_cvtepi32_ps(tot), acc[t]);
         }
     }
@@ -698,7 +701,7 @@ AI void kdec_q3_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
         }
         const float dw = g4_ld_f16(b + 108);
         for (int t = 0; t < NT; t++) {
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            const __m256i s8 = lanes8(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
         }
     }
@@ -722,8 +725,7 @@ AI void kdec_q2_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
         __m512i sumi[KD_NT];
         for (int t = 0; t < NT; t++) {
             const g4_block_q8_K *yb = x + (size_t)(t0 + t) * nb + i;
-            const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)yb->bsums));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-yb->d * dmw), _mm256_cvtepi32_ps(prod), acc[t]);
+            acc[t] = g4_q2_k_mins(mins, yb, dmw, acc[t]);
             sumi[t] = _mm512_setzero_si512();
         }
         for (int j = 0; j < 2; j++) {
@@ -739,7 +741,7 @@ AI void kdec_q2_k(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, in
             }
         }
         for (int t = 0; t < NT; t++) {
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            const __m256i s8 = lanes8(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)(t0 + t) * nb + i].d * dw), _mm256_cvtepi32_ps(s8), acc[t]);
         }
     }
@@ -784,7 +786,7 @@ AI void kdec_iq4_xs(int NT, const uint8_t *row, const g4_block_q8_K *x, int nb, 
         }
         const float dw = g4_ld_f16(b);
         for (int t = 0; t < NT; t++) {
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+            const __m256i s8 = lanes8(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[(size_t)(t0 + t) * nb + i].d), _mm256_cvtepi32_ps(s8), acc[t]);
         }
     }

@@ -1,7 +1,7 @@
 /* quant_act_blocks_avx2.h — a 32-weight block (Q8_0 / Q4_0 / Q5_0 / IQ4_NL; Q4_1 / Q5_1 unsigned) as its 32 quants, the
  * operand of the int8-activation dots (--act-q8), exactly as ggml's x86 vec_dot kernels unpack it,
- * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does), and the Q4_K / Q5_K dots' mins
- * term. Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI kernels (quant_act_avx512.c);
+ * (g4_hsum8, quant_simd.h, sums a dot's 8 float lanes as ggml does), IQ4_NL's scalar tail, and the
+ * Q2_K / Q4_K / Q5_K dots' mins terms. Shared by the AVX2 tiles (quant_act_avx2.c) and the AVX512-VNNI kernels (quant_act_avx512.c);
  * include after <immintrin.h> in a file built with AVX2. */
 #ifndef G4_QUANT_ACT_BLOCKS_AVX2_H
 #define G4_QUANT_ACT_BLOCKS_AVX2_H
@@ -55,6 +55,13 @@ static inline __attribute__((always_inline)) float g4_iq4_nl_tail(const uint8_t 
     _mm256_storeu_si256((__m256i *)l, p);
     for (int i = 0; i < 8; i++) sumi += l[i];
     return fmaf(g4_ld_f16(xblk) * g4_ld_f16(blk), (float)sumi, v);
+}
+
+/* ggml's mins term of a Q2_K block against activation block yb, into the 8-lane acc before the
+ * block's quants: its 16 mins (int16) times the activation's 16-sums, scaled by -yb.d dmin */
+static inline __attribute__((always_inline)) __m256 g4_q2_k_mins(__m256i mins, const g4_block_q8_K *yb, float dmin, __m256 acc) {
+    const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)yb->bsums));
+    return _mm256_fmadd_ps(_mm256_set1_ps(-yb->d * dmin), _mm256_cvtepi32_ps(prod), acc);
 }
 
 /* ggml's mins term of a Q4_K / Q5_K block against activation block yb: its 8 mins (int16) times

@@ -95,7 +95,8 @@ def dirty_note(out: str) -> str:
 
 
 def lscpu_summary(text: str) -> str:
-    keep = ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket", "Socket(s)",
+    # family / model name the core where a hypervisor hides the model name ("AMD EPYC": 25 / 1 is Zen 3)
+    keep = ("Model name", "CPU family", "Model", "CPU(s)", "Thread(s) per core", "Core(s) per socket", "Socket(s)",
             "Hypervisor vendor", "L1d cache", "L2 cache", "L3 cache", "NUMA node(s)")
     lines = []
     for ln in text.splitlines():
@@ -105,7 +106,7 @@ def lscpu_summary(text: str) -> str:
     flags = re.search(r"Flags:\s*(.*)", text)
     if flags:
         f = set(flags.group(1).split())
-        simd = [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in f]
+        simd = [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile") if x in f]
         lines.append("SIMD: " + " ".join(simd))
     return "\n".join(lines)
 

@@ -64,8 +64,11 @@ need_ref_py() {
 # name, CPUs, SIMD flags), the run's date and the commits, then BODY (its leading '# ' title line dropped)
 write_results() {
   mkdir -p "$(dirname "$RESULTS")"
-  local cpu ncpu simd
+  local cpu ncpu simd fam
   cpu=$(sed -n 's/^Model name: *//p' "$OUT/lscpu.txt" 2>/dev/null | head -1)
+  # family / model: the core generation where a hypervisor hides the model name
+  fam=$(awk -F': *' '/^CPU family:/ { f = $2 } /^Model:/ { m = $2 } END { if (f != "") print "family " f " model " m }' "$OUT/lscpu.txt" 2>/dev/null)
+  [ -n "$fam" ] && cpu="$cpu ($fam)"
   ncpu=$(sed -n 's/^CPU(s): *//p' "$OUT/lscpu.txt" 2>/dev/null | head -1)
   simd=$(grep -owE 'avx2|fma|avx512f|avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null | sort -u | tr '\n' ' ')
   {

@@ -35,27 +35,39 @@ def main():
                 load_g4(os.path.join(out, f"g4gguf-{t}-r*.txt"))) for t in types}
     any_runs = next((r for t in types for r in (data[t][1][1] + data[t][2][1])), None)
     tests = [x["test"] for x in any_runs["tests"]] if any_runs else []
+    has_pack = any(data[t][1][1] for t in types)   # PACKS=0 runs the GGUF files alone
     n_rounds = max((max(len(data[t][1][1]), len(data[t][2][1])) for t in types), default=0)
 
     w("## Quantized weights\n\n")
     w(f"Date: {read(os.path.join(out, 'date.txt'), 'unknown')}. Written by `bench/compare_quant.sh` (raw outputs were "
       f"in `{shown_path(out)}`) and `bench/quant_accuracy.py`. The random-weight bench checkpoint "
-      "(`tools/reference/make_bench_model.py`: 983 M parameters, real 262k vocabulary), quantized and run three ways: **gemma4c on its own pack** "
-      "(`gemma4c pack --dtype D`, every 2-D matrix including the tied embedding / LM head in D), **gemma4c on "
-      "llama.cpp's GGUF** of the same checkpoint, and **llama-bench on that same GGUF**.\n\n")
-    w(f"Median over {n_rounds} rounds; per round and type the order is llama-bench, gemma4c on the GGUF, gemma4c on the "
-      "pack (reversed in even rounds); gemma4c reports the median of its reps, llama-bench the mean of its reps. "
-      "For bf16 (the baseline, if run) \"pack\" is the HF directory. Ratio = gemma4c / llama.cpp on the same GGUF file (> 1: gemma4c faster); \"pack / llama\" compares "
-      "gemma4c's pack with llama.cpp's file of the same nominal type (not byte-identical: see Files).\n\n")
-    w("| weights | test | gemma4c pack | gemma4c GGUF | llama.cpp GGUF | gemma4c GGUF / llama | pack / llama | "
-      "per round: pack; GGUF; llama |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+      "(`tools/reference/make_bench_model.py`: 983 M parameters, real 262k vocabulary), quantized and run "
+      + ("three ways: **gemma4c on its own pack** (`gemma4c pack --dtype D`, every 2-D matrix including the tied "
+         "embedding / LM head in D), " if has_pack else "two ways (PACKS=0: gemma4c's own packs not run): ")
+      + "**gemma4c on llama.cpp's GGUF** of the same checkpoint, and **llama-bench on that same GGUF**.\n\n")
+    w(f"Median over {n_rounds} rounds; per round and type the order is llama-bench, gemma4c on the GGUF"
+      + (", gemma4c on the pack" if has_pack else "") + " (reversed in even rounds); gemma4c reports the median of its "
+      "reps, llama-bench the mean of its reps. "
+      + ("For bf16 (the baseline, if run) \"pack\" is the HF directory. " if has_pack else "")
+      + "Ratio = gemma4c / llama.cpp on the same GGUF file (> 1: gemma4c faster)"
+      + ("; \"pack / llama\" compares gemma4c's pack with llama.cpp's file of the same nominal type (not "
+         "byte-identical: see Files)" if has_pack else "") + ".\n\n")
+    if has_pack:
+        w("| weights | test | gemma4c pack | gemma4c GGUF | llama.cpp GGUF | gemma4c GGUF / llama | pack / llama | "
+          "per round: pack; GGUF; llama |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+    else:
+        w("| weights | test | gemma4c GGUF | llama.cpp GGUF | gemma4c / llama | per round: GGUF; llama |\n"
+          "|---|---|---:|---:|---:|---|\n")
     for t in types:
         ll, (gp, _), (gg, _) = data[t]
         for x in tests:
             p, g, lc = med(gp.get(x, [])), med(gg.get(x, [])), med(ll.get(x, []))
-            w(f"| {t} | {x} | {fmt(p)} | {fmt(g)} | {fmt(lc)} | {fmt(g / lc if g and lc else None)}x | "
-              f"{fmt(p / lc if p and lc else None)}x | {', '.join(fmt(v) for v in gp.get(x, []))}; "
-              f"{', '.join(fmt(v) for v in gg.get(x, []))}; {', '.join(fmt(v) for v in ll.get(x, []))} |\n")
+            rounds = f"{', '.join(fmt(v) for v in gg.get(x, []))}; {', '.join(fmt(v) for v in ll.get(x, []))}"
+            if has_pack:
+                w(f"| {t} | {x} | {fmt(p)} | {fmt(g)} | {fmt(lc)} | {fmt(g / lc if g and lc else None)}x | "
+                  f"{fmt(p / lc if p and lc else None)}x | {', '.join(fmt(v) for v in gp.get(x, []))}; {rounds} |\n")
+            else:
+                w(f"| {t} | {x} | {fmt(g)} | {fmt(lc)} | {fmt(g / lc if g and lc else None)}x | {rounds} |\n")
 
     aq8 = {t: load_g4(os.path.join(out, f"g4aq8-{t}-r*.txt")) for t in types}
     if any(aq8[t][1] for t in types):
@@ -105,9 +117,10 @@ def main():
         pps = [x for x in tests if x.startswith("pp")]
         if pps:
             w(f"\nPrefill against the fp32 FMA peak (FLOPs per token as in the bf16 table above; gemma4c's quantized "
-              f"prefill dequantizes weight panels into its fp32 GEMM), gemma4c on the pack:\n\n| weights | test | tok/s | % of fp32 FMA peak |\n|---|---|---:|---:|\n")
+              f"prefill dequantizes weight panels into its fp32 GEMM), gemma4c on the {'pack' if has_pack else 'GGUF, exact'}:"
+              f"\n\n| weights | test | tok/s | % of fp32 FMA peak |\n|---|---|---:|---:|\n")
             for t in types:
-                rp = data[t][1][1]
+                rp = data[t][1][1] if has_pack else data[t][2][1]
                 for x in pps:
                     recs = [y for r in rp for y in r["tests"] if y["test"] == x]
                     fr = med([y["roofline_fraction"] for y in recs if y.get("roofline_fraction") is not None])
@@ -122,7 +135,7 @@ def main():
             sizes[f[0]] = (int(f[1]), int(f[2]))
     for t in types:
         gb, pb = sizes.get(t, (0, 0))
-        psz = "HF directory" if t == "bf16" else f"{pb / 1e6:.0f} MB"
+        psz = "HF directory" if t == "bf16" else f"{pb / 1e6:.0f} MB" if pb else "not run"
         w(f"| {t} | {psz} | {gb / 1e6:.0f} MB, "
           f"{GGUF_NAME[t]} | {read(os.path.join(out, f'gguf-types-{t}.txt'), '?')} |\n")
     w("\nOur packs quantize every matrix to the named type (q4_k: all of this model's rows are multiples of "

@@ -135,6 +135,10 @@ $(BUILD)/bench/gemm_bench: bench/gemm_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
 
+$(BUILD)/bench/quant_panel_bench: bench/quant_panel_bench.c $(BUILD)/libgemma4c.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)
+
 $(BUILD)/bench/grammar_bench: bench/grammar_bench.c $(BUILD)/libgemma4c.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libgemma4c.a -o $@ $(LDLIBS)

